@@ -1,0 +1,15 @@
+//! API types of the system: the `core.gardener.cloud`, `seedmanagement.gardener.cloud`,
+//! `operations.gardener.cloud` and `extensions.gardener.cloud` groups as Rust types with
+//! generated CRDs, plus the constants and pure helpers every component shares.
+//!
+//! This crate does no client I/O.
+
+pub mod common;
+pub mod core;
+pub mod crds;
+pub mod extensions;
+pub mod opaque;
+pub mod operations;
+pub mod seedmanagement;
+
+pub use opaque::{AnyJson, Opaque};

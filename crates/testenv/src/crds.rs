@@ -1,0 +1,56 @@
+//! Installing CRDs and waiting until the API server serves them.
+
+use crate::Error;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use std::time::{Duration, Instant};
+
+const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Applies the CRDs (server-side apply) and waits until every one is `Established`.
+pub async fn install_crds(client: &kube::Client, crds: &[CustomResourceDefinition]) -> Result<(), Error> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("testenv").force();
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        api.patch(&name, &params, &Patch::Apply(crd))
+            .await
+            .map_err(|source| Error::Kube { what: format!("applying CRD {name}"), source })?;
+    }
+    let started = Instant::now();
+    for crd in crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        loop {
+            let current = api
+                .get(&name)
+                .await
+                .map_err(|source| Error::Kube { what: format!("reading CRD {name}"), source })?;
+            if is_established(&current) {
+                break;
+            }
+            if started.elapsed() > ESTABLISH_TIMEOUT {
+                let conditions = current
+                    .status
+                    .and_then(|s| s.conditions)
+                    .map(|c| format!("{c:?}"))
+                    .unwrap_or_default();
+                return Err(Error::NotReady {
+                    what: format!("CRD {name} Established"),
+                    timeout: ESTABLISH_TIMEOUT,
+                    log_tail: conditions,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(())
+}
+
+/// True when the CRD has the condition `Established=True`.
+pub fn is_established(crd: &CustomResourceDefinition) -> bool {
+    crd.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"))
+}

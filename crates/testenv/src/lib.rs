@@ -1,0 +1,322 @@
+//! A real Kubernetes control plane for tests: a fresh etcd and kube-apiserver (and optionally
+//! kube-controller-manager) on free loopback ports, with their own PKI, handing out
+//! [`kube::Client`]s and a kubeconfig file.
+//!
+//! Binaries come from `KUBEBUILDER_ASSETS`, provisioned by `hack/setup-envtest.sh`. A missing
+//! binary is an error that names that command; tests never skip silently.
+//!
+//! Every [`TestEnv`] is independent (its own ports, data directory and PKI), so one test
+//! process can run several clusters, e.g. a garden and two seeds. Dropping a [`TestEnv`] kills
+//! its processes and removes its directory, also when a test panics.
+
+mod assets;
+mod certs;
+mod crds;
+mod process;
+
+pub use assets::{Assets, SETUP_COMMAND};
+pub use crds::install_crds;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use certs::Material;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use process::ProcessGuard;
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Errors while starting or using a test environment.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("control-plane binaries are missing: {0}")]
+    MissingAssets(String),
+    #[error("{what}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("generating the test PKI ({what})")]
+    Pki {
+        what: &'static str,
+        #[source]
+        source: rcgen::Error,
+    },
+    #[error("{name} exited early ({status}); last log lines:\n{log_tail}")]
+    Exited { name: &'static str, status: String, log_tail: String },
+    #[error("{what} was not ready within {timeout:?}; last log lines:\n{log_tail}")]
+    NotReady { what: String, timeout: Duration, log_tail: String },
+    #[error("building a client from the test kubeconfig")]
+    Kubeconfig(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("{what}")]
+    Kube {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// How long startup may take before it is reported as a failure.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
+/// Attempts when a freshly picked port was taken by a parallel test in the meantime.
+const START_ATTEMPTS: usize = 3;
+
+/// Options for [`TestEnv::start_with`].
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Also run kube-controller-manager (namespace deletion, garbage collection).
+    pub controller_manager: bool,
+    /// Extra kube-apiserver flags (`--name=value`).
+    pub extra_apiserver_args: Vec<String>,
+}
+
+/// A running etcd + kube-apiserver (+ kube-controller-manager).
+#[derive(Debug)]
+pub struct TestEnv {
+    // Field order is drop order: controller-manager and apiserver stop before etcd, and the
+    // directory goes last.
+    controller_manager: Option<ProcessGuard>,
+    apiserver: ProcessGuard,
+    etcd: ProcessGuard,
+    server_url: String,
+    kubeconfig: Kubeconfig,
+    kubeconfig_path: PathBuf,
+    ca_pem: String,
+    dir: tempfile::TempDir,
+}
+
+impl TestEnv {
+    /// Starts etcd and kube-apiserver and waits until `/readyz` answers.
+    pub async fn start() -> Result<Self, Error> {
+        Self::start_with(Options::default()).await
+    }
+
+    /// Starts a control plane with the given options.
+    pub async fn start_with(options: Options) -> Result<Self, Error> {
+        let assets = Assets::from_env()?;
+        let mut last = None;
+        for _ in 0..START_ATTEMPTS {
+            match Self::try_start(&assets, &options).await {
+                Ok(env) => return Ok(env),
+                Err(e @ Error::Exited { .. }) if e.to_string().contains("address already in use") => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::MissingAssets("no start attempt was made".into())))
+    }
+
+    async fn try_start(assets: &Assets, options: &Options) -> Result<Self, Error> {
+        let host = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let dir = tempfile::Builder::new()
+            .prefix("testenv-")
+            .tempdir()
+            .map_err(|source| Error::Io { what: "creating the test environment directory".into(), source })?;
+        let material = certs::generate(host)?;
+        let files = write_material(dir.path(), &material)?;
+
+        let etcd_client = free_port(host)?;
+        let etcd_peer = free_port(host)?;
+        let etcd_url = format!("http://{host}:{etcd_client}");
+        let etcd_args = vec![
+            format!("--data-dir={}", dir.path().join("etcd").display()),
+            format!("--listen-client-urls={etcd_url}"),
+            format!("--advertise-client-urls={etcd_url}"),
+            format!("--listen-peer-urls=http://{host}:{etcd_peer}"),
+            format!("--initial-advertise-peer-urls=http://{host}:{etcd_peer}"),
+            format!("--initial-cluster=default=http://{host}:{etcd_peer}"),
+            "--unsafe-no-fsync=true".into(),
+            "--log-level=warn".into(),
+            "--logger=zap".into(),
+        ];
+        let mut etcd = ProcessGuard::spawn("etcd", &assets.etcd, &etcd_args, dir.path())?;
+
+        let secure_port = free_port(host)?;
+        let mut apiserver_args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            format!("--bind-address={host}"),
+            format!("--advertise-address={host}"),
+            format!("--secure-port={secure_port}"),
+            "--insecure-port=0".into(),
+            format!("--cert-dir={}", dir.path().join("apiserver-certs").display()),
+            format!("--tls-cert-file={}", files.serving_cert.display()),
+            format!("--tls-private-key-file={}", files.serving_key.display()),
+            format!("--client-ca-file={}", files.ca_cert.display()),
+            "--authorization-mode=RBAC".into(),
+            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            format!("--service-account-key-file={}", files.sa_public.display()),
+            format!("--service-account-signing-key-file={}", files.sa_private.display()),
+            "--disable-admission-plugins=ServiceAccount".into(),
+            "--allow-privileged=true".into(),
+            "--enable-priority-and-fairness=false".into(),
+            "--profiling=false".into(),
+        ];
+        apiserver_args.extend(options.extra_apiserver_args.iter().cloned());
+        let mut apiserver = ProcessGuard::spawn("kube-apiserver", &assets.kube_apiserver, &apiserver_args, dir.path())?;
+
+        let server_url = format!("https://{host}:{secure_port}");
+        let kubeconfig = admin_kubeconfig(&server_url, &material);
+        let kubeconfig_path = dir.path().join("kubeconfig");
+        let yaml = serde_yaml::to_string(&kubeconfig).map_err(|e| Error::Kubeconfig(Box::new(e)))?;
+        std::fs::write(&kubeconfig_path, yaml)
+            .map_err(|source| Error::Io { what: format!("writing {}", kubeconfig_path.display()), source })?;
+
+        let client = client_from(&kubeconfig).await?;
+        wait_ready(&client, &mut etcd, &mut apiserver).await?;
+
+        let controller_manager = if options.controller_manager {
+            let args = vec![
+                format!("--kubeconfig={}", kubeconfig_path.display()),
+                "--leader-elect=false".into(),
+                "--port=0".into(),
+                "--secure-port=0".into(),
+                "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service,-attachdetach,-persistentvolume-binder,-persistentvolume-expander,-pvc-protection,-pv-protection,-ttl,-bootstrapsigner,-tokencleaner".into(),
+                format!("--service-account-private-key-file={}", files.sa_private.display()),
+                format!("--root-ca-file={}", files.ca_cert.display()),
+                format!("--cluster-signing-cert-file={}", files.ca_cert.display()),
+                format!("--cluster-signing-key-file={}", files.ca_key.display()),
+                "--use-service-account-credentials=false".into(),
+                "--concurrent-gc-syncs=5".into(),
+                "--namespace-sync-period=1s".into(),
+            ];
+            let mut kcm =
+                ProcessGuard::spawn("kube-controller-manager", &assets.kube_controller_manager, &args, dir.path())?;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            kcm.check_alive()?;
+            Some(kcm)
+        } else {
+            None
+        };
+
+        Ok(Self {
+            controller_manager,
+            apiserver,
+            etcd,
+            server_url,
+            kubeconfig,
+            kubeconfig_path,
+            ca_pem: material.ca_cert.clone(),
+            dir,
+        })
+    }
+
+    /// A new client with admin (`system:masters`) credentials.
+    pub async fn client(&self) -> Result<kube::Client, Error> {
+        client_from(&self.kubeconfig).await
+    }
+
+    /// The admin kubeconfig (certificates embedded).
+    pub fn kubeconfig(&self) -> &Kubeconfig {
+        &self.kubeconfig
+    }
+
+    /// The admin kubeconfig as a file, for tools and for processes under test.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig_path
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn server_url(&self) -> &str {
+        &self.server_url
+    }
+
+    /// The CA that signed the serving certificate and the admin client certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The environment's working directory (logs, certificates, etcd data).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Process IDs of etcd, kube-apiserver and (if running) kube-controller-manager.
+    pub fn pids(&self) -> Vec<u32> {
+        let mut pids = vec![self.etcd.pid(), self.apiserver.pid()];
+        pids.extend(self.controller_manager.as_ref().map(ProcessGuard::pid));
+        pids
+    }
+
+    /// Whether kube-controller-manager runs in this environment.
+    pub fn has_controller_manager(&self) -> bool {
+        self.controller_manager.is_some()
+    }
+}
+
+struct Files {
+    ca_cert: PathBuf,
+    ca_key: PathBuf,
+    serving_cert: PathBuf,
+    serving_key: PathBuf,
+    sa_public: PathBuf,
+    sa_private: PathBuf,
+}
+
+fn write_material(dir: &Path, m: &Material) -> Result<Files, Error> {
+    let write = |name: &str, content: &str| -> Result<PathBuf, Error> {
+        let path = dir.join(name);
+        std::fs::write(&path, content).map_err(|source| Error::Io { what: format!("writing {}", path.display()), source })?;
+        Ok(path)
+    };
+    Ok(Files {
+        ca_cert: write("ca.crt", &m.ca_cert)?,
+        ca_key: write("ca.key", &m.ca_key)?,
+        serving_cert: write("apiserver.crt", &m.serving_cert)?,
+        serving_key: write("apiserver.key", &m.serving_key)?,
+        sa_public: write("sa.pub", &m.sa_public)?,
+        sa_private: write("sa.key", &m.sa_private)?,
+    })
+}
+
+fn admin_kubeconfig(server: &str, m: &Material) -> Kubeconfig {
+    let yaml = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: testenv\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: testenv\n  context:\n    cluster: testenv\n    user: admin\nusers:\n- name: admin\n  user:\n    client-certificate-data: {cert}\n    client-key-data: {key}\n",
+        ca = B64.encode(&m.ca_cert),
+        cert = B64.encode(&m.admin_cert),
+        key = B64.encode(&m.admin_key),
+    );
+    // The text above is fixed apart from base64 values and a URL, so it always parses.
+    Kubeconfig::from_yaml(&yaml).unwrap_or_default()
+}
+
+/// Builds a client from a kubeconfig (TLS verification on).
+pub async fn client_from(kubeconfig: &Kubeconfig) -> Result<kube::Client, Error> {
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig.clone(), &KubeConfigOptions::default())
+        .await
+        .map_err(|e| Error::Kubeconfig(Box::new(e)))?;
+    kube::Client::try_from(config).map_err(|e| Error::Kubeconfig(Box::new(e)))
+}
+
+/// Picks a currently free TCP port on `host`.
+fn free_port(host: IpAddr) -> Result<u16, Error> {
+    let listener = TcpListener::bind((host, 0))
+        .map_err(|source| Error::Io { what: format!("finding a free port on {host}"), source })?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|source| Error::Io { what: "reading the bound port".into(), source })
+}
+
+async fn wait_ready(client: &kube::Client, etcd: &mut ProcessGuard, apiserver: &mut ProcessGuard) -> Result<(), Error> {
+    let started = Instant::now();
+    loop {
+        etcd.check_alive()?;
+        apiserver.check_alive()?;
+        let request = http::Request::get("/readyz").body(Vec::new());
+        if let Ok(request) = request
+            && let Ok(body) = client.request_text(request).await
+            && body.trim() == "ok"
+        {
+            return Ok(());
+        }
+        if started.elapsed() > STARTUP_TIMEOUT {
+            return Err(Error::NotReady {
+                what: "kube-apiserver /readyz".into(),
+                timeout: STARTUP_TIMEOUT,
+                log_tail: apiserver.log_tail(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
