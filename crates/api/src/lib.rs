@@ -8,6 +8,7 @@ pub mod common;
 pub mod core;
 pub mod crds;
 pub mod extensions;
+pub mod helpers;
 pub mod opaque;
 pub mod operations;
 pub mod seedmanagement;

@@ -21,6 +21,11 @@ impl Assets {
         let dir = std::env::var_os("KUBEBUILDER_ASSETS").map(PathBuf::from).ok_or_else(|| {
             Error::MissingAssets(format!("KUBEBUILDER_ASSETS is not set; run `{SETUP_COMMAND}` first"))
         })?;
+        Self::from_dir(&dir)
+    }
+
+    /// Checks that every binary is in `dir`.
+    pub fn from_dir(dir: &std::path::Path) -> Result<Self, Error> {
         let find = |name: &str| -> Result<PathBuf, Error> {
             let path = dir.join(name);
             if path.is_file() {

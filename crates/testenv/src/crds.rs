@@ -22,19 +22,14 @@ pub async fn install_crds(client: &kube::Client, crds: &[CustomResourceDefinitio
     for crd in crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
         loop {
-            let current = api
-                .get(&name)
-                .await
-                .map_err(|source| Error::Kube { what: format!("reading CRD {name}"), source })?;
+            let current =
+                api.get(&name).await.map_err(|source| Error::Kube { what: format!("reading CRD {name}"), source })?;
             if is_established(&current) {
                 break;
             }
             if started.elapsed() > ESTABLISH_TIMEOUT {
-                let conditions = current
-                    .status
-                    .and_then(|s| s.conditions)
-                    .map(|c| format!("{c:?}"))
-                    .unwrap_or_default();
+                let conditions =
+                    current.status.and_then(|s| s.conditions).map(|c| format!("{c:?}")).unwrap_or_default();
                 return Err(Error::NotReady {
                     what: format!("CRD {name} Established"),
                     timeout: ESTABLISH_TIMEOUT,

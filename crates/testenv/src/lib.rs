@@ -256,7 +256,8 @@ struct Files {
 fn write_material(dir: &Path, m: &Material) -> Result<Files, Error> {
     let write = |name: &str, content: &str| -> Result<PathBuf, Error> {
         let path = dir.join(name);
-        std::fs::write(&path, content).map_err(|source| Error::Io { what: format!("writing {}", path.display()), source })?;
+        std::fs::write(&path, content)
+            .map_err(|source| Error::Io { what: format!("writing {}", path.display()), source })?;
         Ok(path)
     };
     Ok(Files {

@@ -16,7 +16,8 @@ pub(crate) struct ProcessGuard {
 impl ProcessGuard {
     pub(crate) fn spawn(name: &'static str, binary: &Path, args: &[String], dir: &Path) -> Result<Self, Error> {
         let log = dir.join(format!("{name}.log"));
-        let out = File::create(&log).map_err(|source| Error::Io { what: format!("creating {}", log.display()), source })?;
+        let out =
+            File::create(&log).map_err(|source| Error::Io { what: format!("creating {}", log.display()), source })?;
         let err = out.try_clone().map_err(|source| Error::Io { what: format!("cloning {}", log.display()), source })?;
         let child = Command::new(binary)
             .args(args)
@@ -32,7 +33,9 @@ impl ProcessGuard {
     /// Fails with the tail of the log when the process has already exited.
     pub(crate) fn check_alive(&mut self) -> Result<(), Error> {
         match self.child.try_wait() {
-            Ok(Some(status)) => Err(Error::Exited { name: self.name, status: status.to_string(), log_tail: self.log_tail() }),
+            Ok(Some(status)) => {
+                Err(Error::Exited { name: self.name, status: status.to_string(), log_tail: self.log_tail() })
+            }
             _ => Ok(()),
         }
     }

@@ -1,0 +1,8 @@
+//! Constants and pure helpers shared by every component.
+
+pub mod conditions;
+pub mod constants;
+pub mod extension_operation;
+pub mod names;
+
+pub use names::{TechnicalId, project_namespace};

@@ -1,0 +1,89 @@
+//! The harness itself: clusters are real, independent, cleaned up, and missing binaries are
+//! reported with the setup command.
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use std::time::{Duration, Instant};
+use testenv::{Options, TestEnv};
+
+fn alive(pid: u32) -> bool {
+    // A zombie still has a /proc entry; its state letter is Z.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| s.split_whitespace().nth(2) != Some("Z"))
+        .unwrap_or(false)
+}
+
+fn config_map(name: &str) -> ConfigMap {
+    serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "data": {"k": name}})).unwrap()
+}
+
+#[tokio::test]
+async fn two_clusters_are_independent() {
+    let (a, b) = tokio::join!(TestEnv::start(), TestEnv::start());
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_ne!(a.server_url(), b.server_url());
+    let (ca, cb) = (a.client().await.unwrap(), b.client().await.unwrap());
+    Api::<ConfigMap>::namespaced(ca.clone(), "default")
+        .create(&PostParams::default(), &config_map("only-in-a"))
+        .await
+        .unwrap();
+    assert!(Api::<ConfigMap>::namespaced(cb, "default").get_opt("only-in-a").await.unwrap().is_none());
+    assert!(Api::<ConfigMap>::namespaced(ca, "default").get_opt("only-in-a").await.unwrap().is_some());
+    // The kubeconfig file works for other processes and carries the CA (TLS verification on).
+    let text = std::fs::read_to_string(a.kubeconfig_path()).unwrap();
+    assert!(text.contains(a.server_url()) && text.contains("certificate-authority-data"));
+}
+
+#[tokio::test]
+async fn processes_and_directory_are_gone_after_drop() {
+    let env = TestEnv::start().await.unwrap();
+    let pids = env.pids();
+    let dir = env.dir().to_path_buf();
+    assert!(pids.iter().all(|p| alive(*p)));
+    drop(env);
+    assert!(pids.iter().all(|p| !alive(*p)), "processes survived drop: {pids:?}");
+    assert!(!dir.exists(), "{} survived drop", dir.display());
+}
+
+#[tokio::test]
+async fn processes_are_cleaned_up_when_a_test_panics() {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let result = tokio::spawn(async move {
+        let env = TestEnv::start().await.unwrap();
+        tx.send(env.pids()).unwrap();
+        panic!("deliberate panic while the environment is running");
+    })
+    .await;
+    assert!(result.unwrap_err().is_panic());
+    let pids = rx.await.unwrap();
+    assert!(pids.iter().all(|p| !alive(*p)), "processes survived the panic: {pids:?}");
+}
+
+#[tokio::test]
+async fn controller_manager_finishes_namespace_deletion() {
+    let env = TestEnv::start_with(Options { controller_manager: true, ..Default::default() }).await.unwrap();
+    assert!(env.has_controller_manager());
+    let client = env.client().await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "doomed"}})).unwrap();
+    namespaces.create(&PostParams::default(), &ns).await.unwrap();
+    Api::<ConfigMap>::namespaced(client, "doomed")
+        .create(&PostParams::default(), &config_map("content"))
+        .await
+        .unwrap();
+    namespaces.delete("doomed", &DeleteParams::default()).await.unwrap();
+    let started = Instant::now();
+    // Without kube-controller-manager the namespace would stay Terminating forever.
+    while namespaces.get_opt("doomed").await.unwrap().is_some() {
+        assert!(started.elapsed() < Duration::from_secs(60), "namespace still present after 60 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[test]
+fn missing_binaries_name_the_setup_command() {
+    let empty = tempfile::tempdir().unwrap();
+    let err = testenv::Assets::from_dir(empty.path()).unwrap_err().to_string();
+    assert!(err.contains("etcd not found") && err.contains("hack/setup-envtest.sh"), "{err}");
+}
