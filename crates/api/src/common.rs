@@ -177,9 +177,11 @@ pub struct Condition {
     pub status: ConditionStatus,
     pub last_transition_time: Time,
     pub last_update_time: Time,
-    #[serde(default)]
+    // Empty strings are left out rather than sent: kube-apiserver 1.20 decodes an empty
+    // required string inside a list item as null and refuses the write.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub codes: Vec<ErrorCode>,

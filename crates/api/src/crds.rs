@@ -2,6 +2,7 @@
 //! The `crdgen` binary writes the files; a test fails when the committed files drift.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::Value;
 
 /// Every CRD of the system, in a stable order.
 pub fn all() -> Vec<CustomResourceDefinition> {
@@ -9,7 +10,50 @@ pub fn all() -> Vec<CustomResourceDefinition> {
     all.extend(crate::seedmanagement::crds());
     all.extend(crate::operations::crds());
     all.extend(crate::extensions::crds());
+    for crd in &mut all {
+        make_apiserver_compatible(crd);
+    }
     all
+}
+
+/// Removes what the derived schemas contain but kube-apiserver (1.20, our oldest supported
+/// version) refuses, in one place for every kind:
+///
+/// * `null` inside `enum` (schemars adds it for `Option<Enum>`); the property stays `nullable`.
+/// * `default: ""` (from `#[serde(default)] String`); 1.20 decodes it as `null` and rejects the
+///   CRD. Our clients default such fields when decoding, so nothing is lost.
+pub fn make_apiserver_compatible(crd: &mut CustomResourceDefinition) {
+    for version in &mut crd.spec.versions {
+        let Some(schema) = version.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut()) else {
+            continue;
+        };
+        let Ok(mut value) = serde_json::to_value(&*schema) else { continue };
+        strip_incompatible(&mut value);
+        if let Ok(fixed) = serde_json::from_value(value) {
+            *schema = fixed;
+        }
+    }
+}
+
+fn strip_incompatible(value: &mut Value) {
+    match value {
+        Value::Object(obj) => {
+            if let Some(Value::Array(values)) = obj.get_mut("enum") {
+                values.retain(|v| !v.is_null());
+            }
+            if obj.get("default").and_then(Value::as_str) == Some("") {
+                obj.remove("default");
+            }
+            for (key, child) in obj.iter_mut() {
+                // Literal values, not subschemas.
+                if !matches!(key.as_str(), "enum" | "default" | "example") {
+                    strip_incompatible(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_incompatible),
+        _ => {}
+    }
 }
 
 /// `crds/<group>_<plural>.yaml`, the controller-gen convention.

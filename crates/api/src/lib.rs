@@ -4,6 +4,10 @@
 //!
 //! This crate does no client I/O.
 
+// kube's `printcolumn(name = .., type_ = ..)` attributes repeat keys, which clippy's
+// `duplicated_attributes` lint mistakes for duplicates.
+#![allow(clippy::duplicated_attributes)]
+
 pub mod common;
 pub mod core;
 pub mod crds;

@@ -3,6 +3,8 @@
 //! system's example manifests apply, invalid objects are refused with a usable message, and
 //! `kubectl get` shows the intended columns.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
 mod support;
 
 use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};

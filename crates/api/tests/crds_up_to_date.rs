@@ -1,5 +1,7 @@
 //! The committed `crds/` must be exactly what the types generate.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -18,11 +20,7 @@ fn committed_crds_match_the_types() {
         expected.insert(name);
     }
     let present: BTreeSet<String> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.ends_with(".yaml"))
-                .collect()
-        })
+        .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).filter(|n| n.ends_with(".yaml")).collect())
         .unwrap_or_default();
     let extra: Vec<_> = present.difference(&expected).collect();
     assert!(

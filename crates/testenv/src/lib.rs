@@ -15,7 +15,9 @@ mod crds;
 mod process;
 
 pub use assets::{Assets, SETUP_COMMAND};
-pub use crds::install_crds;
+pub use crds::{install_crds, is_established};
+/// Low-level building block for tests that start control-plane binaries themselves.
+pub use process::ProcessGuard as Process;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -289,8 +291,9 @@ pub async fn client_from(kubeconfig: &Kubeconfig) -> Result<kube::Client, Error>
     kube::Client::try_from(config).map_err(|e| Error::Kubeconfig(Box::new(e)))
 }
 
-/// Picks a currently free TCP port on `host`.
-fn free_port(host: IpAddr) -> Result<u16, Error> {
+/// Picks a currently free TCP port on `host` (it may be taken again before it is used; callers
+/// retry on "address already in use").
+pub fn free_port(host: IpAddr) -> Result<u16, Error> {
     let listener = TcpListener::bind((host, 0))
         .map_err(|source| Error::Io { what: format!("finding a free port on {host}"), source })?;
     listener
@@ -300,10 +303,22 @@ fn free_port(host: IpAddr) -> Result<u16, Error> {
 }
 
 async fn wait_ready(client: &kube::Client, etcd: &mut ProcessGuard, apiserver: &mut ProcessGuard) -> Result<(), Error> {
+    wait_until_ready(client, &mut [etcd, apiserver], STARTUP_TIMEOUT).await
+}
+
+/// Waits until `/readyz` answers `ok` through `client`, failing early when one of `processes`
+/// exits. On timeout the error carries the log tail of the last process (the kube-apiserver,
+/// by convention).
+pub async fn wait_until_ready(
+    client: &kube::Client,
+    processes: &mut [&mut Process],
+    timeout: Duration,
+) -> Result<(), Error> {
     let started = Instant::now();
     loop {
-        etcd.check_alive()?;
-        apiserver.check_alive()?;
+        for process in processes.iter_mut() {
+            process.check_alive()?;
+        }
         let request = http::Request::get("/readyz").body(Vec::new());
         if let Ok(request) = request
             && let Ok(body) = client.request_text(request).await
@@ -311,11 +326,11 @@ async fn wait_ready(client: &kube::Client, etcd: &mut ProcessGuard, apiserver: &
         {
             return Ok(());
         }
-        if started.elapsed() > STARTUP_TIMEOUT {
+        if started.elapsed() > timeout {
             return Err(Error::NotReady {
                 what: "kube-apiserver /readyz".into(),
-                timeout: STARTUP_TIMEOUT,
-                log_tail: apiserver.log_tail(),
+                timeout,
+                log_tail: processes.last().map(|p| p.log_tail()).unwrap_or_default(),
             });
         }
         tokio::time::sleep(Duration::from_millis(250)).await;

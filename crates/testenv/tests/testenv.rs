@@ -14,6 +14,7 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+#[allow(clippy::unwrap_used)] // a test helper: a malformed fixture should fail the test loudly
 fn config_map(name: &str) -> ConfigMap {
     serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "data": {"k": name}})).unwrap()
 }

@@ -6,8 +6,8 @@ use crate::common::{Condition, LastError, LastOperation, NamedResourceReference}
 use crate::opaque::Opaque;
 use kube::Resource;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 /// Which landscape an extension object belongs to; extension controllers are started for one
 /// class and ignore the others. Absent means `shoot`.
@@ -109,9 +109,7 @@ macro_rules! impl_extension_kind {
             fn default_status_of(status: &$status) -> &$crate::extensions::common::DefaultStatus {
                 &status.default
             }
-            fn default_status_of_mut(
-                status: &mut $status,
-            ) -> &mut $crate::extensions::common::DefaultStatus {
+            fn default_status_of_mut(status: &mut $status) -> &mut $crate::extensions::common::DefaultStatus {
                 &mut status.default
             }
         }

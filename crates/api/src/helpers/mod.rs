@@ -4,5 +4,6 @@ pub mod conditions;
 pub mod constants;
 pub mod extension_operation;
 pub mod names;
+pub mod versions;
 
 pub use names::{TechnicalId, project_namespace};
