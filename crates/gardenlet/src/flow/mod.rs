@@ -1,0 +1,24 @@
+//! The flow engine: a directed acyclic graph of named tasks.
+//!
+//! * A task starts as soon as every dependency has succeeded or been skipped; independent
+//!   branches run concurrently (maximum parallelism).
+//! * No fail-fast: when a task fails, only the tasks that depend on it (transitively) are
+//!   blocked; every other branch keeps running to completion.
+//! * A panic inside a task becomes that task's error.
+//! * Progress is succeeded / non-skipped tasks, reported after every task.
+//! * The result names every failed task, so callers can record per-task error IDs and clear an
+//!   entry once its task succeeds again (the "error cleaner").
+//!
+//! The graph is validated when built (unknown dependencies, duplicates and cycles are errors),
+//! so a flow that compiles and builds always terminates.
+
+mod graph;
+mod helpers;
+mod run;
+
+pub use graph::{Flow, FlowBuilder, GraphError, TaskId};
+pub use helpers::{RetryError, retry_until_timeout, with_timeout};
+pub use run::{FlowResult, Progress, RunOptions, TaskError, TaskFailure};
+
+#[cfg(test)]
+mod tests;
