@@ -1,4 +1,5 @@
 //! gardenlet: one per seed. Registers the Seed in the garden and drives every shoot scheduled
 //! to it through task graphs (flows): reconcile, delete, hibernate, migrate, restore.
 
+pub mod components;
 pub mod flow;

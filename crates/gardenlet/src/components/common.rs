@@ -1,0 +1,229 @@
+//! Values every control-plane component needs, and the small builders they share (labels,
+//! secret volumes, owner references, probes).
+
+use k8s_openapi::api::core::v1::{
+    Container, HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SecretVolumeSource, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::BTreeMap;
+
+/// Container images of the control plane; `{version}` in a reference is replaced with the
+/// shoot's Kubernetes version.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Images {
+    pub etcd: String,
+    pub kube_apiserver: String,
+    pub kube_controller_manager: String,
+    pub kube_scheduler: String,
+}
+
+impl Default for Images {
+    fn default() -> Self {
+        Self {
+            etcd: "registry.k8s.io/etcd:3.5.9-0".into(),
+            kube_apiserver: "registry.k8s.io/kube-apiserver:v{version}".into(),
+            kube_controller_manager: "registry.k8s.io/kube-controller-manager:v{version}".into(),
+            kube_scheduler: "registry.k8s.io/kube-scheduler:v{version}".into(),
+        }
+    }
+}
+
+impl Images {
+    pub(crate) fn resolve(template: &str, version: &str) -> String {
+        template.replace("{version}", version)
+    }
+}
+
+/// Everything the builders need to know about one shoot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlPlaneValues {
+    /// The seed namespace (technical ID).
+    pub namespace: String,
+    pub kubernetes_version: String,
+    /// Replicas of kube-apiserver, kube-controller-manager and kube-scheduler (0 when
+    /// hibernated).
+    pub replicas: i32,
+    /// Replicas of etcd (0 only after everything else is down).
+    pub etcd_replicas: i32,
+    pub service_cidr: String,
+    pub pod_cidr: Option<String>,
+    pub cluster_domain: String,
+    /// The address clients reach the API server by (external or internal domain).
+    pub advertised_host: String,
+    pub images: Images,
+    /// The object that owns the control plane (the shoot's `Cluster`), so garbage collection
+    /// removes it with the shoot.
+    pub owner: Option<OwnerReference>,
+    /// The shoot's kube-apiserver settings.
+    pub apiserver: ApiServerSettings,
+    /// Checksums of the secrets each component mounts, keyed by secret name; they go into pod
+    /// annotations so that a changed certificate rolls the pods.
+    pub secret_checksums: BTreeMap<String, String>,
+}
+
+/// The shoot's own kube-apiserver settings (`spec.kubernetes.kubeAPIServer`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApiServerSettings {
+    pub feature_gates: BTreeMap<String, bool>,
+    pub runtime_config: BTreeMap<String, bool>,
+    /// Admission plugins enabled in addition to the defaults.
+    pub admission_plugins: Vec<String>,
+}
+
+/// Names of the secrets the control plane mounts. The CA `*-bundle` secrets carry only
+/// certificates (`bundle.crt`), never a CA key; only kube-controller-manager mounts a CA with
+/// its key (the client CA, to sign kubelet client certificates).
+pub mod secrets {
+    pub const CA_BUNDLE: &str = "ca-bundle";
+    pub const CA_CLIENT: &str = "ca-client";
+    pub const CA_CLIENT_BUNDLE: &str = "ca-client-bundle";
+    pub const CA_ETCD_BUNDLE: &str = "ca-etcd-bundle";
+    pub const CA_FRONT_PROXY_BUNDLE: &str = "ca-front-proxy-bundle";
+    pub const ETCD_SERVER: &str = "etcd-server";
+    pub const ETCD_CLIENT: &str = "etcd-client";
+    pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
+    pub const KUBE_APISERVER: &str = "kube-apiserver";
+    pub const KUBE_APISERVER_KUBELET: &str = "kube-apiserver-kubelet";
+    pub const SERVICE_ACCOUNT_KEY: &str = "service-account-key";
+    pub const KUBECONFIG_KUBE_CONTROLLER_MANAGER: &str = "kubeconfig-kube-controller-manager";
+    pub const KUBECONFIG_KUBE_SCHEDULER: &str = "kubeconfig-kube-scheduler";
+
+    pub const BUNDLE: &str = "bundle.crt";
+    pub const CA_CERT: &str = "ca.crt";
+    pub const CA_KEY: &str = "ca.key";
+    pub const TLS_CERT: &str = "tls.crt";
+    pub const TLS_KEY: &str = "tls.key";
+    pub const SA_KEY: &str = "sa.key";
+    pub const SA_PUB: &str = "sa.pub";
+    pub const KUBECONFIG: &str = "kubeconfig";
+}
+
+/// Label keys and values on every control-plane object.
+pub mod labels {
+    pub const APP: &str = "app";
+    pub const ROLE: &str = "role";
+    pub const GARDENER_ROLE: &str = "gardener.cloud/role";
+    pub const CONTROL_PLANE: &str = "controlplane";
+}
+
+/// `{app: <app>, role: <role>, gardener.cloud/role: controlplane}`.
+pub fn component_labels(app: &str, role: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (labels::APP.to_string(), app.to_string()),
+        (labels::ROLE.to_string(), role.to_string()),
+        (labels::GARDENER_ROLE.to_string(), labels::CONTROL_PLANE.to_string()),
+    ])
+}
+
+/// The selector matching [`component_labels`] (app and role only, which never change).
+pub fn selector(app: &str, role: &str) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(BTreeMap::from([
+            (labels::APP.to_string(), app.to_string()),
+            (labels::ROLE.to_string(), role.to_string()),
+        ])),
+        ..Default::default()
+    }
+}
+
+pub fn metadata(name: &str, values: &ControlPlaneValues, labels: BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(values.namespace.clone()),
+        labels: Some(labels),
+        owner_references: values.owner.clone().map(|o| vec![o]),
+        ..Default::default()
+    }
+}
+
+/// A read-only volume for a secret, mounted at `/srv/kubernetes/<secret>`.
+pub fn secret_volume(secret: &str) -> (Volume, VolumeMount) {
+    (
+        Volume {
+            name: secret.to_string(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.to_string()),
+                default_mode: Some(0o640),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        VolumeMount {
+            name: secret.to_string(),
+            mount_path: mount_path(secret),
+            read_only: Some(true),
+            ..Default::default()
+        },
+    )
+}
+
+/// Where [`secret_volume`] mounts a secret.
+pub fn mount_path(secret: &str) -> String {
+    format!("/srv/kubernetes/{secret}")
+}
+
+/// `<mount path of secret>/<key>`.
+pub fn file(secret: &str, key: &str) -> String {
+    format!("{}/{key}", mount_path(secret))
+}
+
+/// An HTTPS probe on `path`.
+pub fn https_probe(path: &str, port: i32, initial_delay: i32, period: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.to_string()),
+            port: IntOrString::Int(port),
+            scheme: Some("HTTPS".to_string()),
+            ..Default::default()
+        }),
+        initial_delay_seconds: Some(initial_delay),
+        period_seconds: Some(period),
+        timeout_seconds: Some(15),
+        failure_threshold: Some(3),
+        success_threshold: Some(1),
+        ..Default::default()
+    }
+}
+
+pub fn requests(cpu: &str, memory: &str) -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity(cpu.to_string())),
+            ("memory".to_string(), Quantity(memory.to_string())),
+        ])),
+        ..Default::default()
+    }
+}
+
+/// A pod template with the component's labels, the checksums of the given secrets as
+/// annotations, the secrets mounted, and one container.
+pub fn pod_template(
+    values: &ControlPlaneValues,
+    labels: BTreeMap<String, String>,
+    secrets: &[&str],
+    mut container: Container,
+) -> PodTemplateSpec {
+    let (volumes, mounts): (Vec<_>, Vec<_>) = secrets.iter().map(|s| secret_volume(s)).unzip();
+    container.volume_mounts.get_or_insert_with(Vec::new).extend(mounts);
+    let annotations: BTreeMap<String, String> = secrets
+        .iter()
+        .filter_map(|s| values.secret_checksums.get(*s).map(|c| (format!("checksum/secret-{s}"), c.clone())))
+        .collect();
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(labels),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            ..Default::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![container],
+            volumes: Some(volumes),
+            automount_service_account_token: Some(false),
+            ..Default::default()
+        }),
+    }
+}

@@ -1,0 +1,158 @@
+//! etcd: a StatefulSet `etcd-main` with TLS for clients and peers (certificates from the
+//! shoot's etcd CA), its client Service and its headless peer Service.
+
+use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, Probe, Service, ServicePort, ServiceSpec, VolumeMount, VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::BTreeMap;
+
+pub const NAME: &str = "etcd-main";
+pub const CLIENT_SERVICE: &str = "etcd-main-client";
+pub const PEER_SERVICE: &str = "etcd-main-peer";
+pub const CLIENT_PORT: i32 = 2379;
+pub const PEER_PORT: i32 = 2380;
+pub const METRICS_PORT: i32 = 2381;
+const APP: &str = "etcd-statefulset";
+const ROLE: &str = "main";
+const DATA_DIR: &str = "/var/etcd/data";
+
+fn labels() -> BTreeMap<String, String> {
+    component_labels(APP, ROLE)
+}
+
+/// The etcd StatefulSet.
+pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
+    let ns = &values.namespace;
+    let member_url = |port: i32| format!("https://$(POD_NAME).{PEER_SERVICE}.{ns}.svc:{port}");
+    let args = vec![
+        "--name=$(POD_NAME)".to_string(),
+        format!("--data-dir={DATA_DIR}"),
+        format!("--listen-client-urls=https://0.0.0.0:{CLIENT_PORT}"),
+        format!("--advertise-client-urls={}", member_url(CLIENT_PORT)),
+        format!("--listen-peer-urls=https://0.0.0.0:{PEER_PORT}"),
+        format!("--initial-advertise-peer-urls={}", member_url(PEER_PORT)),
+        format!("--initial-cluster={NAME}-0=https://{NAME}-0.{PEER_SERVICE}.{ns}.svc:{PEER_PORT}"),
+        "--initial-cluster-state=new".to_string(),
+        format!("--listen-metrics-urls=http://0.0.0.0:{METRICS_PORT}"),
+        "--client-cert-auth=true".to_string(),
+        format!("--trusted-ca-file={}", file(secrets::CA_ETCD_BUNDLE, secrets::BUNDLE)),
+        format!("--cert-file={}", file(secrets::ETCD_SERVER, secrets::TLS_CERT)),
+        format!("--key-file={}", file(secrets::ETCD_SERVER, secrets::TLS_KEY)),
+        "--peer-client-cert-auth=true".to_string(),
+        format!("--peer-trusted-ca-file={}", file(secrets::CA_ETCD_BUNDLE, secrets::BUNDLE)),
+        format!("--peer-cert-file={}", file(secrets::ETCD_SERVER, secrets::TLS_CERT)),
+        format!("--peer-key-file={}", file(secrets::ETCD_SERVER, secrets::TLS_KEY)),
+        "--auto-compaction-mode=periodic".to_string(),
+        "--auto-compaction-retention=30m".to_string(),
+        "--quota-backend-bytes=8589934592".to_string(),
+    ];
+    let container = Container {
+        name: "etcd".to_string(),
+        image: Some(Images::resolve(&values.images.etcd, &values.kubernetes_version)),
+        command: Some(vec!["etcd".to_string()]),
+        args: Some(args),
+        env: Some(vec![EnvVar {
+            name: "POD_NAME".to_string(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector { field_path: "metadata.name".to_string(), ..Default::default() }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]),
+        ports: Some(vec![
+            ContainerPort { name: Some("client".into()), container_port: CLIENT_PORT, ..Default::default() },
+            ContainerPort { name: Some("peer".into()), container_port: PEER_PORT, ..Default::default() },
+            ContainerPort { name: Some("metrics".into()), container_port: METRICS_PORT, ..Default::default() },
+        ]),
+        readiness_probe: Some(http_probe("/health", 5)),
+        liveness_probe: Some(http_probe("/health", 15)),
+        resources: Some(common::requests("200m", "300Mi")),
+        volume_mounts: Some(vec![VolumeMount {
+            name: "data".to_string(),
+            mount_path: "/var/etcd".to_string(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let template = common::pod_template(values, labels(), &[secrets::CA_ETCD_BUNDLE, secrets::ETCD_SERVER], container);
+    StatefulSet {
+        metadata: common::metadata(NAME, values, labels()),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(values.etcd_replicas),
+            service_name: Some(PEER_SERVICE.to_string()),
+            selector: common::selector(APP, ROLE),
+            pod_management_policy: Some("Parallel".to_string()),
+            template,
+            volume_claim_templates: Some(vec![PersistentVolumeClaim {
+                metadata: ObjectMeta { name: Some("data".to_string()), ..Default::default() },
+                spec: Some(PersistentVolumeClaimSpec {
+                    access_modes: Some(vec!["ReadWriteOnce".to_string()]),
+                    resources: Some(VolumeResourceRequirements {
+                        requests: Some(BTreeMap::from([("storage".to_string(), Quantity("10Gi".to_string()))])),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn http_probe(path: &str, initial_delay: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.to_string()),
+            port: IntOrString::Int(METRICS_PORT),
+            scheme: Some("HTTP".to_string()),
+            ..Default::default()
+        }),
+        initial_delay_seconds: Some(initial_delay),
+        period_seconds: Some(5),
+        failure_threshold: Some(5),
+        ..Default::default()
+    }
+}
+
+/// The client Service (`etcd-main-client:2379`) kube-apiserver connects to.
+pub fn client_service(values: &ControlPlaneValues) -> Service {
+    service(values, CLIENT_SERVICE, false, vec![port("client", CLIENT_PORT)])
+}
+
+/// The headless peer Service that gives each member a stable DNS name.
+pub fn peer_service(values: &ControlPlaneValues) -> Service {
+    service(values, PEER_SERVICE, true, vec![port("peer", PEER_PORT), port("client", CLIENT_PORT)])
+}
+
+fn port(name: &str, port: i32) -> ServicePort {
+    ServicePort {
+        name: Some(name.to_string()),
+        port,
+        target_port: Some(IntOrString::Int(port)),
+        protocol: Some("TCP".to_string()),
+        ..Default::default()
+    }
+}
+
+fn service(values: &ControlPlaneValues, name: &str, headless: bool, ports: Vec<ServicePort>) -> Service {
+    Service {
+        metadata: common::metadata(name, values, labels()),
+        spec: Some(ServiceSpec {
+            selector: common::selector(APP, ROLE).match_labels,
+            cluster_ip: headless.then(|| "None".to_string()),
+            publish_not_ready_addresses: headless.then_some(true),
+            ports: Some(ports),
+            type_: Some("ClusterIP".to_string()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,173 @@
+//! kube-apiserver: its Service (created first, its address goes into certificates and DNS)
+//! and its Deployment with the flags kubeadm's design calls for.
+
+use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
+use super::etcd;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment};
+use k8s_openapi::api::core::v1::{Container, ContainerPort, Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use std::collections::BTreeMap;
+
+pub const NAME: &str = "kube-apiserver";
+pub const PORT: i32 = 443;
+const APP: &str = "kubernetes";
+const ROLE: &str = "apiserver";
+
+/// Admission plugins every shoot gets (the recommended set); the shoot can add more.
+pub const DEFAULT_ADMISSION_PLUGINS: &[&str] = &[
+    "NamespaceLifecycle",
+    "LimitRanger",
+    "ServiceAccount",
+    "NodeRestriction",
+    "DefaultStorageClass",
+    "DefaultTolerationSeconds",
+    "ResourceQuota",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook",
+];
+
+/// How the API server is exposed: a LoadBalancer where the seed has a load-balancer
+/// implementation, a ClusterIP otherwise (local seeds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+pub enum ServiceType {
+    LoadBalancer,
+    ClusterIP,
+}
+
+fn labels() -> BTreeMap<String, String> {
+    component_labels(APP, ROLE)
+}
+
+/// The `kube-apiserver` Service.
+pub fn service(values: &ControlPlaneValues, type_: ServiceType) -> Service {
+    Service {
+        metadata: common::metadata(NAME, values, labels()),
+        spec: Some(ServiceSpec {
+            type_: Some(format!("{type_:?}")),
+            selector: common::selector(APP, ROLE).match_labels,
+            ports: Some(vec![ServicePort {
+                name: Some("kube-apiserver".to_string()),
+                port: PORT,
+                target_port: Some(IntOrString::Int(PORT)),
+                protocol: Some("TCP".to_string()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The address a Service is reachable at, once it has one: the load balancer's IP or host
+/// name for LoadBalancer Services, the cluster IP otherwise.
+pub fn service_address(service: &Service) -> Option<String> {
+    let spec = service.spec.as_ref()?;
+    if spec.type_.as_deref() == Some("LoadBalancer") {
+        let ingress = service.status.as_ref()?.load_balancer.as_ref()?.ingress.as_ref()?.first()?;
+        return ingress.ip.clone().or_else(|| ingress.hostname.clone());
+    }
+    spec.cluster_ip.clone().filter(|ip| !ip.is_empty() && ip != "None")
+}
+
+/// Whether the version still has `--insecure-port` (removed in 1.24).
+fn has_insecure_port_flag(version: &str) -> bool {
+    semver::Version::parse(version.trim_start_matches('v')).is_ok_and(|v| (v.major, v.minor) < (1, 24))
+}
+
+fn join_flags(map: &BTreeMap<String, bool>) -> String {
+    map.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+}
+
+/// The command-line flags, in a stable order.
+pub fn args(values: &ControlPlaneValues) -> Vec<String> {
+    let mut plugins: Vec<String> = DEFAULT_ADMISSION_PLUGINS.iter().map(|p| p.to_string()).collect();
+    for extra in &values.apiserver.admission_plugins {
+        if !plugins.contains(extra) {
+            plugins.push(extra.clone());
+        }
+    }
+    let mut args = vec![
+        "--allow-privileged=true".to_string(),
+        "--anonymous-auth=true".to_string(),
+        "--authorization-mode=Node,RBAC".to_string(),
+        format!("--client-ca-file={}", file(secrets::CA_CLIENT_BUNDLE, secrets::BUNDLE)),
+        format!("--enable-admission-plugins={}", plugins.join(",")),
+        "--enable-bootstrap-token-auth=true".to_string(),
+        format!("--etcd-servers=https://{}:{}", etcd::CLIENT_SERVICE, etcd::CLIENT_PORT),
+        format!("--etcd-cafile={}", file(secrets::CA_ETCD_BUNDLE, secrets::BUNDLE)),
+        format!("--etcd-certfile={}", file(secrets::ETCD_CLIENT, secrets::TLS_CERT)),
+        format!("--etcd-keyfile={}", file(secrets::ETCD_CLIENT, secrets::TLS_KEY)),
+        format!("--kubelet-client-certificate={}", file(secrets::KUBE_APISERVER_KUBELET, secrets::TLS_CERT)),
+        format!("--kubelet-client-key={}", file(secrets::KUBE_APISERVER_KUBELET, secrets::TLS_KEY)),
+        "--kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP".to_string(),
+        format!("--proxy-client-cert-file={}", file(secrets::FRONT_PROXY_CLIENT, secrets::TLS_CERT)),
+        format!("--proxy-client-key-file={}", file(secrets::FRONT_PROXY_CLIENT, secrets::TLS_KEY)),
+        format!("--requestheader-client-ca-file={}", file(secrets::CA_FRONT_PROXY_BUNDLE, secrets::BUNDLE)),
+        "--requestheader-allowed-names=front-proxy-client".to_string(),
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-".to_string(),
+        "--requestheader-group-headers=X-Remote-Group".to_string(),
+        "--requestheader-username-headers=X-Remote-User".to_string(),
+        format!("--secure-port={PORT}"),
+        format!("--service-account-issuer=https://{}", values.advertised_host),
+        format!("--service-account-key-file={}", file(secrets::SERVICE_ACCOUNT_KEY, secrets::SA_PUB)),
+        format!("--service-account-signing-key-file={}", file(secrets::SERVICE_ACCOUNT_KEY, secrets::SA_KEY)),
+        format!("--service-cluster-ip-range={}", values.service_cidr),
+        format!("--tls-cert-file={}", file(secrets::KUBE_APISERVER, secrets::TLS_CERT)),
+        format!("--tls-private-key-file={}", file(secrets::KUBE_APISERVER, secrets::TLS_KEY)),
+    ];
+    if has_insecure_port_flag(&values.kubernetes_version) {
+        args.push("--insecure-port=0".to_string());
+    }
+    if !values.apiserver.feature_gates.is_empty() {
+        args.push(format!("--feature-gates={}", join_flags(&values.apiserver.feature_gates)));
+    }
+    if !values.apiserver.runtime_config.is_empty() {
+        args.push(format!("--runtime-config={}", join_flags(&values.apiserver.runtime_config)));
+    }
+    args
+}
+
+/// The secrets the API server mounts.
+pub const MOUNTED_SECRETS: &[&str] = &[
+    secrets::CA_CLIENT_BUNDLE,
+    secrets::CA_ETCD_BUNDLE,
+    secrets::CA_FRONT_PROXY_BUNDLE,
+    secrets::ETCD_CLIENT,
+    secrets::FRONT_PROXY_CLIENT,
+    secrets::KUBE_APISERVER,
+    secrets::KUBE_APISERVER_KUBELET,
+    secrets::SERVICE_ACCOUNT_KEY,
+];
+
+/// The kube-apiserver Deployment.
+pub fn deployment(values: &ControlPlaneValues) -> Deployment {
+    let container = Container {
+        name: NAME.to_string(),
+        image: Some(Images::resolve(&values.images.kube_apiserver, &values.kubernetes_version)),
+        command: Some(vec!["kube-apiserver".to_string()]),
+        args: Some(args(values)),
+        ports: Some(vec![ContainerPort { name: Some("https".into()), container_port: PORT, ..Default::default() }]),
+        liveness_probe: Some(common::https_probe("/livez", PORT, 15, 10)),
+        readiness_probe: Some(common::https_probe("/readyz", PORT, 10, 10)),
+        resources: Some(common::requests("250m", "512Mi")),
+        ..Default::default()
+    };
+    Deployment {
+        metadata: common::metadata(NAME, values, labels()),
+        spec: Some(DeploymentSpec {
+            replicas: Some(values.replicas),
+            revision_history_limit: Some(2),
+            selector: common::selector(APP, ROLE),
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".to_string()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(IntOrString::Int(1)),
+                    max_unavailable: Some(IntOrString::Int(0)),
+                }),
+            }),
+            template: common::pod_template(values, labels(), MOUNTED_SECRETS, container),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}

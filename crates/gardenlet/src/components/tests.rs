@@ -1,0 +1,212 @@
+use super::common::{ApiServerSettings, ControlPlaneValues, Images, secrets};
+use super::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{PodTemplateSpec, Service, ServiceSpec, ServiceStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use std::collections::BTreeMap;
+
+fn values() -> ControlPlaneValues {
+    ControlPlaneValues {
+        namespace: "shoot--dev--demo".into(),
+        kubernetes_version: "1.20.2".into(),
+        replicas: 1,
+        etcd_replicas: 1,
+        service_cidr: "10.112.0.0/13".into(),
+        pod_cidr: Some("10.96.0.0/11".into()),
+        cluster_domain: "cluster.local".into(),
+        advertised_host: "api.demo.dev.example.com".into(),
+        images: Images::default(),
+        owner: Some(OwnerReference {
+            api_version: "extensions.gardener.cloud/v1alpha1".into(),
+            kind: "Cluster".into(),
+            name: "shoot--dev--demo".into(),
+            uid: "1234".into(),
+            controller: Some(false),
+            block_owner_deletion: Some(false),
+        }),
+        apiserver: ApiServerSettings::default(),
+        secret_checksums: BTreeMap::from([("kube-apiserver".to_string(), "abc".to_string())]),
+    }
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().find_map(|a| a.strip_prefix(&format!("--{name}=")))
+}
+
+fn template(d: &Deployment) -> &PodTemplateSpec {
+    &d.spec.as_ref().unwrap().template
+}
+
+fn mounted(t: &PodTemplateSpec) -> Vec<(String, String)> {
+    let spec = t.spec.as_ref().unwrap();
+    let volumes = spec.volumes.as_ref().unwrap();
+    let mounts = spec.containers[0].volume_mounts.as_ref().unwrap();
+    mounts
+        .iter()
+        .filter_map(|m| {
+            let v = volumes.iter().find(|v| v.name == m.name)?;
+            Some((v.secret.as_ref()?.secret_name.clone()?, m.mount_path.clone()))
+        })
+        .collect()
+}
+
+#[test]
+fn apiserver_flags_follow_kubeadm() {
+    let args = kube_apiserver::args(&values());
+    let want = [
+        ("authorization-mode", "Node,RBAC"),
+        ("enable-bootstrap-token-auth", "true"),
+        ("client-ca-file", "/srv/kubernetes/ca-client-bundle/bundle.crt"),
+        ("tls-cert-file", "/srv/kubernetes/kube-apiserver/tls.crt"),
+        ("tls-private-key-file", "/srv/kubernetes/kube-apiserver/tls.key"),
+        ("kubelet-client-certificate", "/srv/kubernetes/kube-apiserver-kubelet/tls.crt"),
+        ("service-account-key-file", "/srv/kubernetes/service-account-key/sa.pub"),
+        ("service-account-signing-key-file", "/srv/kubernetes/service-account-key/sa.key"),
+        ("service-account-issuer", "https://api.demo.dev.example.com"),
+        ("requestheader-client-ca-file", "/srv/kubernetes/ca-front-proxy-bundle/bundle.crt"),
+        ("requestheader-allowed-names", "front-proxy-client"),
+        ("requestheader-username-headers", "X-Remote-User"),
+        ("requestheader-group-headers", "X-Remote-Group"),
+        ("requestheader-extra-headers-prefix", "X-Remote-Extra-"),
+        ("proxy-client-cert-file", "/srv/kubernetes/front-proxy-client/tls.crt"),
+        ("etcd-servers", "https://etcd-main-client:2379"),
+        ("etcd-cafile", "/srv/kubernetes/ca-etcd-bundle/bundle.crt"),
+        ("etcd-certfile", "/srv/kubernetes/etcd-client/tls.crt"),
+        ("service-cluster-ip-range", "10.112.0.0/13"),
+        ("allow-privileged", "true"),
+        ("insecure-port", "0"),
+        ("secure-port", "443"),
+    ];
+    for (name, value) in want {
+        assert_eq!(flag(&args, name), Some(value), "--{name}");
+    }
+    let plugins = flag(&args, "enable-admission-plugins").unwrap();
+    assert!(plugins.contains("NodeRestriction") && plugins.contains("ServiceAccount"), "{plugins}");
+    assert!(flag(&args, "feature-gates").is_none());
+}
+
+#[test]
+fn apiserver_takes_shoot_settings_and_drops_removed_flags() {
+    let mut v = values();
+    v.kubernetes_version = "1.28.3".into();
+    v.apiserver.feature_gates = BTreeMap::from([("Foo".to_string(), true), ("Bar".to_string(), false)]);
+    v.apiserver.runtime_config = BTreeMap::from([("scheduling.k8s.io/v1alpha1".to_string(), true)]);
+    v.apiserver.admission_plugins = vec!["PodNodeSelector".into(), "NodeRestriction".into()];
+    let args = kube_apiserver::args(&v);
+    assert_eq!(flag(&args, "insecure-port"), None, "removed in 1.24");
+    assert_eq!(flag(&args, "feature-gates"), Some("Bar=false,Foo=true"));
+    assert_eq!(flag(&args, "runtime-config"), Some("scheduling.k8s.io/v1alpha1=true"));
+    let plugins = flag(&args, "enable-admission-plugins").unwrap();
+    assert!(plugins.ends_with(",PodNodeSelector"), "added once, after the defaults: {plugins}");
+    assert_eq!(plugins.matches("NodeRestriction").count(), 1);
+}
+
+#[test]
+fn apiserver_deployment_mounts_probes_resources_labels_and_owner() {
+    let d = kube_apiserver::deployment(&values());
+    let meta = &d.metadata;
+    assert_eq!(meta.namespace.as_deref(), Some("shoot--dev--demo"));
+    assert_eq!(meta.owner_references.as_ref().unwrap()[0].kind, "Cluster");
+    let labels = meta.labels.as_ref().unwrap();
+    assert_eq!(labels["gardener.cloud/role"], "controlplane");
+    assert_eq!(labels["role"], "apiserver");
+    let spec = d.spec.as_ref().unwrap();
+    assert_eq!(spec.replicas, Some(1));
+    assert_eq!(spec.selector.match_labels.as_ref().unwrap()["role"], "apiserver");
+    let t = template(&d);
+    assert_eq!(t.metadata.as_ref().unwrap().labels.as_ref().unwrap()["role"], "apiserver");
+    let mounts = mounted(t);
+    assert_eq!(mounts.len(), kube_apiserver::MOUNTED_SECRETS.len());
+    assert!(mounts.contains(&("kube-apiserver".to_string(), "/srv/kubernetes/kube-apiserver".to_string())));
+    // Secrets with a CA key are never mounted into the API server.
+    assert!(!mounts.iter().any(|(s, _)| s == secrets::CA_CLIENT), "{mounts:?}");
+    let c = &t.spec.as_ref().unwrap().containers[0];
+    assert_eq!(c.image.as_deref(), Some("registry.k8s.io/kube-apiserver:v1.20.2"));
+    let ready = c.readiness_probe.as_ref().unwrap().http_get.as_ref().unwrap();
+    assert_eq!((ready.path.as_deref(), ready.scheme.as_deref()), (Some("/readyz"), Some("HTTPS")));
+    let live = c.liveness_probe.as_ref().unwrap().http_get.as_ref().unwrap();
+    assert_eq!(live.path.as_deref(), Some("/livez"));
+    let requests = c.resources.as_ref().unwrap().requests.as_ref().unwrap();
+    assert!(requests.contains_key("cpu") && requests.contains_key("memory"));
+    let annotations = t.metadata.as_ref().unwrap().annotations.as_ref().unwrap();
+    assert_eq!(annotations["checksum/secret-kube-apiserver"], "abc", "a new certificate rolls the pods");
+}
+
+#[test]
+fn hibernation_replicas_reach_every_component() {
+    let mut v = values();
+    v.replicas = 0;
+    v.etcd_replicas = 0;
+    for d in [kube_apiserver::deployment(&v), kube_controller_manager::deployment(&v), kube_scheduler::deployment(&v)] {
+        assert_eq!(d.spec.unwrap().replicas, Some(0));
+    }
+    assert_eq!(etcd::statefulset(&v).spec.unwrap().replicas, Some(0));
+}
+
+#[test]
+fn controller_manager_signs_with_the_client_ca_and_runs_bootstrap_controllers() {
+    let args = kube_controller_manager::args(&values());
+    assert_eq!(flag(&args, "cluster-signing-cert-file"), Some("/srv/kubernetes/ca-client/ca.crt"));
+    assert_eq!(flag(&args, "cluster-signing-key-file"), Some("/srv/kubernetes/ca-client/ca.key"));
+    assert_eq!(flag(&args, "root-ca-file"), Some("/srv/kubernetes/ca-bundle/bundle.crt"));
+    assert_eq!(flag(&args, "service-account-private-key-file"), Some("/srv/kubernetes/service-account-key/sa.key"));
+    assert_eq!(flag(&args, "use-service-account-credentials"), Some("true"));
+    assert_eq!(flag(&args, "controllers"), Some("*,bootstrapsigner,tokencleaner"));
+    assert_eq!(flag(&args, "cluster-cidr"), Some("10.96.0.0/11"));
+    assert_eq!(flag(&args, "allocate-node-cidrs"), Some("true"));
+    let mut v = values();
+    v.pod_cidr = None;
+    assert_eq!(flag(&kube_controller_manager::args(&v), "allocate-node-cidrs"), None);
+    let d = kube_controller_manager::deployment(&values());
+    assert_eq!(mounted(template(&d)).len(), kube_controller_manager::MOUNTED_SECRETS.len());
+}
+
+#[test]
+fn scheduler_uses_its_kubeconfig() {
+    let args = kube_scheduler::args();
+    assert_eq!(flag(&args, "kubeconfig"), Some("/srv/kubernetes/kubeconfig-kube-scheduler/kubeconfig"));
+    assert_eq!(flag(&args, "leader-elect"), Some("true"));
+    let d = kube_scheduler::deployment(&values());
+    let probe = template(&d).spec.as_ref().unwrap().containers[0].liveness_probe.clone().unwrap();
+    assert_eq!(probe.http_get.unwrap().port, k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(10259));
+}
+
+#[test]
+fn etcd_uses_tls_for_clients_and_peers() {
+    let sts = etcd::statefulset(&values());
+    let spec = sts.spec.as_ref().unwrap();
+    assert_eq!(spec.service_name.as_deref(), Some("etcd-main-peer"));
+    let c = &spec.template.spec.as_ref().unwrap().containers[0];
+    let args = c.args.as_ref().unwrap();
+    assert_eq!(flag(args, "client-cert-auth"), Some("true"));
+    assert_eq!(flag(args, "peer-client-cert-auth"), Some("true"));
+    assert_eq!(flag(args, "cert-file"), Some("/srv/kubernetes/etcd-server/tls.crt"));
+    assert_eq!(flag(args, "trusted-ca-file"), Some("/srv/kubernetes/ca-etcd-bundle/bundle.crt"));
+    assert_eq!(
+        flag(args, "initial-cluster"),
+        Some("etcd-main-0=https://etcd-main-0.etcd-main-peer.shoot--dev--demo.svc:2380")
+    );
+    assert!(flag(args, "listen-client-urls").unwrap().starts_with("https://"));
+    assert_eq!(spec.volume_claim_templates.as_ref().unwrap()[0].metadata.name.as_deref(), Some("data"));
+    assert_eq!(etcd::peer_service(&values()).spec.unwrap().cluster_ip.as_deref(), Some("None"));
+    assert_eq!(etcd::client_service(&values()).spec.unwrap().ports.unwrap()[0].port, 2379);
+}
+
+#[test]
+fn service_address_depends_on_the_service_type() {
+    let mut svc = kube_apiserver::service(&values(), kube_apiserver::ServiceType::ClusterIP);
+    assert_eq!(kube_apiserver::service_address(&svc), None, "no address before the apiserver allocates one");
+    svc.spec = Some(ServiceSpec { cluster_ip: Some("10.0.0.7".into()), ..svc.spec.unwrap() });
+    assert_eq!(kube_apiserver::service_address(&svc).as_deref(), Some("10.0.0.7"));
+
+    let mut lb: Service = kube_apiserver::service(&values(), kube_apiserver::ServiceType::LoadBalancer);
+    lb.spec = Some(ServiceSpec { cluster_ip: Some("10.0.0.8".into()), ..lb.spec.unwrap() });
+    assert_eq!(kube_apiserver::service_address(&lb), None, "a LoadBalancer waits for its ingress");
+    lb.status = Some(
+        serde_json::from_value::<ServiceStatus>(
+            serde_json::json!({"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}]}}),
+        )
+        .unwrap(),
+    );
+    assert_eq!(kube_apiserver::service_address(&lb).as_deref(), Some("lb.example.com"));
+}
