@@ -2,4 +2,6 @@
 //! to it through task graphs (flows): reconcile, delete, hibernate, migrate, restore.
 
 pub mod components;
+pub mod config;
 pub mod flow;
+pub mod seed;

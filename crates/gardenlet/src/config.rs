@@ -1,0 +1,175 @@
+//! gardenlet's configuration file.
+
+use crate::components::Images;
+use crate::components::kube_apiserver::ServiceType;
+use api::core::SeedSpec;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The whole file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GardenletConfig {
+    /// The seed this gardenlet is responsible for.
+    pub seed: SeedConfig,
+    /// Kubeconfig of the garden cluster; absent: in-cluster configuration.
+    #[serde(default)]
+    pub garden_kubeconfig: Option<PathBuf>,
+    /// Kubeconfig of the seed cluster; absent: the garden kubeconfig (garden and seed are the
+    /// same cluster, as in local setups).
+    #[serde(default)]
+    pub seed_kubeconfig: Option<PathBuf>,
+    #[serde(default)]
+    pub controllers: ControllerSettings,
+    #[serde(default)]
+    pub images: Images,
+    /// How kube-apiservers of shoots are exposed in this seed.
+    #[serde(default = "default_service_type")]
+    pub kube_apiserver_service_type: ServiceType,
+}
+
+fn default_service_type() -> ServiceType {
+    ServiceType::LoadBalancer
+}
+
+/// The Seed object gardenlet registers, and its resources.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SeedConfig {
+    pub name: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    pub spec: SeedSpec,
+    /// How many shoots the seed can host.
+    #[serde(default = "default_capacity")]
+    pub capacity_shoots: i64,
+    /// Shoots held back from scheduling (e.g. for the seed's own system shoots).
+    #[serde(default)]
+    pub reserved_shoots: i64,
+}
+
+fn default_capacity() -> i64 {
+    250
+}
+
+/// Settings of gardenlet's controllers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ControllerSettings {
+    /// How often the seed's status and heartbeat Lease are renewed, in seconds.
+    pub seed_heartbeat_seconds: u64,
+    /// Shoots reconciled at once.
+    pub shoot_concurrent_syncs: u16,
+    /// Regular resync of each shoot, in seconds (spread per shoot).
+    pub shoot_sync_period_seconds: u64,
+    /// How long failed operations are retried before the shoot is marked Failed, in seconds.
+    pub shoot_retry_window_seconds: u64,
+}
+
+impl Default for ControllerSettings {
+    fn default() -> Self {
+        Self {
+            seed_heartbeat_seconds: 30,
+            shoot_concurrent_syncs: 5,
+            shoot_sync_period_seconds: 3600,
+            shoot_retry_window_seconds: 12 * 3600,
+        }
+    }
+}
+
+impl ControllerSettings {
+    pub fn seed_heartbeat(&self) -> Duration {
+        Duration::from_secs(self.seed_heartbeat_seconds)
+    }
+}
+
+/// Why a configuration file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading gardenlet configuration {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parsing gardenlet configuration {path}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("gardenlet configuration {path}: {field}: {problem}")]
+    Invalid { path: PathBuf, field: &'static str, problem: String },
+}
+
+impl GardenletConfig {
+    /// Reads and validates a YAML configuration file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let config: Self =
+            serde_yaml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source })?;
+        config.validate().map_err(|(field, problem)| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field,
+            problem,
+        })?;
+        Ok(config)
+    }
+
+    /// Checks the values serde cannot: returns the offending field and the problem.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.seed.name.is_empty() {
+            return Err(("seed.name", "must not be empty".into()));
+        }
+        if self.seed.capacity_shoots < 0 {
+            return Err(("seed.capacityShoots", format!("must not be negative, is {}", self.seed.capacity_shoots)));
+        }
+        if self.seed.reserved_shoots < 0 || self.seed.reserved_shoots > self.seed.capacity_shoots {
+            return Err((
+                "seed.reservedShoots",
+                format!(
+                    "must be between 0 and capacityShoots ({}), is {}",
+                    self.seed.capacity_shoots, self.seed.reserved_shoots
+                ),
+            ));
+        }
+        if self.controllers.seed_heartbeat_seconds == 0 {
+            return Err(("controllers.seedHeartbeatSeconds", "must be at least 1".into()));
+        }
+        if self.controllers.shoot_concurrent_syncs == 0 {
+            return Err(("controllers.shootConcurrentSyncs", "must be at least 1".into()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "seed:\n  name: local\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n";
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let c: GardenletConfig = serde_yaml::from_str(MINIMAL).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.seed.capacity_shoots, 250);
+        assert_eq!(c.controllers.seed_heartbeat(), Duration::from_secs(30));
+        assert_eq!(c.kube_apiserver_service_type, ServiceType::LoadBalancer);
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let mut c: GardenletConfig = serde_yaml::from_str(MINIMAL).unwrap();
+        c.seed.reserved_shoots = 300;
+        let (field, problem) = c.validate().unwrap_err();
+        assert_eq!(field, "seed.reservedShoots");
+        assert!(problem.contains("between 0 and capacityShoots (250)"), "{problem}");
+        let unknown = format!("{MINIMAL}seedNmae: typo\n");
+        let err = serde_yaml::from_str::<GardenletConfig>(&unknown).unwrap_err().to_string();
+        assert!(err.contains("seedNmae"), "{err}");
+    }
+}

@@ -1,0 +1,175 @@
+//! The seed controller: registers this gardenlet's Seed in the garden, keeps its status
+//! (capacity, allocatable, `GardenletReady`) current, and renews a heartbeat Lease so the
+//! garden can tell a dead gardenlet from a quiet one.
+
+pub mod decide;
+
+use crate::config::SeedConfig;
+use api::common::Gardener;
+use api::core::Seed;
+use decide::{SeedFacts, desired_status};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use std::time::Duration;
+
+/// Namespace in the garden holding one heartbeat Lease per seed, named like the seed.
+pub const LEASE_NAMESPACE: &str = "gardener-system-seed-lease";
+const FIELD_MANAGER: &str = "gardenlet";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    #[error("{what} (seed {seed})")]
+    Kube {
+        what: &'static str,
+        seed: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Registers and heartbeats one Seed.
+#[derive(Clone)]
+pub struct SeedController {
+    garden: kube::Client,
+    config: SeedConfig,
+    heartbeat: Duration,
+    gardener: Gardener,
+}
+
+impl std::fmt::Debug for SeedController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SeedController").field("seed", &self.config.name).finish()
+    }
+}
+
+impl SeedController {
+    pub fn new(garden: kube::Client, config: SeedConfig, heartbeat: Duration, gardener: Gardener) -> Self {
+        Self { garden, config, heartbeat, gardener }
+    }
+
+    fn err(&self, what: &'static str) -> impl FnOnce(kube::Error) -> SeedError + '_ {
+        move |source| SeedError::Kube { what, seed: self.config.name.clone(), source }
+    }
+
+    /// Applies the Seed object (labels and spec) with server-side apply.
+    #[tracing::instrument(skip(self), fields(seed = %self.config.name))]
+    pub async fn register(&self) -> Result<Seed, SeedError> {
+        let seeds: Api<Seed> = Api::all(self.garden.clone());
+        let mut seed = Seed::new(&self.config.name, self.config.spec.clone());
+        seed.metadata.labels = (!self.config.labels.is_empty()).then(|| self.config.labels.clone());
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        seeds.patch(&self.config.name, &params, &Patch::Apply(&seed)).await.map_err(self.err("applying the Seed"))
+    }
+
+    /// Writes the status when it differs from what it should be. Returns whether it wrote.
+    pub async fn sync_status(&self) -> Result<bool, SeedError> {
+        let seeds: Api<Seed> = Api::all(self.garden.clone());
+        let seed = seeds.get(&self.config.name).await.map_err(self.err("reading the Seed"))?;
+        let facts = SeedFacts {
+            generation: seed.metadata.generation,
+            capacity_shoots: self.config.capacity_shoots,
+            reserved_shoots: self.config.reserved_shoots,
+            gardener: &self.gardener,
+        };
+        let Some(status) = desired_status(seed.status.as_ref(), &facts, &Time(Timestamp::now())) else {
+            return Ok(false);
+        };
+        let patch = serde_json::json!({ "status": status });
+        seeds
+            .patch_status(&self.config.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(self.err("writing the Seed status"))?;
+        Ok(true)
+    }
+
+    /// Renews (or creates) the heartbeat Lease.
+    pub async fn renew_lease(&self) -> Result<(), SeedError> {
+        let leases: Api<Lease> = Api::namespaced(self.garden.clone(), LEASE_NAMESPACE);
+        let duration = lease_duration_seconds(self.heartbeat);
+        let lease = Lease {
+            metadata: ObjectMeta { name: Some(self.config.name.clone()), ..Default::default() },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(self.config.name.clone()),
+                lease_duration_seconds: Some(duration),
+                renew_time: Some(MicroTime(Timestamp::now())),
+                ..Default::default()
+            }),
+        };
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        match leases.patch(&self.config.name, &params, &Patch::Apply(&lease)).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                ensure_namespace(&self.garden, LEASE_NAMESPACE)
+                    .await
+                    .map_err(self.err("creating the lease namespace"))?;
+                leases
+                    .patch(&self.config.name, &params, &Patch::Apply(&lease))
+                    .await
+                    .map_err(self.err("renewing the Lease"))?;
+                Ok(())
+            }
+            Err(e) => Err(self.err("renewing the Lease")(e)),
+        }
+    }
+
+    /// Registers the Seed, then keeps status and Lease current until `shutdown` resolves.
+    /// Errors of one round are logged and retried on the next.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let mut registered = false;
+        loop {
+            if !registered {
+                match self.register().await {
+                    Ok(_) => registered = true,
+                    Err(e) => tracing::warn!(error = %e, "seed registration failed; retrying"),
+                }
+            }
+            if registered {
+                if let Err(e) = self.sync_status().await {
+                    tracing::warn!(error = %e, "seed status update failed");
+                }
+                if let Err(e) = self.renew_lease().await {
+                    tracing::warn!(error = %e, "seed heartbeat failed");
+                }
+            }
+            tokio::select! {
+                _ = &mut shutdown => return,
+                _ = tokio::time::sleep(self.heartbeat) => {}
+            }
+        }
+    }
+}
+
+/// Three heartbeats, rounded up to whole seconds (the API requires at least 1).
+fn lease_duration_seconds(heartbeat: Duration) -> i32 {
+    let millis = heartbeat.as_millis().saturating_mul(3);
+    i32::try_from(millis.div_ceil(1000).max(1)).unwrap_or(i32::MAX)
+}
+
+async fn ensure_namespace(client: &kube::Client, name: &str) -> Result<(), kube::Error> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let ns =
+        Namespace { metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() }, ..Default::default() };
+    match api.create(&PostParams::default(), &ns).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_duration_is_three_heartbeats_rounded_up() {
+        assert_eq!(lease_duration_seconds(Duration::from_secs(30)), 90);
+        assert_eq!(lease_duration_seconds(Duration::from_millis(300)), 1);
+        assert_eq!(lease_duration_seconds(Duration::from_millis(1100)), 4);
+        assert_eq!(lease_duration_seconds(Duration::ZERO), 1);
+    }
+}
