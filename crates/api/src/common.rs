@@ -191,11 +191,12 @@ pub struct Condition {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Gardener {
-    #[serde(default)]
+    // Empty values are left out (see `Condition`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
 }
 

@@ -59,6 +59,10 @@ pub enum Error {
     },
 }
 
+/// kube-controller-manager controllers run by default: everything but what needs nodes or a
+/// cloud.
+const DEFAULT_CONTROLLERS: &str = "*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service,-attachdetach,-persistentvolume-binder,-persistentvolume-expander,-pvc-protection,-pv-protection,-ttl,-bootstrapsigner,-tokencleaner";
+
 /// How long startup may take before it is reported as a failure.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 /// Attempts when a freshly picked port was taken by a parallel test in the meantime.
@@ -69,6 +73,10 @@ const START_ATTEMPTS: usize = 3;
 pub struct Options {
     /// Also run kube-controller-manager (namespace deletion, garbage collection).
     pub controller_manager: bool,
+    /// The kube-controller-manager controllers to run (its `--controllers`); `None` runs the
+    /// default set. Tests that simulate workload status themselves should run only
+    /// `namespace` and `garbagecollector`, or the Deployment controller rewrites that status.
+    pub controllers: Option<Vec<String>>,
     /// Extra kube-apiserver flags (`--name=value`).
     pub extra_apiserver_args: Vec<String>,
 }
@@ -173,7 +181,14 @@ impl TestEnv {
                 "--leader-elect=false".into(),
                 "--port=0".into(),
                 "--secure-port=0".into(),
-                "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service,-attachdetach,-persistentvolume-binder,-persistentvolume-expander,-pvc-protection,-pv-protection,-ttl,-bootstrapsigner,-tokencleaner".into(),
+                format!(
+                    "--controllers={}",
+                    options
+                        .controllers
+                        .as_ref()
+                        .map(|c| c.join(","))
+                        .unwrap_or_else(|| DEFAULT_CONTROLLERS.to_string())
+                ),
                 format!("--service-account-private-key-file={}", files.sa_private.display()),
                 format!("--root-ca-file={}", files.ca_cert.display()),
                 format!("--cluster-signing-cert-file={}", files.ca_cert.display()),
