@@ -5,3 +5,4 @@ pub mod components;
 pub mod config;
 pub mod flow;
 pub mod seed;
+pub mod shoot;

@@ -1,0 +1,93 @@
+//! What one shoot operation works with: clients, configuration, the shoot and its seed, the
+//! derived values, and what earlier tasks found out (the Service address, the secrets, ...).
+
+use super::values::ShootValues;
+use crate::config::GardenletConfig;
+use api::Opaque;
+use api::core::{Seed, Shoot};
+use extension_sdk::deployer::Deployer;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Resource;
+use pki::SecretSet;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Results that later tasks of the same flow need.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub address: Option<String>,
+    /// Owner of the control-plane objects: the shoot's `Cluster`.
+    pub cluster_owner: Option<OwnerReference>,
+    pub secrets: Option<SecretSet>,
+    pub infrastructure_status: Option<Opaque>,
+    /// Pool name → base64 user data.
+    pub user_data: BTreeMap<String, String>,
+    /// The health conditions computed at the end of the flow.
+    pub conditions: Vec<super::health::Check>,
+}
+
+/// The context of one operation on one shoot.
+pub struct OperationContext {
+    pub garden: kube::Client,
+    pub seed: kube::Client,
+    pub config: Arc<GardenletConfig>,
+    pub deployer: Deployer,
+    pub shoot: Shoot,
+    pub seed_object: Option<Seed>,
+    pub values: ShootValues,
+    /// Redeploy extension objects even when unchanged (an explicit reconcile request).
+    pub force_redeploy: bool,
+    /// Bound of each wait for a workload or extension.
+    pub wait_timeout: Duration,
+    found: Mutex<Found>,
+}
+
+impl std::fmt::Debug for OperationContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperationContext").field("shoot", &self.values.technical_id).finish_non_exhaustive()
+    }
+}
+
+impl OperationContext {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        garden: kube::Client,
+        seed: kube::Client,
+        config: Arc<GardenletConfig>,
+        deployer: Deployer,
+        shoot: Shoot,
+        seed_object: Option<Seed>,
+        values: ShootValues,
+        force_redeploy: bool,
+        wait_timeout: Duration,
+    ) -> Self {
+        Self {
+            garden,
+            seed,
+            config,
+            deployer,
+            shoot,
+            seed_object,
+            values,
+            force_redeploy,
+            wait_timeout,
+            found: Mutex::new(Found::default()),
+        }
+    }
+
+    /// What earlier tasks found (a poisoned lock only means a task panicked, which the flow
+    /// already reports; the data is still usable).
+    pub fn found(&self) -> MutexGuard<'_, Found> {
+        self.found.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An owner reference to the Shoot (for objects in the garden such as the ShootState).
+    pub fn shoot_owner(&self) -> Option<OwnerReference> {
+        self.shoot.controller_owner_ref(&()).map(|mut o| {
+            o.controller = Some(false);
+            o.block_owner_deletion = Some(false);
+            o
+        })
+    }
+}

@@ -1,0 +1,296 @@
+//! Wiring of the shoot controller: watches Shoots in the garden, decides, runs the reconcile
+//! or deletion flow, and writes the outcome to the Shoot's status.
+
+use super::context::OperationContext;
+use super::decide::{Action, decide};
+use super::status::{finished, progressed, reconcile_type, started};
+use super::values::ShootValues;
+use super::{delete, reconcile};
+use crate::config::GardenletConfig;
+use crate::flow::{Progress, RunOptions};
+use api::common::{LastOperation, LastOperationType};
+use api::core::{Seed, Shoot};
+use api::helpers::conditions::{ConditionUpdate, set_condition};
+use api::helpers::constants::{ANNOTATION_OPERATION, FINALIZER_GARDENER};
+use extension_sdk::deployer::Deployer;
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::{Action as RequeueAction, Controller};
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Errors of one reconcile, retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum ShootError {
+    #[error("{what} of shoot {shoot}")]
+    Kube {
+        what: &'static str,
+        shoot: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(transparent)]
+    Values(#[from] super::values::ValuesError),
+    #[error("building the flow of shoot {shoot}: {source}")]
+    Graph {
+        shoot: String,
+        #[source]
+        source: crate::flow::GraphError,
+    },
+    #[error("shoot {shoot}: {summary}")]
+    Flow { shoot: String, summary: String },
+}
+
+/// Shared state of the shoot controller.
+pub struct ShootController {
+    pub garden: kube::Client,
+    pub seed: kube::Client,
+    pub config: Arc<GardenletConfig>,
+    /// Bound of each wait inside a flow.
+    pub wait_timeout: Duration,
+}
+
+impl std::fmt::Debug for ShootController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShootController").field("seed", &self.config.seed.name).finish_non_exhaustive()
+    }
+}
+
+fn now() -> Time {
+    Time(Timestamp::now())
+}
+
+impl ShootController {
+    fn shoots(&self, namespace: &str) -> Api<Shoot> {
+        Api::namespaced(self.garden.clone(), namespace)
+    }
+
+    async fn patch_status(&self, shoot: &Shoot, status: serde_json::Value) -> Result<(), ShootError> {
+        let ns = shoot.namespace().unwrap_or_default();
+        self.shoots(&ns)
+            .patch_status(&shoot.name_any(), &PatchParams::default(), &Patch::Merge(&json!({ "status": status })))
+            .await
+            .map_err(|source| ShootError::Kube { what: "writing the status", shoot: shoot.name_any(), source })?;
+        Ok(())
+    }
+
+    async fn patch_meta(&self, shoot: &Shoot, patch: serde_json::Value, what: &'static str) -> Result<(), ShootError> {
+        let ns = shoot.namespace().unwrap_or_default();
+        self.shoots(&ns)
+            .patch(&shoot.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|source| ShootError::Kube { what, shoot: shoot.name_any(), source })?;
+        Ok(())
+    }
+
+    /// Runs a flow, writing progress to the Shoot as tasks finish (the latest value wins).
+    async fn run_flow(
+        &self,
+        shoot: &Shoot,
+        type_: LastOperationType,
+        flow: crate::flow::Flow,
+    ) -> crate::flow::FlowResult {
+        let (tx, mut rx) = tokio::sync::watch::channel::<Option<LastOperation>>(None);
+        let options = RunOptions {
+            on_progress: Some(Arc::new(move |p: &Progress| {
+                let _ = tx.send(Some(progressed(type_, p.percent, &p.finished.0, &now())));
+            })),
+            ..Default::default()
+        };
+        let writer = {
+            let shoot = shoot.clone();
+            let this = self.clone_handle();
+            async move {
+                while rx.changed().await.is_ok() {
+                    let latest = rx.borrow_and_update().clone();
+                    if let Some(op) = latest
+                        && let Err(e) = this.patch_status(&shoot, json!({ "lastOperation": op })).await
+                    {
+                        tracing::debug!(error = %e, "progress update failed");
+                    }
+                }
+            }
+        };
+        let (result, ()) = tokio::join!(async move { flow.run(&options).await }, writer);
+        result
+    }
+
+    fn clone_handle(&self) -> Self {
+        Self {
+            garden: self.garden.clone(),
+            seed: self.seed.clone(),
+            config: self.config.clone(),
+            wait_timeout: self.wait_timeout,
+        }
+    }
+
+    async fn context(&self, shoot: &Shoot, force: bool) -> Result<Arc<OperationContext>, ShootError> {
+        let seeds: Api<Seed> = Api::all(self.garden.clone());
+        let seed = seeds.get_opt(&self.config.seed.name).await.map_err(|source| ShootError::Kube {
+            what: "reading the Seed",
+            shoot: shoot.name_any(),
+            source,
+        })?;
+        let values = ShootValues::new(shoot, seed.as_ref())?;
+        let deployer = Deployer::new(self.seed.clone()).with_timeout(self.wait_timeout);
+        Ok(Arc::new(OperationContext::new(
+            self.garden.clone(),
+            self.seed.clone(),
+            self.config.clone(),
+            deployer,
+            shoot.clone(),
+            seed,
+            values,
+            force,
+            self.wait_timeout,
+        )))
+    }
+
+    #[tracing::instrument(skip_all, fields(shoot = %shoot.name_any(), namespace = ?shoot.namespace()))]
+    async fn reconcile_shoot(&self, shoot: &Shoot, requested: bool) -> Result<RequeueAction, ShootError> {
+        let finalizers = shoot.finalizers();
+        let mut meta = json!({});
+        if !finalizers.iter().any(|f| f == FINALIZER_GARDENER) {
+            let mut all = finalizers.to_vec();
+            all.push(FINALIZER_GARDENER.to_string());
+            meta["metadata"]["finalizers"] = json!(all);
+        }
+        if requested {
+            meta["metadata"]["annotations"] = json!({ ANNOTATION_OPERATION: null });
+        }
+        if meta != json!({}) {
+            self.patch_meta(shoot, meta, "preparing the shoot").await?;
+        }
+        let ctx = self.context(shoot, requested).await?;
+        let type_ = reconcile_type(shoot.status.as_ref());
+        self.patch_status(
+            shoot,
+            json!({
+                "lastOperation": started(type_, &now()),
+                "technicalID": ctx.values.namespace(),
+                "seedName": self.config.seed.name,
+                "uid": shoot.uid(),
+            }),
+        )
+        .await?;
+        let flow = reconcile::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
+        let result = self.run_flow(shoot, type_, flow).await;
+        let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
+        let outcome = finished(type_, shoot.status.as_ref(), &result, retry_window, &now());
+        let mut status = json!({
+            "lastOperation": outcome.last_operation,
+            "lastErrors": outcome.last_errors,
+            "retryCycleStartTime": outcome.retry_cycle_start_time,
+            "hibernated": ctx.values.hibernated,
+        });
+        let computed = std::mem::take(&mut ctx.found().conditions);
+        if !computed.is_empty() {
+            let mut conditions = shoot.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+            let at = now();
+            for c in &computed {
+                set_condition(
+                    &mut conditions,
+                    ConditionUpdate {
+                        type_: c.type_,
+                        status: c.status,
+                        reason: &c.reason,
+                        message: &c.message,
+                        codes: &[],
+                    },
+                    &at,
+                );
+            }
+            status["conditions"] = json!(conditions);
+        }
+        if result.is_success() {
+            status["observedGeneration"] = json!(shoot.metadata.generation);
+            if let Some(address) = ctx.found().address.clone() {
+                status["advertisedAddresses"] = json!([
+                    { "name": "external", "url": format!("https://{}", ctx.values.advertised_host()) },
+                    { "name": "service", "url": format!("https://{address}") },
+                ]);
+            }
+        }
+        self.patch_status(shoot, status).await?;
+        if result.is_success() {
+            let period = Duration::from_secs(self.config.controllers.shoot_sync_period_seconds);
+            Ok(RequeueAction::requeue(period))
+        } else if outcome.failed {
+            Ok(RequeueAction::await_change())
+        } else {
+            Err(ShootError::Flow { shoot: shoot.name_any(), summary: result.summary() })
+        }
+    }
+
+    #[tracing::instrument(skip_all, fields(shoot = %shoot.name_any(), namespace = ?shoot.namespace()))]
+    async fn delete_shoot(&self, shoot: &Shoot) -> Result<RequeueAction, ShootError> {
+        if !shoot.finalizers().iter().any(|f| f == FINALIZER_GARDENER) {
+            return Ok(RequeueAction::await_change());
+        }
+        let ctx = self.context(shoot, true).await?;
+        self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Delete, &now()) })).await?;
+        let flow = delete::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
+        let result = self.run_flow(shoot, LastOperationType::Delete, flow).await;
+        if !result.is_success() {
+            let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
+            let outcome = finished(LastOperationType::Delete, shoot.status.as_ref(), &result, retry_window, &now());
+            self.patch_status(
+                shoot,
+                json!({ "lastOperation": outcome.last_operation, "lastErrors": outcome.last_errors }),
+            )
+            .await?;
+            return Err(ShootError::Flow { shoot: shoot.name_any(), summary: result.summary() });
+        }
+        let remaining: Vec<String> = shoot.finalizers().iter().filter(|f| *f != FINALIZER_GARDENER).cloned().collect();
+        self.patch_meta(shoot, json!({ "metadata": { "finalizers": remaining } }), "releasing the finalizer").await?;
+        Ok(RequeueAction::await_change())
+    }
+
+    /// Runs one reconcile of the shoot as the controller would for an unchanged shoot (no
+    /// explicit request, so unchanged extension objects are not redeployed).
+    pub async fn reconcile_once(&self, shoot: &Shoot) -> Result<(), ShootError> {
+        self.reconcile_shoot(shoot, false).await.map(|_| ())
+    }
+
+    async fn reconcile(shoot: Arc<Shoot>, this: Arc<Self>) -> Result<RequeueAction, ShootError> {
+        let period = Duration::from_secs(this.config.controllers.shoot_sync_period_seconds);
+        match decide(&shoot, &this.config.seed.name, period, Timestamp::now()) {
+            Action::Skip(reason) => {
+                tracing::trace!(shoot = %shoot.name_any(), reason, "skipping");
+                Ok(RequeueAction::await_change())
+            }
+            Action::RequeueAfter(d) => Ok(RequeueAction::requeue(d)),
+            Action::Reconcile { requested } => this.reconcile_shoot(&shoot, requested).await,
+            Action::Delete => this.delete_shoot(&shoot).await,
+        }
+    }
+
+    /// Runs until `shutdown` resolves. Concurrency comes from the configuration.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) {
+        let concurrency = self.config.controllers.shoot_concurrent_syncs;
+        let shoots: Api<Shoot> = Api::all(self.garden.clone());
+        let this = Arc::new(self);
+        Controller::new(shoots, watcher::Config::default())
+            .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
+            .graceful_shutdown_on(shutdown)
+            .run(Self::reconcile, error_policy, this)
+            .for_each(|result| async move {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "shoot reconcile ended with an error");
+                }
+            })
+            .await;
+    }
+}
+
+/// Failed flows are retried after a short, growing delay (kube-runtime has no per-object
+/// backoff; the flow itself is idempotent, so a fixed short delay with jitter is enough here).
+fn error_policy(_shoot: Arc<Shoot>, error: &ShootError, _this: Arc<ShootController>) -> RequeueAction {
+    tracing::warn!(%error, "shoot operation failed; retrying");
+    RequeueAction::requeue(Duration::from_millis(2000 + fastrand::u64(0..1000)))
+}

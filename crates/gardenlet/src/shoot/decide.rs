@@ -1,0 +1,151 @@
+//! When gardenlet acts on a Shoot (pure): only shoots of its seed; deletion; an operation
+//! annotation (`reconcile`, `retry`); a generation it has not reconciled; an unfinished
+//! operation; and otherwise a regular resync, spread per shoot so that many shoots do not
+//! resync at once. A Failed shoot waits for a `retry` (or a spec change).
+
+use api::common::LastOperationState;
+use api::core::Shoot;
+use api::helpers::constants::{ANNOTATION_OPERATION, operation};
+use std::time::Duration;
+
+/// What to do with a Shoot now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Skip(&'static str),
+    Reconcile { requested: bool },
+    Delete,
+    RequeueAfter(Duration),
+}
+
+/// A per-shoot offset within `period / 10`, so resyncs spread out.
+pub fn spread(uid: &str, period: Duration) -> Duration {
+    let hash = uid.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    let window = (period.as_secs() / 10).max(1);
+    Duration::from_secs(hash % window)
+}
+
+pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_openapi::jiff::Timestamp) -> Action {
+    if shoot.spec.seed_name.as_deref() != Some(seed_name) {
+        return Action::Skip("scheduled to another seed");
+    }
+    if shoot.metadata.deletion_timestamp.is_some() {
+        return Action::Delete;
+    }
+    let annotation = shoot.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_OPERATION)).map(String::as_str);
+    if matches!(annotation, Some(operation::RECONCILE) | Some(operation::RETRY)) {
+        return Action::Reconcile { requested: true };
+    }
+    let status = shoot.status.as_ref();
+    let Some(last) = status.and_then(|s| s.last_operation.as_ref()) else {
+        return Action::Reconcile { requested: false };
+    };
+    if status.and_then(|s| s.observed_generation) != shoot.metadata.generation {
+        return Action::Reconcile { requested: false };
+    }
+    match last.state {
+        LastOperationState::Failed => {
+            Action::Skip("the last operation failed; annotate gardener.cloud/operation=retry")
+        }
+        LastOperationState::Succeeded => {
+            let due = last.last_update_time.0
+                + sync_period
+                + spread(shoot.metadata.uid.as_deref().unwrap_or_default(), sync_period);
+            if now >= due {
+                Action::Reconcile { requested: false }
+            } else {
+                Action::RequeueAfter(due.duration_since(now).unsigned_abs())
+            }
+        }
+        _ => Action::Reconcile { requested: false },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn shoot(extra: serde_json::Value) -> Shoot {
+        let mut v = serde_json::json!({
+            "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
+            "metadata": {"name": "s", "namespace": "garden-dev", "generation": 1, "uid": "u-1"},
+            "spec": {"region": "local", "provider": {"type": "local"}, "kubernetes": {"version": "1.20.2"}, "seedName": "local"},
+        });
+        json_merge(&mut v, extra);
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn json_merge(a: &mut serde_json::Value, b: serde_json::Value) {
+        match (a, b) {
+            (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+                for (k, v) in b {
+                    json_merge(a.entry(k).or_insert(serde_json::Value::Null), v);
+                }
+            }
+            (a, b) => *a = b,
+        }
+    }
+
+    fn succeeded_at(secs: i64, generation: i64) -> serde_json::Value {
+        serde_json::json!({"status": {"observedGeneration": generation, "lastOperation": {
+            "type": "Reconcile", "state": "Succeeded", "progress": 100, "description": "",
+            "lastUpdateTime": Timestamp::from_second(secs).unwrap().to_string()}}})
+    }
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn triggers() {
+        let now = Timestamp::from_second(10_000).unwrap();
+        assert_eq!(
+            decide(&shoot(serde_json::json!({"spec": {"seedName": "other"}})), "local", HOUR, now),
+            Action::Skip("scheduled to another seed")
+        );
+        assert_eq!(decide(&shoot(serde_json::json!({})), "local", HOUR, now), Action::Reconcile { requested: false });
+        assert_eq!(
+            decide(
+                &shoot(serde_json::json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"}})),
+                "local",
+                HOUR,
+                now
+            ),
+            Action::Delete
+        );
+        let annotated = serde_json::json!({"metadata": {"annotations": {"gardener.cloud/operation": "reconcile"}}});
+        let mut s = shoot(annotated);
+        s.status = shoot(succeeded_at(9_999, 1)).status;
+        assert_eq!(decide(&s, "local", HOUR, now), Action::Reconcile { requested: true });
+        assert_eq!(
+            decide(&shoot(succeeded_at(9_999, 0)), "local", HOUR, now),
+            Action::Reconcile { requested: false },
+            "new generation"
+        );
+        match decide(&shoot(succeeded_at(9_999, 1)), "local", HOUR, now) {
+            Action::RequeueAfter(d) => assert!(d <= HOUR + HOUR / 10 && d > HOUR - Duration::from_secs(2), "{d:?}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            decide(&shoot(succeeded_at(0, 1)), "local", HOUR, now),
+            Action::Reconcile { requested: false },
+            "resync due"
+        );
+    }
+
+    #[test]
+    fn failed_shoots_wait_for_a_retry() {
+        let failed = serde_json::json!({"status": {"observedGeneration": 1, "lastOperation": {
+            "type": "Reconcile", "state": "Failed", "progress": 40, "description": "x", "lastUpdateTime": "2024-01-01T00:00:00Z"}}});
+        let now = Timestamp::from_second(10_000).unwrap();
+        assert!(matches!(decide(&shoot(failed.clone()), "local", HOUR, now), Action::Skip(_)));
+        let mut retry = shoot(failed);
+        retry.metadata.annotations = Some([("gardener.cloud/operation".to_string(), "retry".to_string())].into());
+        assert_eq!(decide(&retry, "local", HOUR, now), Action::Reconcile { requested: true });
+    }
+
+    #[test]
+    fn spread_stays_within_a_tenth() {
+        for uid in ["a", "b", "0000-1111", "ffff"] {
+            assert!(spread(uid, HOUR) < HOUR / 10);
+        }
+    }
+}

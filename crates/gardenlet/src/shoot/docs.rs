@@ -1,0 +1,53 @@
+//! The task lists of the shoot flows as Markdown, generated from the flows themselves
+//! (`docs/gardenlet-flows.md`; a test fails when the file drifts).
+
+use super::context::OperationContext;
+use super::values::ShootValues;
+use crate::config::GardenletConfig;
+use crate::flow::Flow;
+use std::sync::Arc;
+
+/// A Markdown table of a flow's tasks and dependencies.
+pub fn table(flow: &Flow) -> String {
+    let mut out = format!("## {}\n\n| task | depends on | skipped when |\n|---|---|---|\n", flow.name());
+    for (task, deps, _) in flow.describe() {
+        let skip = match task.as_str() {
+            "Deploying shoot system resources" => "hibernated",
+            "Deploying OperatingSystemConfigs" | "Deploying Worker" => "no worker pools",
+            "Deploying Network" => "no `spec.networking.type`",
+            _ => "",
+        };
+        out.push_str(&format!("| {task} | {} | {skip} |\n", deps.join(", ")));
+    }
+    out
+}
+
+/// The whole generated document.
+pub fn document() -> Result<String, Box<dyn std::error::Error>> {
+    let config: GardenletConfig = serde_yaml::from_str(
+        "seed:\n  name: docs\n  spec:\n    provider: {type: local, region: local}\n    networks: {pods: 10.1.0.0/16, services: 10.2.0.0/16}\n",
+    )?;
+    let shoot: api::core::Shoot = serde_yaml::from_str(
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata: {name: docs, namespace: garden-docs}\nspec:\n  region: local\n  provider: {type: local}\n  kubernetes: {version: 1.20.2}\n  networking: {services: 10.112.0.0/13}\n",
+    )?;
+    // A client that is never used: building a flow does no I/O.
+    let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse()?))?;
+    let values = ShootValues::new(&shoot, None)?;
+    let deployer = extension_sdk::Deployer::new(client.clone());
+    let ctx = Arc::new(OperationContext::new(
+        client.clone(),
+        client,
+        Arc::new(config),
+        deployer,
+        shoot,
+        None,
+        values,
+        false,
+        std::time::Duration::from_secs(1),
+    ));
+    Ok(format!(
+        "# gardenlet flows\n\nGenerated from the code by `UPDATE_FLOW_DOCS=1 cargo test -p gardenlet --test flow_docs`; do not edit.\nTasks start as soon as everything they depend on is done; independent tasks run in parallel.\n\n{}\n{}",
+        table(&super::reconcile::flow(&ctx)?),
+        table(&super::delete::flow(&ctx)?)
+    ))
+}

@@ -1,0 +1,251 @@
+//! Builders for the extension objects gardenlet creates in a shoot's seed namespace. Pure:
+//! each takes the shoot's values and returns the desired object (spec only; the deployer adds
+//! the operation annotation and timestamp).
+
+use super::values::ShootValues;
+use api::Opaque;
+use api::common::SecretReference;
+use api::core::Shoot;
+use api::extensions::dnsrecord::DnsRecordType;
+use api::extensions::operatingsystemconfig::{
+    File, FileContent, FileContentInline, OperatingSystemConfigPurpose, Unit,
+};
+use api::extensions::worker::{MachineImage, WorkerPool};
+use api::extensions::{
+    Cluster, ClusterSpec, ControlPlane, ControlPlaneSpec, DNSRecord, DNSRecordSpec, DefaultSpec, Extension,
+    ExtensionSpec, Infrastructure, InfrastructureSpec, Network, NetworkSpec, OperatingSystemConfig,
+    OperatingSystemConfigSpec, Worker, WorkerSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// The Secret in the seed namespace holding the provider credentials.
+pub const CLOUDPROVIDER_SECRET: &str = "cloudprovider";
+
+fn meta(v: &ShootValues, name: &str) -> ObjectMeta {
+    ObjectMeta { name: Some(name.to_string()), namespace: Some(v.namespace().to_string()), ..Default::default() }
+}
+
+fn default_spec(type_: &str, provider_config: Option<Opaque>) -> DefaultSpec {
+    DefaultSpec { type_: type_.to_string(), class: None, provider_config }
+}
+
+fn cloudprovider(v: &ShootValues) -> SecretReference {
+    SecretReference { name: CLOUDPROVIDER_SECRET.to_string(), namespace: Some(v.namespace().to_string()) }
+}
+
+/// The `Cluster` carrying the shoot, seed and cloud profile as raw JSON.
+pub fn cluster(v: &ShootValues, shoot: Opaque, seed: Opaque, cloud_profile: Opaque) -> Cluster {
+    let mut c = Cluster::new(v.namespace(), ClusterSpec { cloud_profile, seed, shoot });
+    c.metadata.labels = None;
+    c
+}
+
+pub fn infrastructure(v: &ShootValues, shoot: &Shoot) -> Infrastructure {
+    Infrastructure {
+        metadata: meta(v, &v.name),
+        spec: InfrastructureSpec {
+            default: default_spec(&v.provider_type, shoot.spec.provider.infrastructure_config.clone()),
+            region: v.region.clone(),
+            secret_ref: cloudprovider(v),
+            ssh_public_key: None,
+        },
+        status: None,
+    }
+}
+
+pub fn control_plane(v: &ShootValues, shoot: &Shoot, infrastructure_status: Option<Opaque>) -> ControlPlane {
+    ControlPlane {
+        metadata: meta(v, &v.name),
+        spec: ControlPlaneSpec {
+            default: default_spec(&v.provider_type, shoot.spec.provider.control_plane_config.clone()),
+            purpose: None,
+            infrastructure_provider_status: infrastructure_status,
+            region: v.region.clone(),
+            secret_ref: cloudprovider(v),
+        },
+        status: None,
+    }
+}
+
+pub fn network(v: &ShootValues, shoot: &Shoot) -> Option<Network> {
+    let networking = shoot.spec.networking.as_ref()?;
+    let type_ = networking.type_.clone()?;
+    Some(Network {
+        metadata: meta(v, &v.name),
+        spec: NetworkSpec {
+            default: default_spec(&type_, networking.provider_config.clone()),
+            pod_cidr: v.pods.map(|p| p.to_string()).unwrap_or_default(),
+            service_cidr: v.services.to_string(),
+            ip_families: Vec::new(),
+        },
+        status: None,
+    })
+}
+
+/// The DNS provider type for the shoot's records: the shoot's primary DNS provider, else the
+/// shoot's infrastructure provider (which, for `local`, serves DNS too).
+pub fn dns_type(v: &ShootValues, shoot: &Shoot) -> String {
+    shoot
+        .spec
+        .dns
+        .as_ref()
+        .and_then(|d| d.providers.iter().find(|p| p.primary.unwrap_or(false)).or(d.providers.first()))
+        .and_then(|p| p.type_.clone())
+        .unwrap_or_else(|| v.provider_type.clone())
+}
+
+/// The `<shoot>-internal` (and `<shoot>-external`) A or CNAME records pointing at the
+/// kube-apiserver Service address.
+pub fn dns_records(v: &ShootValues, shoot: &Shoot, address: &str) -> Vec<DNSRecord> {
+    let record_type = match address.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => DnsRecordType::A,
+        Ok(std::net::IpAddr::V6(_)) => DnsRecordType::Aaaa,
+        Err(_) => DnsRecordType::Cname,
+    };
+    let mut names = vec![(format!("{}-internal", v.name), v.internal_domain.clone())];
+    if let Some(external) = &v.external_domain {
+        names.push((format!("{}-external", v.name), external.clone()));
+    }
+    names
+        .into_iter()
+        .map(|(object, domain)| DNSRecord {
+            metadata: meta(v, &object),
+            spec: DNSRecordSpec {
+                default: default_spec(&dns_type(v, shoot), None),
+                secret_ref: cloudprovider(v),
+                region: Some(v.region.clone()),
+                zone: None,
+                name: domain,
+                record_type,
+                values: vec![address.to_string()],
+                ttl: Some(120),
+            },
+            status: None,
+        })
+        .collect()
+}
+
+/// The shoot's own extensions (`spec.extensions[]`), one object per type.
+pub fn extensions(v: &ShootValues, shoot: &Shoot) -> Vec<Extension> {
+    shoot
+        .spec
+        .extensions
+        .iter()
+        .filter(|e| e.disabled != Some(true))
+        .map(|e| Extension {
+            metadata: meta(v, &e.type_),
+            spec: ExtensionSpec { default: default_spec(&e.type_, e.provider_config.clone()) },
+            status: None,
+        })
+        .collect()
+}
+
+/// The name of a pool's OperatingSystemConfig.
+pub fn osc_name(pool: &str) -> String {
+    format!("osc-{pool}")
+}
+
+/// One OperatingSystemConfig per worker pool: the kubelet unit and the files it needs to join
+/// the cluster by TLS bootstrapping (bootstrap kubeconfig with the token, the CA bundle).
+pub fn operating_system_configs(
+    v: &ShootValues,
+    shoot: &Shoot,
+    bootstrap_kubeconfig: &str,
+    ca_bundle: &str,
+) -> Vec<OperatingSystemConfig> {
+    shoot
+        .spec
+        .provider
+        .workers
+        .iter()
+        .map(|pool| {
+            let image_type =
+                pool.machine.image.as_ref().map(|i| i.name.clone()).unwrap_or_else(|| v.provider_type.clone());
+            let kubelet = Unit {
+                name: "kubelet.service".to_string(),
+                command: None,
+                enable: Some(true),
+                content: Some(kubelet_unit(&v.kubernetes_version)),
+                drop_ins: Vec::new(),
+                file_paths: Vec::new(),
+            };
+            let inline = |data: &str, permissions: i32, path: &str| File {
+                path: path.to_string(),
+                permissions: Some(permissions),
+                content: FileContent {
+                    inline: Some(FileContentInline { encoding: String::new(), data: data.to_string() }),
+                    ..Default::default()
+                },
+            };
+            OperatingSystemConfig {
+                metadata: meta(v, &osc_name(&pool.name)),
+                spec: OperatingSystemConfigSpec {
+                    default: default_spec(&image_type, None),
+                    cri_config: None,
+                    purpose: OperatingSystemConfigPurpose::Provision,
+                    reload_config_file_path: None,
+                    units: vec![kubelet],
+                    files: vec![
+                        inline(bootstrap_kubeconfig, 0o600, "/var/lib/kubelet/kubeconfig-bootstrap"),
+                        inline(ca_bundle, 0o644, "/var/lib/kubelet/ca.crt"),
+                    ],
+                },
+                status: None,
+            }
+        })
+        .collect()
+}
+
+fn kubelet_unit(version: &str) -> String {
+    format!(
+        "[Unit]\nDescription=kubelet {version}\nAfter=containerd.service\n\n[Service]\nRestart=always\nExecStart=/opt/bin/kubelet \\\n  --bootstrap-kubeconfig=/var/lib/kubelet/kubeconfig-bootstrap \\\n  --kubeconfig=/var/lib/kubelet/kubeconfig-real \\\n  --client-ca-file=/var/lib/kubelet/ca.crt \\\n  --rotate-certificates=true\n\n[Install]\nWantedBy=multi-user.target\n"
+    )
+}
+
+/// The Worker with one pool per shoot worker group; `user_data` maps pool name to the rendered
+/// user data from its OperatingSystemConfig.
+pub fn worker(
+    v: &ShootValues,
+    shoot: &Shoot,
+    infrastructure_status: Option<Opaque>,
+    user_data: &std::collections::BTreeMap<String, String>,
+) -> Worker {
+    let pools = shoot
+        .spec
+        .provider
+        .workers
+        .iter()
+        .map(|w| WorkerPool {
+            name: w.name.clone(),
+            machine_type: w.machine.type_.clone(),
+            machine_image: MachineImage {
+                name: w.machine.image.as_ref().map(|i| i.name.clone()).unwrap_or_default(),
+                version: w.machine.image.as_ref().and_then(|i| i.version.clone()).unwrap_or_default(),
+                provider_config: w.machine.image.as_ref().and_then(|i| i.provider_config.clone()),
+            },
+            minimum: w.minimum,
+            maximum: w.maximum,
+            max_surge: w.max_surge.clone(),
+            max_unavailable: w.max_unavailable.clone(),
+            annotations: w.annotations.clone(),
+            labels: w.labels.clone(),
+            provider_config: w.provider_config.clone(),
+            user_data: user_data.get(&w.name).cloned().unwrap_or_default(),
+            zones: w.zones.clone(),
+            kubernetes_version: Some(v.kubernetes_version.clone()),
+            ..Default::default()
+        })
+        .collect();
+    Worker {
+        metadata: meta(v, &v.name),
+        spec: WorkerSpec {
+            default: default_spec(&v.provider_type, None),
+            infrastructure_provider_status: infrastructure_status,
+            region: v.region.clone(),
+            secret_ref: cloudprovider(v),
+            ssh_public_key: None,
+            pools,
+        },
+        status: None,
+    }
+}

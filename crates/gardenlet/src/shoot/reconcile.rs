@@ -1,0 +1,397 @@
+//! The reconcile flow: every step of bringing a shoot's control plane and extension objects
+//! to their desired state, as a task graph (see `describe` for the generated list).
+
+use super::context::OperationContext;
+use super::extensions as ext;
+use super::tasks::{FIELD_MANAGER, apply, deploy_extension, task_err, wait_for};
+use super::{checks, secrets, system};
+use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
+use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
+use api::Opaque;
+use api::core::SecretBinding;
+use api::extensions::Cluster;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+/// Wraps an async task function over the shared context into a flow task.
+fn t<F, Fut>(ctx: &Arc<OperationContext>, f: F) -> impl Fn() -> Fut + Send + Sync + 'static
+where
+    F: Fn(Arc<OperationContext>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), TaskError>> + Send + 'static,
+{
+    let ctx = ctx.clone();
+    move || f(ctx.clone())
+}
+
+/// Builds the reconcile flow for one shoot.
+pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
+    let running = !ctx.values.hibernated;
+    let has_network = ctx.shoot.spec.networking.as_ref().and_then(|n| n.type_.as_ref()).is_some();
+    let has_workers = !ctx.shoot.spec.provider.workers.is_empty();
+    let mut f = FlowBuilder::new("Shoot reconciliation");
+    let ns = f.task("Deploying namespace", &[], t(ctx, deploy_namespace));
+    let cluster = f.task("Deploying Cluster resource", &[&ns], t(ctx, deploy_cluster));
+    let provider_secret = f.task("Deploying cloud provider secret", &[&ns], t(ctx, deploy_cloudprovider_secret));
+    let service = f.task("Deploying kube-apiserver Service", &[&cluster], t(ctx, deploy_apiserver_service));
+    let secrets = f.task("Deploying secrets", &[&service], t(ctx, deploy_secrets));
+    let infra = f.task("Deploying Infrastructure", &[&cluster, &provider_secret], t(ctx, deploy_infrastructure));
+    let dns = f.task("Deploying DNS records", &[&service, &provider_secret], t(ctx, deploy_dns_records));
+    let etcd_task = f.task("Deploying etcd", &[&secrets], t(ctx, deploy_etcd));
+    let apiserver = f.task("Deploying kube-apiserver", &[&etcd_task, &dns], t(ctx, deploy_kube_apiserver));
+    let control_plane = f.task("Deploying ControlPlane", &[&apiserver, &infra], t(ctx, deploy_control_plane));
+    let kcm = f.task("Deploying kube-controller-manager", &[&apiserver], t(ctx, deploy_kcm));
+    let scheduler = f.task("Deploying kube-scheduler", &[&apiserver], t(ctx, deploy_scheduler));
+    let system_resources =
+        f.task_if("Deploying shoot system resources", &[&apiserver], running, t(ctx, deploy_system_resources));
+    let extensions = f.task("Deploying extensions", &[&apiserver, &cluster], t(ctx, deploy_extensions));
+    let osc = f.task_if(
+        "Deploying OperatingSystemConfigs",
+        &[&system_resources, &cluster],
+        has_workers,
+        t(ctx, deploy_operating_system_configs),
+    );
+    let network = f.task_if("Deploying Network", &[&apiserver, &cluster], has_network, t(ctx, deploy_network));
+    let worker = f.task_if("Deploying Worker", &[&osc, &infra, &control_plane], has_workers, t(ctx, deploy_worker));
+    f.task(
+        "Checking control plane health",
+        &[&worker, &network, &kcm, &scheduler, &extensions, &control_plane],
+        t(ctx, check_health),
+    );
+    f.build()
+}
+
+async fn check_health(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let conditions = super::health::conditions(&ctx).await;
+    ctx.found().conditions = conditions;
+    Ok(())
+}
+
+async fn deploy_namespace(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let namespaces: Api<Namespace> = Api::all(ctx.seed.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(ctx.values.namespace().to_string()),
+            labels: Some(BTreeMap::from([
+                ("gardener.cloud/role".to_string(), "shoot".to_string()),
+                ("shoot.gardener.cloud/name".to_string(), ctx.values.name.clone()),
+                ("project.gardener.cloud/name".to_string(), ctx.values.project.clone()),
+            ])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    namespaces
+        .patch(ctx.values.namespace(), &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&ns))
+        .await
+        .map_err(task_err)?;
+    Ok(())
+}
+
+/// The Shoot as embedded in the Cluster: without server bookkeeping and with only the status
+/// an extension needs (a failed last operation), so that status updates do not rewrite the
+/// Cluster on every step.
+pub fn embedded_shoot(shoot: &api::core::Shoot) -> serde_json::Value {
+    let mut v = serde_json::to_value(shoot).unwrap_or_default();
+    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        for k in ["managedFields", "resourceVersion", "generation", "annotations", "finalizers"] {
+            meta.remove(k);
+        }
+    }
+    let failed = super::status::is_failed(shoot);
+    if let Some(obj) = v.as_object_mut() {
+        let last = obj.get("status").and_then(|s| s.get("lastOperation")).cloned();
+        match (failed, last) {
+            (true, Some(last)) => {
+                obj.insert("status".into(), serde_json::json!({ "lastOperation": last }));
+            }
+            _ => {
+                obj.remove("status");
+            }
+        }
+    }
+    v
+}
+
+async fn deploy_cluster(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let seed = ctx.seed_object.as_ref().map(|s| {
+        let mut v = serde_json::to_value(s).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("status");
+            if let Some(m) = o.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                m.remove("managedFields");
+                m.remove("resourceVersion");
+            }
+        }
+        v
+    });
+    let profile = match ctx.shoot.spec.cloud_profile_name() {
+        Some(name) => {
+            let profiles: Api<api::core::CloudProfile> = Api::all(ctx.garden.clone());
+            profiles.get_opt(name).await.map_err(task_err)?.map(|p| {
+                let mut v = serde_json::to_value(p).unwrap_or_default();
+                if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                    m.remove("managedFields");
+                    m.remove("resourceVersion");
+                }
+                v
+            })
+        }
+        None => None,
+    };
+    let cluster = ext::cluster(
+        &ctx.values,
+        Opaque(embedded_shoot(&ctx.shoot)),
+        Opaque(seed.unwrap_or_else(|| serde_json::json!({}))),
+        Opaque(profile.unwrap_or_else(|| serde_json::json!({}))),
+    );
+    let api: Api<Cluster> = Api::all(ctx.seed.clone());
+    let applied = api
+        .patch(ctx.values.namespace(), &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&cluster))
+        .await
+        .map_err(task_err)?;
+    ctx.found().cluster_owner = applied.controller_owner_ref(&()).map(|mut o| {
+        o.controller = Some(false);
+        o.block_owner_deletion = Some(false);
+        o
+    });
+    Ok(())
+}
+
+async fn deploy_cloudprovider_secret(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let mut data = BTreeMap::new();
+    if let Some(binding) = &ctx.shoot.spec.secret_binding_name {
+        let bindings: Api<SecretBinding> = Api::namespaced(ctx.garden.clone(), &ctx.values.garden_namespace);
+        let b = bindings.get(binding).await.map_err(|e| {
+            TaskError::msg(format!(
+                "reading SecretBinding {}/{binding} (spec.secretBindingName): {e}",
+                ctx.values.garden_namespace
+            ))
+        })?;
+        let ns = b.spec.secret_ref.namespace.clone().unwrap_or_else(|| ctx.values.garden_namespace.clone());
+        let secret =
+            Api::<Secret>::namespaced(ctx.garden.clone(), &ns).get(&b.spec.secret_ref.name).await.map_err(|e| {
+                TaskError::msg(format!(
+                    "reading Secret {ns}/{} of SecretBinding {binding}: {e}",
+                    b.spec.secret_ref.name
+                ))
+            })?;
+        data = secret.data.unwrap_or_default();
+    }
+    let secret = Secret {
+        metadata: ObjectMeta { name: Some(ext::CLOUDPROVIDER_SECRET.into()), ..Default::default() },
+        type_: Some("Opaque".into()),
+        data: (!data.is_empty()).then_some(data),
+        ..Default::default()
+    };
+    apply(&ctx, &secret).await.map(|_| ())
+}
+
+async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let values = ctx.values.control_plane(&ctx.config.images, true);
+    apply(&ctx, &kube_apiserver::service(&values, ctx.config.kube_apiserver_service_type)).await?;
+    let svc: Service = wait_for(&ctx, kube_apiserver::NAME, |s: &Service| {
+        kube_apiserver::service_address(s).map(|_| ()).ok_or_else(|| "no address yet".to_string())
+    })
+    .await?;
+    ctx.found().address = kube_apiserver::service_address(&svc);
+    Ok(())
+}
+
+async fn deploy_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let address = ctx.found().address.clone();
+    let configs = pki::shoot_set::shoot_set(&ctx.values.pki_inputs(address.as_deref()));
+    let set =
+        secrets::reconcile(&ctx.garden, &ctx.seed, &ctx.values, &configs, ctx.shoot_owner()).await.map_err(task_err)?;
+    ctx.found().secrets = Some(set);
+    Ok(())
+}
+
+async fn deploy_infrastructure(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let infra = deploy_extension(&ctx, &ext::infrastructure(&ctx.values, &ctx.shoot)).await?;
+    ctx.found().infrastructure_status = infra.status.and_then(|s| s.default.provider_status);
+    Ok(())
+}
+
+async fn deploy_dns_records(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let Some(address) = ctx.found().address.clone() else {
+        return Err(TaskError::msg("the kube-apiserver Service has no address"));
+    };
+    for record in ext::dns_records(&ctx.values, &ctx.shoot, &address) {
+        deploy_extension(&ctx, &record).await?;
+    }
+    Ok(())
+}
+
+/// Control-plane values with the owner and the checksums of the secrets they mount.
+fn control_plane_values(ctx: &OperationContext) -> crate::components::ControlPlaneValues {
+    let mut values = ctx.values.control_plane(&ctx.config.images, true);
+    let found = ctx.found();
+    values.owner = found.cluster_owner.clone();
+    if let Some(set) = &found.secrets {
+        values.secret_checksums = set.iter().map(|s| (s.name.clone(), secrets::checksum(s))).collect();
+    }
+    values
+}
+
+async fn deploy_etcd(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let values = control_plane_values(&ctx);
+    apply(&ctx, &etcd::client_service(&values)).await?;
+    apply(&ctx, &etcd::peer_service(&values)).await?;
+    apply(&ctx, &etcd::statefulset(&values)).await?;
+    wait_for::<StatefulSet>(&ctx, etcd::NAME, checks::statefulset_ready).await.map(|_| ())
+}
+
+async fn deploy_deployment(ctx: &OperationContext, deployment: Deployment) -> Result<(), TaskError> {
+    let name = deployment.name_any();
+    apply(ctx, &deployment).await?;
+    wait_for::<Deployment>(ctx, &name, checks::deployment_rolled_out).await.map(|_| ())
+}
+
+async fn deploy_kube_apiserver(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    deploy_deployment(&ctx, kube_apiserver::deployment(&control_plane_values(&ctx))).await
+}
+
+async fn deploy_kcm(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    deploy_deployment(&ctx, kube_controller_manager::deployment(&control_plane_values(&ctx))).await
+}
+
+async fn deploy_scheduler(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    deploy_deployment(&ctx, kube_scheduler::deployment(&control_plane_values(&ctx))).await
+}
+
+async fn deploy_control_plane(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let infra = ctx.found().infrastructure_status.clone();
+    deploy_extension(&ctx, &ext::control_plane(&ctx.values, &ctx.shoot, infra)).await.map(|_| ())
+}
+
+async fn deploy_extensions(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    for e in ext::extensions(&ctx.values, &ctx.shoot) {
+        deploy_extension(&ctx, &e).await?;
+    }
+    Ok(())
+}
+
+async fn deploy_network(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    match ext::network(&ctx.values, &ctx.shoot) {
+        Some(n) => deploy_extension(&ctx, &n).await.map(|_| ()),
+        None => Ok(()),
+    }
+}
+
+fn secret_value(ctx: &OperationContext, name: &str, key: &str) -> Result<String, TaskError> {
+    ctx.found().secrets.as_ref().and_then(|s| s.value(name, key)).map(str::to_string).ok_or_else(|| {
+        TaskError::msg(format!("secret {name} (key {key}) of shoot {} is missing", ctx.values.technical_id))
+    })
+}
+
+/// A client for the shoot's API from the admin kubeconfig gardenlet generated.
+pub async fn shoot_client(ctx: &OperationContext) -> Result<kube::Client, TaskError> {
+    let text = secret_value(ctx, pki::shoot_set::names::KUBECONFIG_ADMIN, pki::data_keys::KUBECONFIG)?;
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).map_err(task_err)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.map_err(task_err)?;
+    kube::Client::try_from(config).map_err(task_err)
+}
+
+/// The bootstrap token, kept in the seed namespace (not labelled as a pki secret, so the
+/// secrets plan leaves it alone) and reused while it has more than half of its lifetime left,
+/// so an unchanged shoot does not rotate it on every reconcile.
+async fn bootstrap_token(ctx: &OperationContext) -> Result<pki::Secret, TaskError> {
+    const STORE: &str = "bootstrap-token";
+    let api: Api<Secret> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    if let Some(existing) = api.get_opt(STORE).await.map_err(task_err)? {
+        let stored = secrets::from_k8s(&existing);
+        let fresh = stored
+            .get("expiration")
+            .and_then(|e| e.parse::<k8s_openapi::jiff::Timestamp>().ok())
+            .is_some_and(|exp| exp.duration_since(k8s_openapi::jiff::Timestamp::now()).as_secs() > 12 * 3600);
+        if fresh && let Some(id) = stored.get("token-id") {
+            let mut token = stored.clone();
+            token.name = format!("bootstrap-token-{id}");
+            token.type_ = pki::secret_types::BOOTSTRAP_TOKEN.to_string();
+            token.labels.clear();
+            return Ok(token);
+        }
+    }
+    let token = pki::bootstrap::BootstrapToken::generate().map_err(task_err)?;
+    let options = pki::bootstrap::TokenOptions::default();
+    let secret = pki::bootstrap::secret(&token, &options, std::time::SystemTime::now()).map_err(task_err)?;
+    let stored = Secret {
+        metadata: ObjectMeta { name: Some(STORE.into()), ..Default::default() },
+        type_: Some("Opaque".into()),
+        data: Some(secret.data.iter().map(|(k, v)| (k.clone(), ByteString(v.as_bytes().to_vec()))).collect()),
+        ..Default::default()
+    };
+    apply(ctx, &stored).await?;
+    Ok(secret)
+}
+
+fn server(ctx: &OperationContext) -> String {
+    match ctx.found().address.clone() {
+        Some(a) => format!("https://{a}"),
+        None => format!("https://{}", ctx.values.advertised_host()),
+    }
+}
+
+async fn deploy_system_resources(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let client = shoot_client(&ctx).await?;
+    let token = bootstrap_token(&ctx).await?;
+    let ca = secret_value(&ctx, "ca-bundle", pki::data_keys::BUNDLE)?;
+    let info = pki::bootstrap::cluster_info_kubeconfig(&server(&ctx), &ca).map_err(task_err)?;
+    system::apply(&client, &token, &info)
+        .await
+        .map_err(|e| TaskError::msg(format!("applying shoot system resources: {e}")))
+}
+
+async fn deploy_operating_system_configs(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let token = bootstrap_token(&ctx).await?;
+    let ca = secret_value(&ctx, "ca-bundle", pki::data_keys::BUNDLE)?;
+    let token_text =
+        format!("{}.{}", token.get("token-id").unwrap_or_default(), token.get("token-secret").unwrap_or_default());
+    let bootstrap_kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: shoot\n  cluster:\n    server: {}\n    certificate-authority: /var/lib/kubelet/ca.crt\ncontexts:\n- name: kubelet-bootstrap\n  context:\n    cluster: shoot\n    user: kubelet-bootstrap\ncurrent-context: kubelet-bootstrap\nusers:\n- name: kubelet-bootstrap\n  user:\n    token: {token_text}\n",
+        server(&ctx)
+    );
+    let secrets_api: Api<Secret> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    for (osc, pool) in ext::operating_system_configs(&ctx.values, &ctx.shoot, &bootstrap_kubeconfig, &ca)
+        .into_iter()
+        .zip(ctx.shoot.spec.provider.workers.iter().map(|w| w.name.clone()))
+    {
+        let ready = deploy_extension(&ctx, &osc).await?;
+        let Some(reference) = ready.status.as_ref().and_then(|s| s.cloud_config.as_ref()).map(|c| c.secret_ref.clone())
+        else {
+            return Err(TaskError::msg(format!(
+                "OperatingSystemConfig {} reports no cloudConfig secret",
+                osc.name_any()
+            )));
+        };
+        let secret = secrets_api.get(&reference.name).await.map_err(task_err)?;
+        let user_data = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get("cloud_config").or_else(|| d.values().next()))
+            .map(|ByteString(b)| secrets::b64(&String::from_utf8_lossy(b)))
+            .unwrap_or_default();
+        ctx.found().user_data.insert(pool, user_data);
+    }
+    Ok(())
+}
+
+async fn deploy_worker(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let (infra, user_data) = {
+        let f = ctx.found();
+        (f.infrastructure_status.clone(), f.user_data.clone())
+    };
+    deploy_extension(&ctx, &ext::worker(&ctx.values, &ctx.shoot, infra, &user_data)).await.map(|_| ())
+}
+
+/// Owner references for objects in the seed namespace, for reuse by other flows.
+pub fn cluster_owner(ctx: &OperationContext) -> Option<OwnerReference> {
+    ctx.found().cluster_owner.clone()
+}

@@ -1,0 +1,232 @@
+//! What the Shoot's status should say about an operation (pure): when it starts, as it
+//! progresses, and when the flow ends (Succeeded, Error with per-task `lastErrors`, or Failed
+//! once a final error code appears or the retry window is over).
+
+use crate::flow::FlowResult;
+use api::common::{LastError, LastOperation, LastOperationState, LastOperationType, has_non_retryable_code};
+use api::core::{Shoot, ShootStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use std::time::Duration;
+
+/// The operation a Shoot's reconcile is: Create until a Create succeeded, then Reconcile.
+pub fn reconcile_type(status: Option<&ShootStatus>) -> LastOperationType {
+    match status.and_then(|s| s.last_operation.as_ref()) {
+        None => LastOperationType::Create,
+        Some(l) if l.type_ == LastOperationType::Create && l.state != LastOperationState::Succeeded => {
+            LastOperationType::Create
+        }
+        Some(_) => LastOperationType::Reconcile,
+    }
+}
+
+fn op(
+    type_: LastOperationType,
+    state: LastOperationState,
+    progress: i32,
+    description: String,
+    now: &Time,
+) -> LastOperation {
+    LastOperation { description, last_update_time: now.clone(), progress, state, type_ }
+}
+
+/// The status patch at the start of an operation.
+pub fn started(type_: LastOperationType, now: &Time) -> LastOperation {
+    let verb = match type_ {
+        LastOperationType::Delete => "Deleting",
+        LastOperationType::Create => "Creating",
+        _ => "Reconciling",
+    };
+    op(type_, LastOperationState::Processing, 0, format!("{verb} the shoot cluster"), now)
+}
+
+/// Progress while the flow runs.
+pub fn progressed(type_: LastOperationType, percent: i32, task: &str, now: &Time) -> LastOperation {
+    op(type_, LastOperationState::Processing, percent.clamp(0, 99), format!("Finished task {task:?}"), now)
+}
+
+/// The outcome of a finished flow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    pub last_operation: LastOperation,
+    pub last_errors: Vec<LastError>,
+    /// Set at the first failure of a cycle, cleared on success.
+    pub retry_cycle_start_time: Option<Time>,
+    /// Whether gardenlet stops retrying.
+    pub failed: bool,
+}
+
+/// Folds a flow result into the status: errors of failed tasks replace their earlier entries,
+/// entries of tasks that succeeded this time are dropped (the error cleaner), others stay.
+pub fn finished(
+    type_: LastOperationType,
+    previous: Option<&ShootStatus>,
+    result: &FlowResult,
+    retry_window: Duration,
+    now: &Time,
+) -> Finished {
+    if result.is_success() {
+        let description = match type_ {
+            LastOperationType::Delete => "Shoot cluster has been successfully deleted.",
+            _ => "Shoot cluster has been successfully reconciled.",
+        };
+        return Finished {
+            last_operation: op(type_, LastOperationState::Succeeded, 100, description.to_string(), now),
+            last_errors: Vec::new(),
+            retry_cycle_start_time: None,
+            failed: false,
+        };
+    }
+    let mut errors: Vec<LastError> = previous
+        .map(|s| s.last_errors.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| {
+            let task = e.task_id.as_deref().unwrap_or_default();
+            !result.succeeded.iter().any(|t| t.0 == task) && !result.failed.iter().any(|f| f.task.0 == task)
+        })
+        .collect();
+    for failure in &result.failed {
+        errors.push(LastError {
+            description: failure.error.message().to_string(),
+            task_id: Some(failure.task.0.clone()),
+            codes: failure.error.codes().to_vec(),
+            last_update_time: Some(now.clone()),
+        });
+    }
+    let cycle_start = previous.and_then(|s| s.retry_cycle_start_time.clone()).unwrap_or_else(|| now.clone());
+    let elapsed = now.0.duration_since(cycle_start.0).unsigned_abs();
+    let final_code = has_non_retryable_code(&result.codes());
+    let failed = final_code || elapsed >= retry_window;
+    let state = if failed { LastOperationState::Failed } else { LastOperationState::Error };
+    let mut description = result.summary();
+    if final_code {
+        description.push_str(" (a non-retryable error code was reported; fix the cause and request a retry)");
+    } else if failed {
+        description.push_str(" (the retry window is over)");
+    }
+    Finished {
+        last_operation: op(type_, state, result.percent(), description, now),
+        last_errors: errors,
+        retry_cycle_start_time: Some(cycle_start),
+        failed,
+    }
+}
+
+/// True when the shoot's last operation failed for good: no automatic retry.
+pub fn is_failed(shoot: &Shoot) -> bool {
+    shoot.status.as_ref().and_then(|s| s.last_operation.as_ref()).is_some_and(|l| l.state == LastOperationState::Failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::{TaskError, TaskFailure, TaskId};
+    use api::common::ErrorCode;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn at(s: i64) -> Time {
+        Time(Timestamp::from_second(s).unwrap())
+    }
+
+    fn failing(task: &str, codes: Vec<ErrorCode>) -> FlowResult {
+        FlowResult {
+            succeeded: vec![TaskId::from("Deploying namespace")],
+            failed: vec![TaskFailure { task: TaskId::from(task), error: TaskError::msg("boom").with_codes(codes) }],
+            blocked: vec![TaskId::from("later")],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn create_until_a_create_succeeded() {
+        assert_eq!(reconcile_type(None), LastOperationType::Create);
+        let mut s =
+            ShootStatus { last_operation: Some(started(LastOperationType::Create, &at(1))), ..Default::default() };
+        assert_eq!(reconcile_type(Some(&s)), LastOperationType::Create);
+        if let Some(l) = s.last_operation.as_mut() {
+            l.state = LastOperationState::Succeeded;
+        }
+        assert_eq!(reconcile_type(Some(&s)), LastOperationType::Reconcile);
+    }
+
+    #[test]
+    fn retryable_errors_land_in_last_errors_with_the_task() {
+        let f = finished(
+            LastOperationType::Create,
+            None,
+            &failing("Waiting for Infrastructure", vec![]),
+            Duration::from_secs(60),
+            &at(10),
+        );
+        assert!(!f.failed);
+        assert_eq!(f.last_operation.state, LastOperationState::Error);
+        assert_eq!(f.last_operation.progress, 33);
+        assert_eq!(f.last_errors.len(), 1);
+        assert_eq!(f.last_errors[0].task_id.as_deref(), Some("Waiting for Infrastructure"));
+        assert_eq!(f.retry_cycle_start_time, Some(at(10)));
+    }
+
+    #[test]
+    fn final_codes_and_the_retry_window_fail_the_shoot() {
+        let f = finished(
+            LastOperationType::Reconcile,
+            None,
+            &failing("x", vec![ErrorCode::InfraUnauthorized]),
+            Duration::from_secs(60),
+            &at(10),
+        );
+        assert!(f.failed);
+        assert_eq!(f.last_operation.state, LastOperationState::Failed);
+        assert_eq!(f.last_errors[0].codes, [ErrorCode::InfraUnauthorized]);
+
+        let previous = ShootStatus { retry_cycle_start_time: Some(at(0)), ..Default::default() };
+        let f = finished(
+            LastOperationType::Reconcile,
+            Some(&previous),
+            &failing("x", vec![]),
+            Duration::from_secs(60),
+            &at(61),
+        );
+        assert!(f.failed, "the retry window of 60 s is over");
+    }
+
+    #[test]
+    fn success_clears_errors_and_the_cleaner_drops_recovered_tasks() {
+        let previous = ShootStatus {
+            last_errors: vec![
+                LastError {
+                    description: "old".into(),
+                    task_id: Some("Deploying namespace".into()),
+                    codes: vec![],
+                    last_update_time: None,
+                },
+                LastError {
+                    description: "other".into(),
+                    task_id: Some("untouched".into()),
+                    codes: vec![],
+                    last_update_time: None,
+                },
+            ],
+            ..Default::default()
+        };
+        let f = finished(
+            LastOperationType::Reconcile,
+            Some(&previous),
+            &failing("x", vec![]),
+            Duration::from_secs(60),
+            &at(1),
+        );
+        let tasks: Vec<_> = f.last_errors.iter().map(|e| e.task_id.clone().unwrap()).collect();
+        assert_eq!(tasks, ["untouched", "x"], "the namespace task recovered; x failed now");
+        let ok = finished(
+            LastOperationType::Reconcile,
+            Some(&previous),
+            &FlowResult::default(),
+            Duration::from_secs(60),
+            &at(1),
+        );
+        assert!(ok.last_errors.is_empty());
+        assert_eq!(ok.last_operation.state, LastOperationState::Succeeded);
+        assert_eq!(ok.last_operation.progress, 100);
+    }
+}

@@ -1,0 +1,166 @@
+//! Objects gardenlet applies to the shoot's own API, as kubeadm does after `init`: the
+//! bootstrap token Secret, the RBAC that lets bootstrapping kubelets post CSRs and have node
+//! client CSRs auto-approved (and renewals by nodes), and `cluster-info` in `kube-public`,
+//! readable anonymously. Builders are pure; [`apply`] writes them.
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use std::collections::BTreeMap;
+
+const FIELD_MANAGER: &str = "gardenlet";
+
+fn meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: namespace.map(str::to_string),
+        labels: Some(BTreeMap::from([("gardener.cloud/role".to_string(), "system-component".to_string())])),
+        ..Default::default()
+    }
+}
+
+fn group(name: &str) -> Subject {
+    Subject {
+        api_group: Some("rbac.authorization.k8s.io".into()),
+        kind: "Group".into(),
+        name: name.into(),
+        namespace: None,
+    }
+}
+
+fn cluster_role_binding(name: &str, role: &str, subject: Subject) -> ClusterRoleBinding {
+    ClusterRoleBinding {
+        metadata: meta(name, None),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: role.into(),
+        },
+        subjects: Some(vec![subject]),
+    }
+}
+
+/// The three bindings of kubeadm's TLS-bootstrap phase.
+pub fn bootstrap_rbac() -> Vec<ClusterRoleBinding> {
+    vec![
+        cluster_role_binding("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", group("system:bootstrappers")),
+        cluster_role_binding(
+            "kubeadm:node-autoapprove-bootstrap",
+            "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+            group("system:bootstrappers"),
+        ),
+        cluster_role_binding(
+            "kubeadm:node-autoapprove-certificate-rotation",
+            "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient",
+            group("system:nodes"),
+        ),
+    ]
+}
+
+/// `kube-public/cluster-info` with the kubeconfig (server + CA, no credentials), and the Role
+/// and RoleBinding that let `system:anonymous` read exactly that ConfigMap.
+pub fn cluster_info(kubeconfig: &str) -> (ConfigMap, Role, RoleBinding) {
+    let cm = ConfigMap {
+        metadata: meta("cluster-info", Some("kube-public")),
+        data: Some(BTreeMap::from([("kubeconfig".to_string(), kubeconfig.to_string())])),
+        ..Default::default()
+    };
+    let role = Role {
+        metadata: meta("kubeadm:bootstrap-signer-clusterinfo", Some("kube-public")),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["configmaps".into()]),
+            resource_names: Some(vec!["cluster-info".into()]),
+            verbs: vec!["get".into()],
+            ..Default::default()
+        }]),
+    };
+    let binding = RoleBinding {
+        metadata: meta("kubeadm:bootstrap-signer-clusterinfo", Some("kube-public")),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: "kubeadm:bootstrap-signer-clusterinfo".into(),
+        },
+        subjects: Some(vec![Subject {
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            kind: "User".into(),
+            name: "system:anonymous".into(),
+            namespace: None,
+        }]),
+    };
+    (cm, role, binding)
+}
+
+/// The bootstrap-token Secret in `kube-system`.
+pub fn bootstrap_token_secret(secret: &pki::Secret) -> Secret {
+    Secret {
+        metadata: meta(&secret.name, Some("kube-system")),
+        type_: Some(secret.type_.clone()),
+        data: Some(secret.data.iter().map(|(k, v)| (k.clone(), ByteString(v.as_bytes().to_vec()))).collect()),
+        ..Default::default()
+    }
+}
+
+/// Applies every object to the shoot.
+pub async fn apply(
+    shoot: &kube::Client,
+    token: &pki::Secret,
+    cluster_info_kubeconfig: &str,
+) -> Result<(), kube::Error> {
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let secret = bootstrap_token_secret(token);
+    Api::<Secret>::namespaced(shoot.clone(), "kube-system").patch(&token.name, &params, &Patch::Apply(&secret)).await?;
+    let bindings: Api<ClusterRoleBinding> = Api::all(shoot.clone());
+    for b in bootstrap_rbac() {
+        let name = b.metadata.name.clone().unwrap_or_default();
+        bindings.patch(&name, &params, &Patch::Apply(&b)).await?;
+    }
+    let (cm, role, binding) = cluster_info(cluster_info_kubeconfig);
+    Api::<ConfigMap>::namespaced(shoot.clone(), "kube-public")
+        .patch("cluster-info", &params, &Patch::Apply(&cm))
+        .await?;
+    Api::<Role>::namespaced(shoot.clone(), "kube-public")
+        .patch("kubeadm:bootstrap-signer-clusterinfo", &params, &Patch::Apply(&role))
+        .await?;
+    Api::<RoleBinding>::namespaced(shoot.clone(), "kube-public")
+        .patch("kubeadm:bootstrap-signer-clusterinfo", &params, &Patch::Apply(&binding))
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rbac_matches_kubeadm() {
+        let b = bootstrap_rbac();
+        let pairs: Vec<(String, String)> =
+            b.iter().map(|b| (b.role_ref.name.clone(), b.subjects.as_ref().unwrap()[0].name.clone())).collect();
+        assert_eq!(
+            pairs,
+            [
+                ("system:node-bootstrapper".to_string(), "system:bootstrappers".to_string()),
+                (
+                    "system:certificates.k8s.io:certificatesigningrequests:nodeclient".into(),
+                    "system:bootstrappers".into()
+                ),
+                ("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient".into(), "system:nodes".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn cluster_info_is_readable_by_anonymous_only_by_name() {
+        let (cm, role, binding) = cluster_info("apiVersion: v1\n");
+        assert_eq!(cm.metadata.namespace.as_deref(), Some("kube-public"));
+        let rule = &role.rules.unwrap()[0];
+        assert_eq!(rule.resource_names.as_ref().unwrap(), &["cluster-info"]);
+        assert_eq!(rule.verbs, ["get"]);
+        assert_eq!(binding.subjects.unwrap()[0].name, "system:anonymous");
+    }
+}

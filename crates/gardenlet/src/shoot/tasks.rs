@@ -1,0 +1,163 @@
+//! The I/O helpers flow tasks share: applying objects, waiting for workloads, deploying
+//! extension objects only when something changed.
+
+use super::context::OperationContext;
+use crate::flow::TaskError;
+use api::helpers::extension_operation::check_ready;
+use extension_sdk::deployer::DeployError;
+use extension_sdk::kinds::ExtensionResource;
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+
+pub const FIELD_MANAGER: &str = "gardenlet";
+
+/// A task error from any error, with the whole chain as message.
+pub fn task_err(e: impl std::error::Error + 'static) -> TaskError {
+    TaskError::new(&e)
+}
+
+/// A task error from a deploy error, carrying the extension's error codes.
+pub fn deploy_err(e: DeployError) -> TaskError {
+    let codes = e.codes().to_vec();
+    TaskError::new(&e).with_codes(codes)
+}
+
+/// Annotation holding a hash of the last applied intent.
+pub const INTENT_HASH_ANNOTATION: &str = "gardener.cloud/intent-hash";
+
+/// True when `live` holds every field of `desired` with the same value (fields the server
+/// added, such as defaults and status, do not matter).
+pub fn contains(live: &serde_json::Value, desired: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (live, desired) {
+        (Value::Object(l), Value::Object(d)) => d.iter().all(|(k, dv)| l.get(k).is_some_and(|lv| contains(lv, dv))),
+        (Value::Array(l), Value::Array(d)) => l.len() == d.len() && l.iter().zip(d).all(|(lv, dv)| contains(lv, dv)),
+        (Value::Number(l), Value::Number(d)) => l.as_f64() == d.as_f64(),
+        (l, d) => l == d,
+    }
+}
+
+fn intent_hash(desired: &serde_json::Value) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, desired.to_string().as_bytes());
+    digest.as_ref().iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Server-side applies a namespaced object in the shoot's seed namespace, unless the live
+/// object already is what we want: then nothing is written (some API server versions bump
+/// `managedFields` even for an apply that changes nothing). "What we want" means the live
+/// object carries the hash of this exact intent (so a field we stopped setting is still
+/// removed by a new apply) and every field of the intent (so drift is repaired).
+pub async fn apply<K>(ctx: &OperationContext, obj: &K) -> Result<K, TaskError>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Debug + Serialize + DeserializeOwned,
+{
+    let api: Api<K> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    let name = obj.name_any();
+    let fail =
+        |e: kube::Error| TaskError::msg(format!("applying {} {}/{}: {e}", K::kind(&()), ctx.values.namespace(), name));
+    let intent = serde_json::to_value(obj).map_err(task_err)?;
+    let hash = intent_hash(&intent);
+    let mut desired = obj.clone();
+    desired
+        .meta_mut()
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(INTENT_HASH_ANNOTATION.into(), hash.clone());
+    if let Some(live) = api.get_opt(&name).await.map_err(fail)? {
+        let same_intent = live.meta().annotations.as_ref().and_then(|a| a.get(INTENT_HASH_ANNOTATION)) == Some(&hash);
+        if same_intent && contains(&serde_json::to_value(&live).map_err(task_err)?, &intent) {
+            return Ok(live);
+        }
+    }
+    let mut desired_json = serde_json::to_value(&desired).map_err(task_err)?;
+    if let Some(o) = desired_json.as_object_mut() {
+        o.insert("apiVersion".into(), K::api_version(&()).into());
+        o.insert("kind".into(), K::kind(&()).into());
+    }
+    api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&desired_json)).await.map_err(fail)
+}
+
+/// Waits (watching, not polling) until `check` accepts the object, bounded by the
+/// operation's wait timeout; the error names the object and the last reason.
+pub async fn wait_for<K>(
+    ctx: &OperationContext,
+    name: &str,
+    check: impl Fn(&K) -> Result<(), String>,
+) -> Result<K, TaskError>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let api: Api<K> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    let last = std::sync::Mutex::new(String::from("not found"));
+    let cond = |obj: Option<&K>| match obj {
+        None => false,
+        Some(o) => match check(o) {
+            Ok(()) => true,
+            Err(reason) => {
+                *last.lock().unwrap_or_else(|e| e.into_inner()) = reason;
+                false
+            }
+        },
+    };
+    let waited = tokio::time::timeout(ctx.wait_timeout, kube::runtime::wait::await_condition(api, name, cond)).await;
+    let reason = last.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match waited {
+        Ok(Ok(Some(obj))) => Ok(obj),
+        Ok(Ok(None)) => Err(TaskError::msg(format!("{} {name} disappeared while waiting", K::kind(&())))),
+        Ok(Err(e)) => Err(TaskError::msg(format!("watching {} {name}: {e}", K::kind(&())))),
+        Err(_) => Err(TaskError::msg(format!(
+            "{} {}/{name} is not ready after {:?}: {reason}",
+            K::kind(&()),
+            ctx.values.namespace(),
+            ctx.wait_timeout
+        ))),
+    }
+}
+
+/// Deploys an extension object and waits until it is ready, unless it is already ready with
+/// the same spec (and no explicit reconcile was requested): then nothing is written.
+pub async fn deploy_extension<K>(ctx: &OperationContext, desired: &K) -> Result<K, TaskError>
+where
+    K: ExtensionResource<KindScope = NamespaceResourceScope>,
+{
+    let api: Api<K> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    if !ctx.force_redeploy {
+        let current = api.get_opt(&desired.name_any()).await.map_err(task_err)?;
+        if let Some(current) = current {
+            let same_spec = serde_json::to_value(&current).ok().map(|v| v["spec"].clone())
+                == serde_json::to_value(desired).ok().map(|v| v["spec"].clone());
+            if same_spec && check_ready(current.meta(), current.default_status()).is_ok() {
+                return Ok(current);
+            }
+        }
+    }
+    ctx.deployer.deploy_and_wait(desired).await.map_err(deploy_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn containment_ignores_server_additions_but_not_changes() {
+        let live = json!({"spec": {"replicas": 1, "template": {"a": [1, 2]}, "defaulted": true}, "status": {}});
+        assert!(contains(&live, &json!({"spec": {"replicas": 1, "template": {"a": [1, 2]}}})));
+        assert!(!contains(&live, &json!({"spec": {"replicas": 2}})));
+        assert!(!contains(&live, &json!({"spec": {"template": {"a": [1]}}})), "lists compare whole");
+        assert!(!contains(&live, &json!({"spec": {"missing": 0}})));
+        assert_eq!(intent_hash(&json!({"a": 1})), intent_hash(&json!({"a": 1})));
+        assert_ne!(intent_hash(&json!({"a": 1})), intent_hash(&json!({"a": 2})));
+    }
+}

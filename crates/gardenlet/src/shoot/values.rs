@@ -1,0 +1,212 @@
+//! Everything gardenlet derives from a Shoot (and its Seed) before touching a cluster: the
+//! technical ID, domains, networks, the service IP, and the inputs of the PKI and the
+//! control-plane builders. Pure.
+
+use crate::components::{ApiServerSettings, ControlPlaneValues, Images};
+use api::core::{Seed, Shoot};
+use api::helpers::names::{NameError, TechnicalId, project_of_namespace};
+use ipnet::IpNet;
+use std::net::IpAddr;
+
+/// A shoot's values that every task needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShootValues {
+    pub name: String,
+    pub project: String,
+    /// The garden namespace of the shoot (`garden-<project>`).
+    pub garden_namespace: String,
+    pub technical_id: TechnicalId,
+    pub kubernetes_version: String,
+    pub provider_type: String,
+    pub region: String,
+    pub pods: Option<IpNet>,
+    pub services: IpNet,
+    pub nodes: Option<IpNet>,
+    /// The first address of the service range: the in-cluster `kubernetes` Service.
+    pub service_ip: IpAddr,
+    /// `api.<name>.<project>.internal.<seed ingress domain>`.
+    pub internal_domain: String,
+    /// `api.<spec.dns.domain>` when the shoot has a domain.
+    pub external_domain: Option<String>,
+    pub hibernated: bool,
+    pub apiserver: ApiServerSettings,
+}
+
+/// Why a Shoot cannot be turned into values. Each names the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ValuesError {
+    #[error("shoot {shoot}: metadata.namespace {namespace:?} is not a project namespace (garden-<project>)")]
+    NotAProjectNamespace { shoot: String, namespace: String },
+    #[error("shoot {shoot}: {source}")]
+    Name {
+        shoot: String,
+        #[source]
+        source: NameError,
+    },
+    #[error("shoot {shoot}: {field} {value:?} is not a CIDR: {problem}")]
+    Cidr { shoot: String, field: &'static str, value: String, problem: String },
+    #[error("shoot {shoot}: {field} is required")]
+    Missing { shoot: String, field: &'static str },
+}
+
+const DEFAULT_INTERNAL_SUFFIX: &str = "internal.local";
+
+fn cidr(shoot: &str, field: &'static str, value: &str) -> Result<IpNet, ValuesError> {
+    value.parse::<IpNet>().map_err(|e| ValuesError::Cidr {
+        shoot: shoot.to_string(),
+        field,
+        value: value.to_string(),
+        problem: e.to_string(),
+    })
+}
+
+/// The first usable address of a range (network address + 1).
+pub fn first_address(net: &IpNet) -> IpAddr {
+    match net.network() {
+        IpAddr::V4(v4) => IpAddr::V4(std::net::Ipv4Addr::from(u32::from(v4).wrapping_add(1))),
+        IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6).wrapping_add(1))),
+    }
+}
+
+impl ShootValues {
+    /// Derives the values; the Seed provides the internal domain suffix and default networks.
+    pub fn new(shoot: &Shoot, seed: Option<&Seed>) -> Result<Self, ValuesError> {
+        let name = shoot.metadata.name.clone().unwrap_or_default();
+        let namespace = shoot.metadata.namespace.clone().unwrap_or_default();
+        let project = project_of_namespace(&namespace)
+            .ok_or_else(|| ValuesError::NotAProjectNamespace { shoot: name.clone(), namespace: namespace.clone() })?
+            .to_string();
+        let technical_id =
+            TechnicalId::new(&project, &name).map_err(|source| ValuesError::Name { shoot: name.clone(), source })?;
+        let networking = shoot.spec.networking.clone().unwrap_or_default();
+        let seed_defaults = seed.and_then(|s| s.spec.networks.shoot_defaults.clone());
+        let services_text = networking
+            .services
+            .clone()
+            .or_else(|| seed_defaults.as_ref().and_then(|d| d.services.clone()))
+            .ok_or(ValuesError::Missing { shoot: name.clone(), field: "spec.networking.services" })?;
+        let services = cidr(&name, "spec.networking.services", &services_text)?;
+        let pods_text = networking.pods.clone().or_else(|| seed_defaults.as_ref().and_then(|d| d.pods.clone()));
+        let pods = pods_text.map(|p| cidr(&name, "spec.networking.pods", &p)).transpose()?;
+        let nodes = networking.nodes.as_deref().map(|n| cidr(&name, "spec.networking.nodes", n)).transpose()?;
+        let suffix = seed
+            .and_then(|s| s.spec.ingress_domain())
+            .map(|d| format!("internal.{d}"))
+            .unwrap_or_else(|| DEFAULT_INTERNAL_SUFFIX.to_string());
+        let kube_apiserver = shoot.spec.kubernetes.kube_api_server.clone().unwrap_or_default();
+        Ok(Self {
+            garden_namespace: namespace,
+            technical_id,
+            kubernetes_version: shoot.spec.kubernetes.version.clone(),
+            provider_type: shoot.spec.provider.type_.clone(),
+            region: shoot.spec.region.clone(),
+            service_ip: first_address(&services),
+            pods,
+            services,
+            nodes,
+            internal_domain: format!("api.{name}.{project}.{suffix}"),
+            external_domain: shoot.spec.dns.as_ref().and_then(|d| d.domain.as_ref()).map(|d| format!("api.{d}")),
+            hibernated: shoot.spec.hibernation_enabled(),
+            apiserver: ApiServerSettings {
+                feature_gates: kube_apiserver.feature_gates.clone(),
+                runtime_config: kube_apiserver.runtime_config.clone(),
+                admission_plugins: kube_apiserver.admission_plugins.iter().map(|p| p.name.clone()).collect(),
+            },
+            name,
+            project,
+        })
+    }
+
+    /// The seed namespace of the shoot's control plane.
+    pub fn namespace(&self) -> &str {
+        self.technical_id.as_str()
+    }
+
+    /// The host clients use: the external domain when there is one.
+    pub fn advertised_host(&self) -> &str {
+        self.external_domain.as_deref().unwrap_or(&self.internal_domain)
+    }
+
+    /// PKI inputs; `service_address` (the kube-apiserver Service's address in the seed) becomes
+    /// a SAN and the server of the admin kubeconfig.
+    pub fn pki_inputs(&self, service_address: Option<&str>) -> pki::shoot_set::ShootInputs {
+        let mut inputs = pki::shoot_set::ShootInputs::new(self.namespace(), &self.internal_domain, self.service_ip);
+        inputs.external_domain = self.external_domain.clone();
+        if let Some(address) = service_address {
+            inputs.extra_sans.push(address.to_string());
+            inputs.admin_server = Some(format!("https://{address}"));
+        }
+        inputs
+    }
+
+    /// Values of the control-plane builders.
+    pub fn control_plane(&self, images: &Images, running: bool) -> ControlPlaneValues {
+        let replicas = i32::from(running && !self.hibernated);
+        ControlPlaneValues {
+            namespace: self.namespace().to_string(),
+            kubernetes_version: self.kubernetes_version.clone(),
+            replicas,
+            etcd_replicas: replicas,
+            service_cidr: self.services.to_string(),
+            pod_cidr: self.pods.map(|p| p.to_string()),
+            cluster_domain: "cluster.local".to_string(),
+            advertised_host: self.advertised_host().to_string(),
+            images: images.clone(),
+            owner: None,
+            apiserver: self.apiserver.clone(),
+            secret_checksums: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shoot(yaml: &str) -> Shoot {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\nspec:\n  region: local\n  provider:\n    type: local\n  kubernetes:\n    version: 1.20.2\n  networking:\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n  dns:\n    domain: demo.dev.example.com\n";
+
+    #[test]
+    fn derives_ids_domains_and_networks() {
+        let v = ShootValues::new(&shoot(SHOOT), None).unwrap();
+        assert_eq!(v.namespace(), "shoot--dev--demo");
+        assert_eq!(v.project, "dev");
+        assert_eq!(v.service_ip.to_string(), "10.112.0.1");
+        assert_eq!(v.internal_domain, "api.demo.dev.internal.local");
+        assert_eq!(v.advertised_host(), "api.demo.dev.example.com");
+        let inputs = v.pki_inputs(Some("127.0.0.9"));
+        assert!(inputs.kube_apiserver_sans().contains(&"127.0.0.9".to_string()));
+        assert_eq!(inputs.admin_server(), "https://127.0.0.9");
+        assert_eq!(v.control_plane(&Images::default(), true).replicas, 1);
+    }
+
+    #[test]
+    fn hibernation_scales_to_zero() {
+        let mut s = shoot(SHOOT);
+        s.spec.hibernation = Some(serde_json::from_value(serde_json::json!({"enabled": true})).unwrap());
+        let v = ShootValues::new(&s, None).unwrap();
+        assert_eq!(v.control_plane(&Images::default(), true).replicas, 0);
+    }
+
+    #[test]
+    fn bad_input_names_the_field() {
+        let s = shoot(&SHOOT.replace("10.112.0.0/13", "10.112.0.0/99"));
+        let err = ShootValues::new(&s, None).unwrap_err().to_string();
+        assert!(err.starts_with("shoot demo: spec.networking.services \"10.112.0.0/99\" is not a CIDR"), "{err}");
+        let s = shoot(&SHOOT.replace("garden-dev", "default"));
+        let err = ShootValues::new(&s, None).unwrap_err().to_string();
+        assert!(err.contains("not a project namespace"), "{err}");
+        let s = shoot(&SHOOT.replace("    services: 10.112.0.0/13\n", ""));
+        let err = ShootValues::new(&s, None).unwrap_err().to_string();
+        assert_eq!(err, "shoot demo: spec.networking.services is required");
+    }
+
+    #[test]
+    fn first_address_of_v4_and_v6_ranges() {
+        assert_eq!(first_address(&"10.0.0.0/24".parse().unwrap()).to_string(), "10.0.0.1");
+        assert_eq!(first_address(&"fd00::/108".parse().unwrap()).to_string(), "fd00::1");
+    }
+}

@@ -1,0 +1,323 @@
+//! The shoot lifecycle against real kube-apiserver and kube-controller-manager processes
+//! (garden and seed are the same cluster), a stand-in shoot kube-apiserver started from the
+//! shoot's own generated certificates, SDK controllers with test actuators for every extension
+//! kind, and the workload-readiness simulator from `support/`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+mod support;
+
+use api::common::{LastOperationState, LastOperationType};
+use api::core::{Shoot, ShootState};
+use api::extensions as ext;
+use gardenlet::config::GardenletConfig;
+use gardenlet::seed::SeedController;
+use gardenlet::shoot::controller::ShootController;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use support::actuators::{TestActuator, spawn_controller};
+use support::simulator::{Simulator, loopback_address};
+
+const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n";
+
+const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\nspec:\n  seedName: local\n  region: local\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n";
+
+struct Harness {
+    _env: testenv::TestEnv,
+    client: kube::Client,
+    config: Arc<GardenletConfig>,
+    infra: TestActuator,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn harness() -> Harness {
+    let env = testenv::TestEnv::start_with(testenv::Options {
+        controller_manager: true,
+        // Namespace deletion and garbage collection; no Deployment or StatefulSet controllers,
+        // whose status the simulator plays.
+        controllers: Some(vec!["namespace".into(), "garbagecollector".into()]),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let client = env.client().await.unwrap();
+    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
+    let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();
+    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
+    let config: Arc<GardenletConfig> = Arc::new(serde_yaml::from_str(CONFIG).unwrap());
+    let seed = SeedController::new(client.clone(), config.seed.clone(), Duration::from_secs(30), Default::default());
+    seed.register().await.unwrap();
+    seed.sync_status().await.unwrap();
+
+    let infra = TestActuator::new();
+    let infra_handle =
+        TestActuator { calls: infra.calls.clone(), fail_first: infra.fail_first.clone(), code: infra.code };
+    let mut tasks = vec![
+        spawn_controller::<ext::Infrastructure>(client.clone(), &["local"], infra_handle),
+        spawn_controller::<ext::DNSRecord>(client.clone(), &["local"], TestActuator::new()),
+        spawn_controller::<ext::ControlPlane>(client.clone(), &["local"], TestActuator::new()),
+        spawn_controller::<ext::OperatingSystemConfig>(client.clone(), &["local"], TestActuator::new()),
+        spawn_controller::<ext::Network>(client.clone(), &["local-net"], TestActuator::new()),
+        spawn_controller::<ext::Worker>(client.clone(), &["local"], TestActuator::new()),
+        spawn_controller::<ext::Extension>(client.clone(), &["local-ext"], TestActuator::new()),
+    ];
+    tasks.push(Simulator::new(loopback_address()).spawn(client.clone()));
+    Harness { _env: env, client, config, infra, tasks }
+}
+
+impl Harness {
+    fn start_gardenlet(&mut self) -> tokio::task::JoinHandle<()> {
+        let controller = ShootController {
+            garden: self.client.clone(),
+            seed: self.client.clone(),
+            config: self.config.clone(),
+            wait_timeout: Duration::from_secs(60),
+        };
+        tokio::spawn(controller.run(std::future::pending()))
+    }
+
+    fn shoots(&self) -> Api<Shoot> {
+        Api::namespaced(self.client.clone(), "garden-dev")
+    }
+
+    async fn wait_shoot(&self, what: &str, timeout: Duration, check: impl Fn(&Shoot) -> bool) -> Shoot {
+        let started = Instant::now();
+        loop {
+            if let Some(s) = self.shoots().get_opt("demo").await.unwrap()
+                && check(&s)
+            {
+                return s;
+            }
+            if started.elapsed() > timeout {
+                let s = self.shoots().get_opt("demo").await.unwrap();
+                panic!("{what} not reached within {timeout:?}; shoot status: {:#?}", s.and_then(|s| s.status));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+fn succeeded(s: &Shoot) -> bool {
+    s.status.as_ref().and_then(|st| st.last_operation.as_ref()).is_some_and(|l| {
+        l.state == LastOperationState::Succeeded && l.progress == 100 && l.type_ != LastOperationType::Delete
+    })
+}
+
+/// Every object gardenlet manages in the seed namespace (and the Cluster and ShootState), by
+/// kind and name, with its resourceVersion.
+async fn snapshot(client: &kube::Client, ns: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    macro_rules! collect {
+        ($($t:ty),*) => {$(
+            for o in Api::<$t>::namespaced(client.clone(), ns).list(&ListParams::default()).await.unwrap() {
+                out.insert(format!("{}/{}", stringify!($t), o.name_any()), o.resource_version().unwrap_or_default());
+            }
+        )*};
+    }
+    collect!(
+        Secret,
+        Service,
+        Deployment,
+        StatefulSet,
+        ext::Infrastructure,
+        ext::DNSRecord,
+        ext::ControlPlane,
+        ext::OperatingSystemConfig,
+        ext::Network,
+        ext::Worker,
+        ext::Extension
+    );
+    let cluster = Api::<ext::Cluster>::all(client.clone()).get(ns).await.unwrap();
+    out.insert("Cluster".into(), cluster.resource_version().unwrap_or_default());
+    let state = Api::<ShootState>::namespaced(client.clone(), "garden-dev").get("demo").await.unwrap();
+    out.insert("ShootState".into(), state.resource_version().unwrap_or_default());
+    let namespace = Api::<Namespace>::all(client.clone()).get(ns).await.unwrap();
+    out.insert("Namespace".into(), namespace.resource_version().unwrap_or_default());
+    out
+}
+
+#[tokio::test]
+async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
+    let mut h = harness().await;
+    let gardenlet = h.start_gardenlet();
+    let started = Instant::now();
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    let done = h.wait_shoot("Create Succeeded", Duration::from_secs(180), succeeded).await;
+    eprintln!("shoot creation to Succeeded took {:?}", started.elapsed());
+    let status = done.status.clone().unwrap();
+    assert_eq!(status.technical_id, "shoot--dev--demo");
+    assert_eq!(status.seed_name.as_deref(), Some("local"));
+    assert_eq!(status.observed_generation, done.metadata.generation);
+    assert!(status.last_errors.is_empty());
+    let ns = "shoot--dev--demo";
+    // Conditions come from real checks: the stand-in API server answers, the (simulated)
+    // workloads are rolled out, the system resources exist, and no node ever registers here.
+    let condition = |t: &str| status.conditions.iter().find(|c| c.type_ == t).map(|c| (c.status, c.reason.clone()));
+    use api::common::ConditionStatus::{False, True};
+    assert_eq!(condition("APIServerAvailable"), Some((True, "HealthzRequestSucceeded".into())));
+    assert_eq!(condition("ControlPlaneHealthy"), Some((True, "ControlPlaneRunning".into())));
+    assert_eq!(condition("SystemComponentsHealthy"), Some((True, "SystemComponentsRunning".into())));
+    assert_eq!(condition("EveryNodeReady"), Some((False, "MissingNodes".into())));
+
+    // Every extension object exists and is ready by the contract.
+    macro_rules! ready {
+        ($t:ty, $name:expr) => {{
+            let o = Api::<$t>::namespaced(h.client.clone(), ns).get($name).await.unwrap();
+            let r = api::helpers::extension_operation::check_ready(
+                &o.metadata,
+                api::extensions::ExtensionKind::default_status(&o),
+            );
+            assert_eq!(r, Ok(()), "{} {}", stringify!($t), $name);
+        }};
+    }
+    ready!(ext::Infrastructure, "demo");
+    ready!(ext::DNSRecord, "demo-internal");
+    ready!(ext::ControlPlane, "demo");
+    ready!(ext::OperatingSystemConfig, "osc-pool");
+    ready!(ext::Network, "demo");
+    ready!(ext::Worker, "demo");
+    ready!(ext::Extension, "local-ext");
+    let worker = Api::<ext::Worker>::namespaced(h.client.clone(), ns).get("demo").await.unwrap();
+    assert!(!worker.spec.pools[0].user_data.is_empty(), "the Worker got the OSC's user data");
+
+    // The control plane objects are as specified.
+    let apiserver = Api::<Deployment>::namespaced(h.client.clone(), ns).get("kube-apiserver").await.unwrap();
+    let args = apiserver.spec.unwrap().template.spec.unwrap().containers[0].args.clone().unwrap();
+    assert!(args.contains(&"--enable-bootstrap-token-auth=true".to_string()), "{args:?}");
+    assert!(Api::<StatefulSet>::namespaced(h.client.clone(), ns).get("etcd-main").await.is_ok());
+    for d in ["kube-controller-manager", "kube-scheduler"] {
+        assert!(Api::<Deployment>::namespaced(h.client.clone(), ns).get(d).await.is_ok(), "{d}");
+    }
+    let state = Api::<ShootState>::namespaced(h.client.clone(), "garden-dev").get("demo").await.unwrap();
+    let persisted: Vec<&str> = state.spec.gardener.iter().map(|g| g.name.as_str()).collect();
+    for name in ["ca", "ca-client", "ca-etcd", "ca-front-proxy", "service-account-key"] {
+        assert!(persisted.contains(&name), "ShootState lacks {name}: {persisted:?}");
+    }
+
+    // The shoot's own API (the stand-in, reached with gardenlet's generated admin kubeconfig
+    // and TLS verification) holds the kubeadm-style system resources.
+    let admin = Api::<Secret>::namespaced(h.client.clone(), ns).get("kubeconfig-admin").await.unwrap();
+    let text = String::from_utf8(admin.data.unwrap()["kubeconfig"].0.clone()).unwrap();
+    let shoot_client = testenv::client_from(&kube::config::Kubeconfig::from_yaml(&text).unwrap()).await.unwrap();
+    let info = Api::<ConfigMap>::namespaced(shoot_client.clone(), "kube-public").get("cluster-info").await.unwrap();
+    assert!(info.data.unwrap()["kubeconfig"].contains("certificate-authority-data"));
+    let tokens = Api::<Secret>::namespaced(shoot_client.clone(), "kube-system")
+        .list(&ListParams::default().fields("type=bootstrap.kubernetes.io/token"))
+        .await
+        .unwrap();
+    assert_eq!(tokens.items.len(), 1, "one bootstrap token");
+
+    // A second reconcile of the unchanged shoot writes nothing it manages.
+    let before = snapshot(&h.client, ns).await;
+    let calls_before = h.infra.calls.load(Ordering::SeqCst);
+    let controller = ShootController {
+        garden: h.client.clone(),
+        seed: h.client.clone(),
+        config: h.config.clone(),
+        wait_timeout: Duration::from_secs(60),
+    };
+    let current = h.shoots().get("demo").await.unwrap();
+    controller.reconcile_once(&current).await.unwrap();
+    let after = snapshot(&h.client, ns).await;
+    let changed: Vec<_> = before.iter().filter(|(k, v)| after.get(*k) != Some(*v)).map(|(k, _)| k).collect();
+    assert!(changed.is_empty(), "a no-op reconcile changed {changed:?}");
+    assert_eq!(h.infra.calls.load(Ordering::SeqCst), calls_before, "no actuator call for an unchanged shoot");
+
+    // Deletion leaves nothing of the shoot in the seed and removes the ShootState.
+    h.shoots().delete("demo", &DeleteParams::default()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while h.shoots().get_opt("demo").await.unwrap().is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "shoot not deleted: {:#?}",
+            h.shoots().get_opt("demo").await.unwrap().and_then(|s| s.status)
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(Api::<Namespace>::all(h.client.clone()).get_opt(ns).await.unwrap().is_none(), "namespace left behind");
+    assert!(Api::<ext::Cluster>::all(h.client.clone()).get_opt(ns).await.unwrap().is_none(), "Cluster left behind");
+    assert!(
+        Api::<ShootState>::namespaced(h.client.clone(), "garden-dev").get_opt("demo").await.unwrap().is_none(),
+        "ShootState left behind"
+    );
+    gardenlet.abort();
+}
+
+#[tokio::test]
+async fn an_extension_error_lands_in_last_errors_and_clears_on_success() {
+    let mut h = harness().await;
+    h.infra.fail_first.store(1, Ordering::SeqCst);
+    let _gardenlet = h.start_gardenlet();
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    let failed = h
+        .wait_shoot("an error in lastErrors", Duration::from_secs(120), |s| {
+            s.status.as_ref().is_some_and(|st| !st.last_errors.is_empty())
+        })
+        .await;
+    let errors = failed.status.unwrap().last_errors;
+    assert_eq!(errors[0].task_id.as_deref(), Some("Deploying Infrastructure"));
+    assert_eq!(errors[0].codes, [api::common::ErrorCode::InfraRateLimitsExceeded]);
+    assert!(errors[0].description.contains("rate limit"), "{}", errors[0].description);
+    let done = h.wait_shoot("Succeeded after the retry", Duration::from_secs(180), succeeded).await;
+    assert!(done.status.unwrap().last_errors.is_empty(), "success clears lastErrors");
+}
+
+#[tokio::test]
+async fn a_restarted_gardenlet_converges_with_the_same_ca() {
+    let mut h = harness().await;
+    let first = h.start_gardenlet();
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    // Drop the first gardenlet in the middle of its flow: once the CA exists, at a random
+    // later moment.
+    let states: Api<ShootState> = Api::namespaced(h.client.clone(), "garden-dev");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let ca_before = loop {
+        if let Some(state) = states.get_opt("demo").await.unwrap()
+            && let Some(ca) = state.spec.gardener.iter().find(|g| g.name == "ca")
+        {
+            break ca.data.clone();
+        }
+        assert!(Instant::now() < deadline, "no CA persisted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(fastrand::u64(0..1500))).await;
+    first.abort();
+    let progress =
+        h.shoots().get("demo").await.unwrap().status.and_then(|s| s.last_operation).map(|l| (l.state, l.progress));
+    eprintln!("first gardenlet stopped at {progress:?}");
+    let _second = h.start_gardenlet();
+    h.wait_shoot("Succeeded after restart", Duration::from_secs(180), succeeded).await;
+    let ca_after = states.get("demo").await.unwrap().spec.gardener.into_iter().find(|g| g.name == "ca").unwrap().data;
+    assert_eq!(ca_before, ca_after, "the CA survived the restart byte for byte");
+    let seed_ca = Api::<Secret>::namespaced(h.client.clone(), "shoot--dev--demo").get("ca").await.unwrap();
+    let seed_ca_crt = String::from_utf8(seed_ca.data.unwrap()["ca.crt"].0.clone()).unwrap();
+    use base64::Engine;
+    let persisted_crt = ca_after.0["ca.crt"].as_str().unwrap();
+    assert_eq!(base64::engine::general_purpose::STANDARD.decode(persisted_crt).unwrap(), seed_ca_crt.as_bytes());
+}
+
+#[allow(dead_code)]
+async fn annotate(client: &kube::Client, name: &str, op: &str) {
+    let patch = serde_json::json!({"metadata": {"annotations": {"gardener.cloud/operation": op}}});
+    Api::<Shoot>::namespaced(client.clone(), "garden-dev")
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
