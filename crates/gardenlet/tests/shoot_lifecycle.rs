@@ -24,9 +24,11 @@ use std::time::{Duration, Instant};
 use support::actuators::{TestActuator, spawn_controller};
 use support::simulator::{Simulator, loopback_address};
 
-const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n";
+const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n";
 
-const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\nspec:\n  seedName: local\n  region: local\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n";
+const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\nspec:\n  seedName: local\n  region: local\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n  - type: local-ext-before\n";
+
+const REGISTRATION: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: ControllerRegistration\nmetadata:\n  name: provider-local\nspec:\n  resources:\n  - kind: Extension\n    type: local-ext-before\n    lifecycle:\n      reconcile: BeforeKubeAPIServer\n  - kind: Extension\n    type: local-ext\n";
 
 struct Harness {
     _env: testenv::TestEnv,
@@ -58,6 +60,11 @@ async fn harness() -> Harness {
     testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
+    let registration: api::core::ControllerRegistration = serde_yaml::from_str(REGISTRATION).unwrap();
+    Api::<api::core::ControllerRegistration>::all(client.clone())
+        .create(&PostParams::default(), &registration)
+        .await
+        .unwrap();
     let config: Arc<GardenletConfig> = Arc::new(serde_yaml::from_str(CONFIG).unwrap());
     let seed = SeedController::new(client.clone(), config.seed.clone(), Duration::from_secs(30), Default::default());
     seed.register().await.unwrap();
@@ -73,7 +80,8 @@ async fn harness() -> Harness {
         spawn_controller::<ext::OperatingSystemConfig>(client.clone(), &["local"], TestActuator::new()),
         spawn_controller::<ext::Network>(client.clone(), &["local-net"], TestActuator::new()),
         spawn_controller::<ext::Worker>(client.clone(), &["local"], TestActuator::new()),
-        spawn_controller::<ext::Extension>(client.clone(), &["local-ext"], TestActuator::new()),
+        spawn_controller::<ext::Extension>(client.clone(), &["local-ext", "local-ext-before"], TestActuator::new()),
+        spawn_controller::<ext::BackupEntry>(client.clone(), &["local"], TestActuator::new()),
     ];
     tasks.push(Simulator::new(loopback_address()).spawn(client.clone()));
     Harness { _env: env, client, config, infra, tasks }
@@ -86,6 +94,7 @@ impl Harness {
             seed: self.client.clone(),
             config: self.config.clone(),
             wait_timeout: Duration::from_secs(60),
+            backoff: gardenlet::shoot::controller::default_backoff(),
         };
         tokio::spawn(controller.run(std::future::pending()))
     }
@@ -192,6 +201,38 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
     ready!(ext::Network, "demo");
     ready!(ext::Worker, "demo");
     ready!(ext::Extension, "local-ext");
+    ready!(ext::Extension, "local-ext-before");
+    let entry_name = format!("shoot--dev--demo--{}", done.metadata.uid.clone().unwrap());
+    let entry = Api::<ext::BackupEntry>::all(h.client.clone()).get(&entry_name).await.unwrap();
+    assert_eq!(
+        api::helpers::extension_operation::check_ready(
+            &entry.metadata,
+            api::extensions::ExtensionKind::default_status(&entry)
+        ),
+        Ok(())
+    );
+    // The extension registered as BeforeKubeAPIServer was done before the kube-apiserver
+    // Deployment was created; the default one only after it.
+    let before = Api::<ext::Extension>::namespaced(h.client.clone(), ns).get("local-ext-before").await.unwrap();
+    let after = Api::<ext::Extension>::namespaced(h.client.clone(), ns).get("local-ext").await.unwrap();
+    let apiserver_created = Api::<Deployment>::namespaced(h.client.clone(), ns)
+        .get("kube-apiserver")
+        .await
+        .unwrap()
+        .metadata
+        .creation_timestamp
+        .unwrap();
+    let done_at = |e: &ext::Extension| {
+        e.status.as_ref().unwrap().default.last_operation.as_ref().unwrap().last_update_time.clone()
+    };
+    assert!(
+        done_at(&before).0 <= apiserver_created.0,
+        "before-kube-apiserver extension finished after the Deployment appeared"
+    );
+    assert!(
+        after.metadata.creation_timestamp.unwrap().0 >= apiserver_created.0,
+        "after-kube-apiserver extension created too early"
+    );
     let worker = Api::<ext::Worker>::namespaced(h.client.clone(), ns).get("demo").await.unwrap();
     assert!(!worker.spec.pools[0].user_data.is_empty(), "the Worker got the OSC's user data");
 
@@ -230,6 +271,7 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
         seed: h.client.clone(),
         config: h.config.clone(),
         wait_timeout: Duration::from_secs(60),
+        backoff: gardenlet::shoot::controller::default_backoff(),
     };
     let current = h.shoots().get("demo").await.unwrap();
     controller.reconcile_once(&current).await.unwrap();
@@ -254,6 +296,10 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
     assert!(
         Api::<ShootState>::namespaced(h.client.clone(), "garden-dev").get_opt("demo").await.unwrap().is_none(),
         "ShootState left behind"
+    );
+    assert!(
+        Api::<ext::BackupEntry>::all(h.client.clone()).get_opt(&entry_name).await.unwrap().is_none(),
+        "BackupEntry left behind"
     );
     gardenlet.abort();
 }
@@ -320,4 +366,41 @@ async fn annotate(client: &kube::Client, name: &str, op: &str) {
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn a_shoot_that_never_got_far_deletes_cleanly() {
+    let mut h = harness().await;
+    // The infrastructure never succeeds: the creation stops early.
+    h.infra.fail_first.store(usize::MAX, Ordering::SeqCst);
+    let _gardenlet = h.start_gardenlet();
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    h.wait_shoot("a failed attempt", Duration::from_secs(120), |s| {
+        s.status.as_ref().is_some_and(|st| !st.last_errors.is_empty())
+    })
+    .await;
+    h.shoots().delete("demo", &DeleteParams::default()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while h.shoots().get_opt("demo").await.unwrap().is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "shoot not deleted: {:#?}",
+            h.shoots().get_opt("demo").await.unwrap().and_then(|s| s.status)
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let ns = "shoot--dev--demo";
+    assert!(Api::<Namespace>::all(h.client.clone()).get_opt(ns).await.unwrap().is_none(), "namespace left behind");
+    assert!(
+        Api::<ext::Infrastructure>::namespaced(h.client.clone(), ns)
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items.is_empty())
+            .unwrap_or(true)
+    );
+    assert!(
+        Api::<ShootState>::namespaced(h.client.clone(), "garden-dev").get_opt("demo").await.unwrap().is_none(),
+        "ShootState left behind"
+    );
 }

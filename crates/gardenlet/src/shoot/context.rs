@@ -35,6 +35,8 @@ pub struct OperationContext {
     pub deployer: Deployer,
     pub shoot: Shoot,
     pub seed_object: Option<Seed>,
+    /// The garden's ControllerRegistrations (they order the shoot's `Extension` objects).
+    pub registrations: Vec<api::core::ControllerRegistration>,
     pub values: ShootValues,
     /// Redeploy extension objects even when unchanged (an explicit reconcile request).
     pub force_redeploy: bool,
@@ -69,11 +71,18 @@ impl OperationContext {
             deployer,
             shoot,
             seed_object,
+            registrations: Vec::new(),
             values,
             force_redeploy,
             wait_timeout,
             found: Mutex::new(Found::default()),
         }
+    }
+
+    /// Sets the ControllerRegistrations the flows order extensions by.
+    pub fn with_registrations(mut self, registrations: Vec<api::core::ControllerRegistration>) -> Self {
+        self.registrations = registrations;
+        self
     }
 
     /// What earlier tasks found (a poisoned lock only means a task panicked, which the flow

@@ -53,6 +53,8 @@ pub struct ShootController {
     pub config: Arc<GardenletConfig>,
     /// Bound of each wait inside a flow.
     pub wait_timeout: Duration,
+    /// Per-shoot capped exponential backoff of failed operations, reset on success.
+    pub backoff: Arc<extension_sdk::backoff::Backoff>,
 }
 
 impl std::fmt::Debug for ShootController {
@@ -126,6 +128,7 @@ impl ShootController {
             seed: self.seed.clone(),
             config: self.config.clone(),
             wait_timeout: self.wait_timeout,
+            backoff: self.backoff.clone(),
         }
     }
 
@@ -137,18 +140,31 @@ impl ShootController {
             source,
         })?;
         let values = ShootValues::new(shoot, seed.as_ref())?;
+        let registrations: Api<api::core::ControllerRegistration> = Api::all(self.garden.clone());
+        let registrations = registrations
+            .list(&Default::default())
+            .await
+            .map_err(|source| ShootError::Kube {
+                what: "listing ControllerRegistrations",
+                shoot: shoot.name_any(),
+                source,
+            })?
+            .items;
         let deployer = Deployer::new(self.seed.clone()).with_timeout(self.wait_timeout);
-        Ok(Arc::new(OperationContext::new(
-            self.garden.clone(),
-            self.seed.clone(),
-            self.config.clone(),
-            deployer,
-            shoot.clone(),
-            seed,
-            values,
-            force,
-            self.wait_timeout,
-        )))
+        Ok(Arc::new(
+            OperationContext::new(
+                self.garden.clone(),
+                self.seed.clone(),
+                self.config.clone(),
+                deployer,
+                shoot.clone(),
+                seed,
+                values,
+                force,
+                self.wait_timeout,
+            )
+            .with_registrations(registrations),
+        ))
     }
 
     #[tracing::instrument(skip_all, fields(shoot = %shoot.name_any(), namespace = ?shoot.namespace()))]
@@ -218,6 +234,7 @@ impl ShootController {
         }
         self.patch_status(shoot, status).await?;
         if result.is_success() {
+            self.backoff.reset(&backoff_key(shoot));
             let period = Duration::from_secs(self.config.controllers.shoot_sync_period_seconds);
             Ok(RequeueAction::requeue(period))
         } else if outcome.failed {
@@ -288,9 +305,22 @@ impl ShootController {
     }
 }
 
-/// Failed flows are retried after a short, growing delay (kube-runtime has no per-object
-/// backoff; the flow itself is idempotent, so a fixed short delay with jitter is enough here).
-fn error_policy(_shoot: Arc<Shoot>, error: &ShootError, _this: Arc<ShootController>) -> RequeueAction {
-    tracing::warn!(%error, "shoot operation failed; retrying");
-    RequeueAction::requeue(Duration::from_millis(2000 + fastrand::u64(0..1000)))
+fn backoff_key(shoot: &Shoot) -> String {
+    shoot.uid().unwrap_or_else(|| format!("{}/{}", shoot.namespace().unwrap_or_default(), shoot.name_any()))
+}
+
+/// The default backoff of failed shoot operations: 2 s doubling up to 5 min, with jitter.
+pub fn default_backoff() -> Arc<extension_sdk::backoff::Backoff> {
+    Arc::new(extension_sdk::backoff::Backoff::new(extension_sdk::backoff::BackoffConfig {
+        initial: Duration::from_secs(2),
+        max: Duration::from_secs(300),
+        jitter: 0.2,
+    }))
+}
+
+/// Failed flows are retried with per-shoot capped exponential backoff (kube-runtime has none).
+fn error_policy(shoot: Arc<Shoot>, error: &ShootError, this: Arc<ShootController>) -> RequeueAction {
+    let delay = this.backoff.failed(&backoff_key(&shoot));
+    tracing::warn!(%error, ?delay, "shoot operation failed; retrying");
+    RequeueAction::requeue(delay)
 }

@@ -118,6 +118,14 @@ async fn delete_shootstate(ctx: Arc<OperationContext>) -> Result<(), TaskError> 
     }
 }
 
+/// Deletes the shoot's extension BackupEntry (the provider keeps the data for its configured
+/// grace period).
+async fn delete_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let Some(uid) = ctx.shoot.metadata.uid.as_deref() else { return Ok(()) };
+    let name = super::extensions::backup_entry_name(&ctx.values, uid);
+    ctx.deployer.delete_and_wait::<api::extensions::BackupEntry>(None, &name).await.map_err(deploy_err)
+}
+
 /// Builds the deletion flow for one shoot.
 pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let mut f = FlowBuilder::new("Shoot deletion");
@@ -134,7 +142,9 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let etcd_task = f.task("Deleting etcd", &[&control_plane], t(ctx, delete_etcd));
     let dns = f.task("Deleting DNS records", &[&control_plane], t(ctx, delete_all::<DNSRecord>));
     let infra = f.task("Deleting Infrastructure", &[&worker, &cp], t(ctx, delete_all::<Infrastructure>));
-    let cluster = f.task("Deleting Cluster resource", &[&osc, &dns, &infra, &etcd_task], t(ctx, delete_cluster));
+    let backup = f.task("Deleting BackupEntry", &[&etcd_task], t(ctx, delete_backup_entry));
+    let cluster =
+        f.task("Deleting Cluster resource", &[&osc, &dns, &infra, &etcd_task, &backup], t(ctx, delete_cluster));
     let ns = f.task("Deleting namespace", &[&cluster], t(ctx, delete_namespace));
     f.task("Deleting ShootState", &[&ns], t(ctx, delete_shootstate));
     f.build()

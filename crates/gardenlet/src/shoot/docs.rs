@@ -15,6 +15,7 @@ pub fn table(flow: &Flow) -> String {
             "Deploying shoot system resources" => "hibernated",
             "Deploying OperatingSystemConfigs" | "Deploying Worker" => "no worker pools",
             "Deploying Network" => "no `spec.networking.type`",
+            "Deploying BackupEntry" => "the seed has no backup",
             _ => "",
         };
         out.push_str(&format!("| {task} | {} | {skip} |\n", deps.join(", ")));

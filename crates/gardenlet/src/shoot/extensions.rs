@@ -6,11 +6,14 @@ use super::values::ShootValues;
 use api::Opaque;
 use api::common::SecretReference;
 use api::core::Shoot;
+use api::core::controller::ControllerResourceLifecycleStrategy as Stage;
+use api::core::{ControllerRegistration, Seed};
 use api::extensions::dnsrecord::DnsRecordType;
 use api::extensions::operatingsystemconfig::{
     File, FileContent, FileContentInline, OperatingSystemConfigPurpose, Unit,
 };
 use api::extensions::worker::{MachineImage, WorkerPool};
+use api::extensions::{BackupEntry, BackupEntrySpec};
 use api::extensions::{
     Cluster, ClusterSpec, ControlPlane, ControlPlaneSpec, DNSRecord, DNSRecordSpec, DefaultSpec, Extension,
     ExtensionSpec, Infrastructure, InfrastructureSpec, Network, NetworkSpec, OperatingSystemConfig,
@@ -125,13 +128,32 @@ pub fn dns_records(v: &ShootValues, shoot: &Shoot, address: &str) -> Vec<DNSReco
         .collect()
 }
 
-/// The shoot's own extensions (`spec.extensions[]`), one object per type.
-pub fn extensions(v: &ShootValues, shoot: &Shoot) -> Vec<Extension> {
+/// When in the flow the `Extension` objects of `type_` are reconciled, by the registration of
+/// their controller (`resources[].lifecycle.reconcile`); after kube-apiserver when no
+/// registration says otherwise.
+pub fn stage_of(registrations: &[ControllerRegistration], type_: &str) -> Stage {
+    registrations
+        .iter()
+        .flat_map(|r| r.spec.resources.iter())
+        .find(|r| r.kind == "Extension" && r.type_ == type_)
+        .and_then(|r| r.lifecycle.as_ref())
+        .and_then(|l| l.reconcile)
+        .unwrap_or(Stage::AfterKubeAPIServer)
+}
+
+/// The shoot's own extensions (`spec.extensions[]`) of one lifecycle stage, one object per type.
+pub fn extensions(
+    v: &ShootValues,
+    shoot: &Shoot,
+    registrations: &[ControllerRegistration],
+    stage: Stage,
+) -> Vec<Extension> {
     shoot
         .spec
         .extensions
         .iter()
         .filter(|e| e.disabled != Some(true))
+        .filter(|e| stage_of(registrations, &e.type_) == stage)
         .map(|e| Extension {
             metadata: meta(v, &e.type_),
             spec: ExtensionSpec { default: default_spec(&e.type_, e.provider_config.clone()) },
@@ -248,4 +270,31 @@ pub fn worker(
         },
         status: None,
     }
+}
+
+/// The name of a shoot's backup entry: `<technical ID>--<shoot UID>`, so a re-created shoot
+/// of the same name never shares an entry with its predecessor.
+pub fn backup_entry_name(v: &ShootValues, shoot_uid: &str) -> String {
+    format!("{}--{shoot_uid}", v.namespace())
+}
+
+/// The extension BackupEntry in the seed's backup bucket (named after the seed's UID), when the
+/// seed has a backup configuration.
+pub fn backup_entry(v: &ShootValues, seed: &Seed, shoot_uid: &str) -> Option<BackupEntry> {
+    let backup = seed.spec.backup.as_ref()?;
+    let type_ = backup.provider.clone().or_else(|| backup.type_.clone())?;
+    let bucket = seed.metadata.uid.clone()?;
+    let mut entry = BackupEntry::new(
+        &backup_entry_name(v, shoot_uid),
+        BackupEntrySpec {
+            default: default_spec(&type_, backup.provider_config.clone()),
+            backup_bucket_provider_status: None,
+            region: backup.region.clone().unwrap_or_else(|| seed.spec.provider.region.clone()),
+            secret_ref: backup.secret_ref.clone().unwrap_or_default(),
+            bucket_name: bucket,
+        },
+    );
+    entry.metadata.labels =
+        Some([(api::helpers::constants::LABEL_TECHNICAL_ID.to_string(), v.namespace().to_string())].into());
+    Some(entry)
 }

@@ -9,6 +9,7 @@ use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_sche
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
 use api::Opaque;
 use api::core::SecretBinding;
+use api::core::controller::ControllerResourceLifecycleStrategy as Stage;
 use api::extensions::Cluster;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
@@ -43,14 +44,25 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let secrets = f.task("Deploying secrets", &[&service], t(ctx, deploy_secrets));
     let infra = f.task("Deploying Infrastructure", &[&cluster, &provider_secret], t(ctx, deploy_infrastructure));
     let dns = f.task("Deploying DNS records", &[&service, &provider_secret], t(ctx, deploy_dns_records));
-    let etcd_task = f.task("Deploying etcd", &[&secrets], t(ctx, deploy_etcd));
-    let apiserver = f.task("Deploying kube-apiserver", &[&etcd_task, &dns], t(ctx, deploy_kube_apiserver));
+    let has_backup = ctx.seed_object.as_ref().is_some_and(|s| s.spec.backup.is_some());
+    let backup = f.task_if("Deploying BackupEntry", &[&cluster], has_backup, t(ctx, deploy_backup_entry));
+    let etcd_task = f.task("Deploying etcd", &[&secrets, &backup], t(ctx, deploy_etcd));
+    let before = f.task(
+        "Deploying extensions before kube-apiserver",
+        &[&cluster, &provider_secret],
+        t(ctx, |c| deploy_extensions(c, Stage::BeforeKubeAPIServer)),
+    );
+    let apiserver = f.task("Deploying kube-apiserver", &[&etcd_task, &dns, &before], t(ctx, deploy_kube_apiserver));
     let control_plane = f.task("Deploying ControlPlane", &[&apiserver, &infra], t(ctx, deploy_control_plane));
     let kcm = f.task("Deploying kube-controller-manager", &[&apiserver], t(ctx, deploy_kcm));
     let scheduler = f.task("Deploying kube-scheduler", &[&apiserver], t(ctx, deploy_scheduler));
     let system_resources =
         f.task_if("Deploying shoot system resources", &[&apiserver], running, t(ctx, deploy_system_resources));
-    let extensions = f.task("Deploying extensions", &[&apiserver, &cluster], t(ctx, deploy_extensions));
+    let extensions = f.task(
+        "Deploying extensions after kube-apiserver",
+        &[&apiserver, &cluster],
+        t(ctx, |c| deploy_extensions(c, Stage::AfterKubeAPIServer)),
+    );
     let osc = f.task_if(
         "Deploying OperatingSystemConfigs",
         &[&system_resources, &cluster],
@@ -59,9 +71,11 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     );
     let network = f.task_if("Deploying Network", &[&apiserver, &cluster], has_network, t(ctx, deploy_network));
     let worker = f.task_if("Deploying Worker", &[&osc, &infra, &control_plane], has_workers, t(ctx, deploy_worker));
+    let after_worker =
+        f.task("Deploying extensions after worker", &[&worker], t(ctx, |c| deploy_extensions(c, Stage::AfterWorker)));
     f.task(
         "Checking control plane health",
-        &[&worker, &network, &kcm, &scheduler, &extensions, &control_plane],
+        &[&worker, &network, &kcm, &scheduler, &extensions, &after_worker, &control_plane],
         t(ctx, check_health),
     );
     f.build()
@@ -271,8 +285,21 @@ async fn deploy_control_plane(ctx: Arc<OperationContext>) -> Result<(), TaskErro
     deploy_extension(&ctx, &ext::control_plane(&ctx.values, &ctx.shoot, infra)).await.map(|_| ())
 }
 
-async fn deploy_extensions(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    for e in ext::extensions(&ctx.values, &ctx.shoot) {
+async fn deploy_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let (Some(seed), Some(uid)) = (ctx.seed_object.as_ref(), ctx.shoot.metadata.uid.as_deref()) else {
+        return Err(TaskError::msg("the seed or the shoot's UID is unknown"));
+    };
+    match ext::backup_entry(&ctx.values, seed, uid) {
+        Some(entry) => deploy_extension(&ctx, &entry).await.map(|_| ()),
+        None => Err(TaskError::msg(format!(
+            "seed {} has a backup section without a provider type (spec.backup.provider)",
+            seed.name_any()
+        ))),
+    }
+}
+
+async fn deploy_extensions(ctx: Arc<OperationContext>, stage: Stage) -> Result<(), TaskError> {
+    for e in ext::extensions(&ctx.values, &ctx.shoot, &ctx.registrations, stage) {
         deploy_extension(&ctx, &e).await?;
     }
     Ok(())

@@ -129,9 +129,9 @@ where
 /// the same spec (and no explicit reconcile was requested): then nothing is written.
 pub async fn deploy_extension<K>(ctx: &OperationContext, desired: &K) -> Result<K, TaskError>
 where
-    K: ExtensionResource<KindScope = NamespaceResourceScope>,
+    K: ExtensionResource,
 {
-    let api: Api<K> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    let api: Api<K> = K::api(ctx.seed.clone(), desired.meta().namespace.as_deref());
     if !ctx.force_redeploy {
         let current = api.get_opt(&desired.name_any()).await.map_err(task_err)?;
         if let Some(current) = current {

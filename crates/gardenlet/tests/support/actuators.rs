@@ -23,7 +23,7 @@ impl TestActuator {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let remaining = self.fail_first.load(Ordering::SeqCst);
         if remaining > 0 {
-            self.fail_first.store(remaining - 1, Ordering::SeqCst);
+            self.fail_first.store(remaining.saturating_sub(1), Ordering::SeqCst);
             return Err(ActuatorError::new("simulated provider error: rate limit exceeded").with_codes([self.code]));
         }
         Ok(())
@@ -50,7 +50,8 @@ plain_actuator!(
     api::extensions::ControlPlane,
     api::extensions::Network,
     api::extensions::Worker,
-    api::extensions::Extension
+    api::extensions::Extension,
+    api::extensions::BackupEntry
 );
 
 impl Actuator<api::extensions::OperatingSystemConfig> for TestActuator {
