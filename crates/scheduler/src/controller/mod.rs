@@ -1,0 +1,358 @@
+//! The scheduling controller's wiring, and nothing else:
+//!
+//! * a Shoot watch whose events first update the per-seed shoot counts ([`state`]), then the
+//!   cache the reconciler reads; only shoots that need a seed (at a new generation) trigger a
+//!   reconcile;
+//! * Seed and CloudProfile caches. A Seed change that matters for scheduling (readiness,
+//!   capacity, labels, spec, deletion), any CloudProfile change, and any capacity freed on a seed
+//!   re-queue every waiting shoot at once, so they do not sit out their backoff;
+//! * a `kube::runtime::Controller` running [`reconcile::reconcile`] with bounded concurrency.
+//!
+//! Nothing here decides anything; see [`mod@crate::decide`] and [`reconcile`].
+
+pub mod reconcile;
+pub mod state;
+
+use crate::config::Config;
+use crate::http::Readiness;
+use crate::metrics::Metrics;
+use api::common::ConditionStatus;
+use api::core::seed::RESOURCE_SHOOTS;
+use api::core::{CloudProfile, Seed, Shoot};
+use api::helpers::constants::conditions::{BACKUP_BUCKETS_READY, GARDENLET_READY};
+use futures::channel::mpsc;
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt, future, stream};
+use kube::api::ListParams;
+use kube::core::DeserializeGuard;
+use kube::runtime::controller::Error as ControllerError;
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::{Controller, WatchStreamExt, predicates};
+use kube::{Api, Client};
+use state::{SchedulerState, ShootKey, ShootSummary, needs_scheduling};
+use std::collections::HashMap;
+use std::future::Future;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+type Guarded<K> = DeserializeGuard<K>;
+
+/// Everything a reconcile needs.
+pub struct Context {
+    pub client: Client,
+    pub config: Config,
+    pub metrics: Metrics,
+    pub readiness: Readiness,
+    state: Mutex<SchedulerState>,
+    seeds: Store<Guarded<Seed>>,
+    cloud_profiles: Store<Guarded<CloudProfile>>,
+    recorder: Recorder,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Context {
+    /// The bookkeeping. Held only for short, synchronous sections (never across an await); a
+    /// panic while holding it cannot leave it half-updated in a way that matters more than
+    /// stopping scheduling would, so a poisoned lock is used as is.
+    fn lock_state(&self) -> MutexGuard<'_, SchedulerState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The delay before the shoot's next retry, counting the attempt.
+    fn next_backoff(&self, key: &ShootKey) -> Duration {
+        let attempt = self.lock_state().next_attempt(key);
+        self.config.backoff.delay(attempt, fastrand::f64())
+    }
+}
+
+/// Errors that stop the controller.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("checking whether the {crd} CRD is served")]
+    Discovery {
+        crd: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+const CRDS: [&str; 3] =
+    ["shoots.core.gardener.cloud", "seeds.core.gardener.cloud", "cloudprofiles.core.gardener.cloud"];
+const CRD_POLL: Duration = Duration::from_secs(5);
+
+/// Waits until the Shoot, Seed and CloudProfile CRDs are served, saying which are missing.
+/// Returns `Ok(false)` when `shutdown` resolved first.
+async fn wait_for_crds(client: &Client, shutdown: impl Future<Output = ()>) -> Result<bool, RunError> {
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let lp = ListParams::default().limit(1);
+        let checks = [
+            Api::<Shoot>::all(client.clone()).list_metadata(&lp).await.map(drop),
+            Api::<Seed>::all(client.clone()).list_metadata(&lp).await.map(drop),
+            Api::<CloudProfile>::all(client.clone()).list_metadata(&lp).await.map(drop),
+        ];
+        let mut missing = Vec::new();
+        for (crd, check) in CRDS.into_iter().zip(checks) {
+            match check {
+                Ok(()) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => missing.push(crd),
+                Err(source) => return Err(RunError::Discovery { crd, source }),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(true);
+        }
+        tracing::warn!(?missing, "waiting for CRDs to be served; the scheduler does not install them");
+        tokio::select! {
+            _ = tokio::time::sleep(CRD_POLL) => {}
+            _ = &mut shutdown => return Ok(false),
+        }
+    }
+}
+
+/// Runs the scheduler until `shutdown` resolves (running decisions finish first).
+pub async fn run(
+    client: Client,
+    config: Config,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), RunError> {
+    let shutdown = shutdown.shared();
+    if !wait_for_crds(&client, shutdown.clone()).await? {
+        return Ok(());
+    }
+    let (shoot_cache, shoot_writer) = reflector::store::<Guarded<Shoot>>();
+    let (seed_cache, seed_writer) = reflector::store::<Guarded<Seed>>();
+    let (profile_cache, profile_writer) = reflector::store::<Guarded<CloudProfile>>();
+    let instance = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).ok();
+    let reporter = Reporter { controller: reconcile::FIELD_MANAGER.into(), instance };
+    let concurrency = config.concurrent_syncs;
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), reporter),
+        client: client.clone(),
+        config,
+        metrics,
+        readiness,
+        state: Mutex::new(SchedulerState::default()),
+        seeds: seed_cache,
+        cloud_profiles: profile_cache,
+    });
+
+    // Re-queue requests: capacity freed (from the shoot watch), seed and CloudProfile changes.
+    let (freed_tx, freed_rx) = mpsc::unbounded::<()>();
+    let shoots = shoot_stream(Api::all(client.clone()), shoot_writer, ctx.clone(), freed_tx);
+    let changes = stream::select_all([
+        freed_rx.boxed(),
+        seed_changes(Api::all(client.clone()), seed_writer, ctx.readiness.seeds.clone()).boxed(),
+        profile_changes(Api::all(client.clone()), profile_writer, ctx.readiness.cloud_profiles.clone()).boxed(),
+    ]);
+    let requeue_ctx = ctx.clone();
+    // Changes that arrive together (a seed re-list, many deletions) re-queue the waiting shoots once.
+    let requeues = changes.ready_chunks(1024).flat_map(move |_| stream::iter(waiting_refs(&requeue_ctx)));
+
+    Controller::for_stream(shoots, shoot_cache)
+        .with_config(kube::runtime::Config::default().concurrency(concurrency))
+        .reconcile_on(requeues)
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|result| {
+            match result {
+                // Shoots deleted before their turn, and failures error_policy already reported.
+                Ok(_) | Err(ControllerError::ObjectNotFound(_) | ControllerError::ReconcilerFailed(..)) => {}
+                Err(e) => tracing::warn!(error = %e, "watching shoots"),
+            }
+            future::ready(())
+        })
+        .await;
+    Ok(())
+}
+
+/// Caches are ready once their watch has listed everything. (Marked from the watch events
+/// rather than `Store::wait_until_ready`, whose readiness signal wakes only one waiter, and the
+/// controller already waits on the Shoot cache.)
+fn mark_synced(flag: &AtomicBool) {
+    if !flag.swap(true, Ordering::AcqRel) {
+        tracing::debug!("cache synced");
+    }
+}
+
+/// Shoot events: bookkeeping first, then the cache, then (for shoots that need a seed, at a new
+/// generation) a reconcile trigger.
+fn shoot_stream(
+    api: Api<Guarded<Shoot>>,
+    writer: reflector::store::Writer<Guarded<Shoot>>,
+    ctx: Arc<Context>,
+    freed: mpsc::UnboundedSender<()>,
+) -> impl Stream<Item = Result<Guarded<Shoot>, watcher::Error>> + Send + 'static {
+    watcher(api)
+        .inspect_ok(move |event| {
+            if observe_shoot(&ctx, event) {
+                // The receiver lives as long as the controller; a failed send means shutdown.
+                let _ = freed.unbounded_send(());
+            }
+        })
+        .reflect(writer)
+        .applied_objects()
+        .try_filter(|guard| future::ready(guard.0.as_ref().is_ok_and(needs_scheduling)))
+        .predicate_filter(predicates::generation, Default::default())
+}
+
+fn watcher<K>(api: Api<K>) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watcher::watcher(api, watcher::Config::default()).default_backoff()
+}
+
+/// Feeds one shoot event into the bookkeeping; true when capacity was freed.
+fn observe_shoot(ctx: &Context, event: &Event<Guarded<Shoot>>) -> bool {
+    let mut state = ctx.lock_state();
+    let freed = match event {
+        Event::Apply(DeserializeGuard(Ok(shoot))) => state.apply(ShootSummary::of(shoot)),
+        Event::Apply(DeserializeGuard(Err(invalid))) => {
+            tracing::warn!(shoot = %ShootKey::from_meta(&invalid.metadata), error = %invalid, "cannot read shoot");
+            false
+        }
+        Event::Delete(DeserializeGuard(Ok(shoot))) => state.delete(&ShootKey::of(shoot)),
+        Event::Delete(DeserializeGuard(Err(invalid))) => state.delete(&ShootKey::from_meta(&invalid.metadata)),
+        Event::Init => {
+            state.relist_started();
+            false
+        }
+        Event::InitApply(DeserializeGuard(Ok(shoot))) => {
+            state.relist_object(ShootSummary::of(shoot));
+            false
+        }
+        Event::InitApply(DeserializeGuard(Err(_))) => false,
+        Event::InitDone => {
+            mark_synced(&ctx.readiness.shoots);
+            state.relist_done()
+        }
+    };
+    ctx.metrics.waiting.set(i64::try_from(state.waiting_count()).unwrap_or(i64::MAX));
+    freed
+}
+
+/// One item per Seed change that can change a decision. Heartbeats (condition timestamps) and
+/// other status noise do not count.
+fn seed_changes(
+    api: Api<Guarded<Seed>>,
+    writer: reflector::store::Writer<Guarded<Seed>>,
+    synced: Arc<AtomicBool>,
+) -> impl Stream<Item = ()> {
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    watcher(api).reflect(writer).filter_map(move |event| {
+        let change = match event {
+            Ok(Event::Apply(seed)) => {
+                let name = kube::ResourceExt::name_any(&seed);
+                let fingerprint = seed_fingerprint(&seed);
+                seen.insert(name, fingerprint) != Some(fingerprint)
+            }
+            Ok(Event::InitApply(seed)) => {
+                seen.insert(kube::ResourceExt::name_any(&seed), seed_fingerprint(&seed));
+                false
+            }
+            Ok(Event::Delete(seed)) => {
+                seen.remove(&kube::ResourceExt::name_any(&seed));
+                false
+            }
+            Ok(Event::Init) => false,
+            Ok(Event::InitDone) => {
+                mark_synced(&synced);
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "watching seeds");
+                false
+            }
+        };
+        future::ready(change.then_some(()))
+    })
+}
+
+/// What about a seed matters for scheduling: its spec (via the generation), labels, deletion,
+/// readiness conditions and shoot capacity.
+fn seed_fingerprint(seed: &Guarded<Seed>) -> u64 {
+    let mut h = DefaultHasher::new();
+    match &seed.0 {
+        Err(invalid) => invalid.error.hash(&mut h),
+        Ok(seed) => {
+            let m = &seed.metadata;
+            (m.generation, &m.labels, m.deletion_timestamp.is_some()).hash(&mut h);
+            let status = seed.status.as_ref();
+            for type_ in [GARDENLET_READY, BACKUP_BUCKETS_READY] {
+                let condition = status.and_then(|s| s.condition(type_)).map(|c| c.status);
+                condition.unwrap_or(ConditionStatus::Unknown).hash(&mut h);
+            }
+            for resources in [status.map(|s| &s.allocatable), status.map(|s| &s.capacity)] {
+                resources.and_then(|r| r.get(RESOURCE_SHOOTS)).map(|q| q.0.as_str()).hash(&mut h);
+            }
+        }
+    }
+    h.finish()
+}
+
+/// One item per CloudProfile change.
+fn profile_changes(
+    api: Api<Guarded<CloudProfile>>,
+    writer: reflector::store::Writer<Guarded<CloudProfile>>,
+    synced: Arc<AtomicBool>,
+) -> impl Stream<Item = ()> {
+    watcher(api).reflect(writer).filter_map(move |event| {
+        let change = match event {
+            Ok(Event::Apply(_)) => true,
+            Ok(Event::InitDone) => {
+                mark_synced(&synced);
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                tracing::warn!(error = %e, "watching cloud profiles");
+                false
+            }
+        };
+        future::ready(change.then_some(()))
+    })
+}
+
+fn waiting_refs(ctx: &Context) -> Vec<ObjectRef<Guarded<Shoot>>> {
+    ctx.lock_state().waiting().map(|k| ObjectRef::new(&k.name).within(&k.namespace)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::fixtures;
+
+    #[test]
+    fn seed_fingerprint_ignores_heartbeats() {
+        let base = fixtures::seed("a");
+        let fp = |s: &Seed| seed_fingerprint(&DeserializeGuard(Ok(s.clone())));
+        let mut heartbeat = base.clone();
+        if let Some(c) = heartbeat.status.as_mut().and_then(|s| s.conditions.first_mut()) {
+            c.last_update_time =
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now());
+            c.message = "still posting".into();
+        }
+        assert_eq!(fp(&base), fp(&heartbeat));
+        let changed = [
+            fixtures::ready(base.clone(), ConditionStatus::False),
+            fixtures::allocatable(base.clone(), "5"),
+            fixtures::labelled(base.clone(), &[("x", "y")]),
+            fixtures::deleting(base.clone()),
+            Seed { metadata: kube::api::ObjectMeta { generation: Some(2), ..base.metadata.clone() }, ..base.clone() },
+        ];
+        for s in changed {
+            assert_ne!(fp(&base), fp(&s), "{s:?}");
+        }
+    }
+}
