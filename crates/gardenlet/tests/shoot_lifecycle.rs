@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use support::actuators::{TestActuator, spawn_controller};
-use support::simulator::{Simulator, loopback_address};
+use support::simulator::Simulator;
 
 const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n";
 
@@ -83,7 +83,7 @@ async fn harness() -> Harness {
         spawn_controller::<ext::Extension>(client.clone(), &["local-ext", "local-ext-before"], TestActuator::new()),
         spawn_controller::<ext::BackupEntry>(client.clone(), &["local"], TestActuator::new()),
     ];
-    tasks.push(Simulator::new(loopback_address()).spawn(client.clone()));
+    tasks.push(Simulator::new().spawn(client.clone()));
     Harness { _env: env, client, config, infra, tasks }
 }
 

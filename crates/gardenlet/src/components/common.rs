@@ -1,6 +1,7 @@
 //! Values every control-plane component needs, and the small builders they share (labels,
 //! secret volumes, owner references, probes).
 
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     Container, HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SecretVolumeSource, Volume,
     VolumeMount,
@@ -225,5 +226,30 @@ pub fn pod_template(
             automount_service_account_token: Some(false),
             ..Default::default()
         }),
+    }
+}
+
+/// A control-plane Deployment: the component's labels and selector, `values.replicas`, the
+/// given secrets mounted into its one container.
+pub fn deployment(
+    values: &ControlPlaneValues,
+    name: &str,
+    (app, role): (&str, &str),
+    secrets: &[&str],
+    container: Container,
+    strategy: Option<DeploymentStrategy>,
+) -> Deployment {
+    let labels = component_labels(app, role);
+    Deployment {
+        metadata: metadata(name, values, labels.clone()),
+        spec: Some(DeploymentSpec {
+            replicas: Some(values.replicas),
+            revision_history_limit: Some(2),
+            selector: selector(app, role),
+            strategy,
+            template: pod_template(values, labels, secrets, container),
+            ..Default::default()
+        }),
+        ..Default::default()
     }
 }

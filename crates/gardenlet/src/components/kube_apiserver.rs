@@ -3,7 +3,7 @@
 
 use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
 use super::etcd;
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
@@ -152,22 +152,12 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
         resources: Some(common::requests("250m", "512Mi")),
         ..Default::default()
     };
-    Deployment {
-        metadata: common::metadata(NAME, values, labels()),
-        spec: Some(DeploymentSpec {
-            replicas: Some(values.replicas),
-            revision_history_limit: Some(2),
-            selector: common::selector(APP, ROLE),
-            strategy: Some(DeploymentStrategy {
-                type_: Some("RollingUpdate".to_string()),
-                rolling_update: Some(RollingUpdateDeployment {
-                    max_surge: Some(IntOrString::Int(1)),
-                    max_unavailable: Some(IntOrString::Int(0)),
-                }),
-            }),
-            template: common::pod_template(values, labels(), MOUNTED_SECRETS, container),
-            ..Default::default()
+    let strategy = DeploymentStrategy {
+        type_: Some("RollingUpdate".to_string()),
+        rolling_update: Some(RollingUpdateDeployment {
+            max_surge: Some(IntOrString::Int(1)),
+            max_unavailable: Some(IntOrString::Int(0)),
         }),
-        ..Default::default()
-    }
+    };
+    common::deployment(values, NAME, (APP, ROLE), MOUNTED_SECRETS, container, Some(strategy))
 }

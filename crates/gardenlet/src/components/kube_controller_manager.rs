@@ -2,19 +2,14 @@
 //! certificates must be trusted by the API server's `--client-ca-file`), bootstrap signer and
 //! token cleaner for TLS bootstrapping, the service-account key, and the root CA for pods.
 
-use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use super::common::{self, ControlPlaneValues, Images, file, secrets};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Container;
-use std::collections::BTreeMap;
 
 pub const NAME: &str = "kube-controller-manager";
 pub const PORT: i32 = 10257;
 const APP: &str = "kubernetes";
 const ROLE: &str = "controller-manager";
-
-fn labels() -> BTreeMap<String, String> {
-    component_labels(APP, ROLE)
-}
 
 pub const MOUNTED_SECRETS: &[&str] = &[
     secrets::CA_BUNDLE,
@@ -58,15 +53,5 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
         resources: Some(common::requests("100m", "128Mi")),
         ..Default::default()
     };
-    Deployment {
-        metadata: common::metadata(NAME, values, labels()),
-        spec: Some(DeploymentSpec {
-            replicas: Some(values.replicas),
-            revision_history_limit: Some(2),
-            selector: common::selector(APP, ROLE),
-            template: common::pod_template(values, labels(), MOUNTED_SECRETS, container),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    common::deployment(values, NAME, (APP, ROLE), MOUNTED_SECRETS, container, None)
 }

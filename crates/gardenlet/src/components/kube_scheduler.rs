@@ -1,18 +1,13 @@
 //! kube-scheduler: no special flags beyond its kubeconfig (as kubeadm does).
 
-use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use super::common::{self, ControlPlaneValues, Images, file, secrets};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Container;
-use std::collections::BTreeMap;
 
 pub const NAME: &str = "kube-scheduler";
 pub const PORT: i32 = 10259;
 const APP: &str = "kubernetes";
 const ROLE: &str = "scheduler";
-
-fn labels() -> BTreeMap<String, String> {
-    component_labels(APP, ROLE)
-}
 
 pub const MOUNTED_SECRETS: &[&str] = &[secrets::KUBECONFIG_KUBE_SCHEDULER];
 
@@ -37,15 +32,5 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
         resources: Some(common::requests("50m", "64Mi")),
         ..Default::default()
     };
-    Deployment {
-        metadata: common::metadata(NAME, values, labels()),
-        spec: Some(DeploymentSpec {
-            replicas: Some(values.replicas),
-            revision_history_limit: Some(2),
-            selector: common::selector(APP, ROLE),
-            template: common::pod_template(values, labels(), MOUNTED_SECRETS, container),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    common::deployment(values, NAME, (APP, ROLE), MOUNTED_SECRETS, container, None)
 }

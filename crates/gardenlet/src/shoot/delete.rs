@@ -4,7 +4,7 @@
 //! that were never created.
 
 use super::context::OperationContext;
-use super::tasks::{deploy_err, task_err};
+use super::tasks::{deploy_err, t, task_err};
 use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
 use api::core::ShootState;
@@ -19,17 +19,7 @@ use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
-use std::future::Future;
 use std::sync::Arc;
-
-fn t<F, Fut>(ctx: &Arc<OperationContext>, f: F) -> impl Fn() -> Fut + Send + Sync + 'static
-where
-    F: Fn(Arc<OperationContext>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), TaskError>> + Send + 'static,
-{
-    let ctx = ctx.clone();
-    move || f(ctx.clone())
-}
 
 /// Deletes every object of kind `K` in the shoot namespace and waits until they are gone.
 async fn delete_all<K>(ctx: Arc<OperationContext>) -> Result<(), TaskError>

@@ -3,7 +3,7 @@
 
 use super::context::OperationContext;
 use super::extensions as ext;
-use super::tasks::{FIELD_MANAGER, apply, deploy_extension, task_err, wait_for};
+use super::tasks::{FIELD_MANAGER, apply, deploy_extension, t, task_err, wait_for};
 use super::{checks, secrets, system};
 use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
@@ -18,18 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::Arc;
-
-/// Wraps an async task function over the shared context into a flow task.
-fn t<F, Fut>(ctx: &Arc<OperationContext>, f: F) -> impl Fn() -> Fut + Send + Sync + 'static
-where
-    F: Fn(Arc<OperationContext>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), TaskError>> + Send + 'static,
-{
-    let ctx = ctx.clone();
-    move || f(ctx.clone())
-}
 
 /// Builds the reconcile flow for one shoot.
 pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {

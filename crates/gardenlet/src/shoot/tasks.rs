@@ -12,8 +12,20 @@ use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
 
 pub const FIELD_MANAGER: &str = "gardenlet";
+
+/// Wraps an async task function over the shared context into a flow task.
+pub fn t<F, Fut>(ctx: &Arc<OperationContext>, f: F) -> impl Fn() -> Fut + Send + Sync + 'static
+where
+    F: Fn(Arc<OperationContext>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), TaskError>> + Send + 'static,
+{
+    let ctx = ctx.clone();
+    move || f(ctx.clone())
+}
 
 /// A task error from any error, with the whole chain as message.
 pub fn task_err(e: impl std::error::Error + 'static) -> TaskError {

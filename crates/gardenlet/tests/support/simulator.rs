@@ -20,8 +20,12 @@ use std::sync::{Arc, Mutex};
 
 #[derive(Clone)]
 pub struct Simulator {
-    pub address: Ipv4Addr,
+    /// The load-balancer address of each shoot namespace (distinct loopback addresses, so
+    /// every stand-in kube-apiserver can listen on port 443).
+    addresses: Arc<Mutex<BTreeMap<String, Ipv4Addr>>>,
     pub standins: Arc<Mutex<BTreeMap<String, StandIn>>>,
+    starting: Arc<Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    start_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// A loopback address unlikely to be used by another test process.
@@ -38,8 +42,27 @@ async fn mark_deployment(client: &kube::Client, d: &Deployment) {
 }
 
 impl Simulator {
-    pub fn new(address: Ipv4Addr) -> Self {
-        Self { address, standins: Arc::default() }
+    pub fn new() -> Self {
+        Self {
+            addresses: Arc::default(),
+            standins: Arc::default(),
+            starting: Arc::default(),
+            start_slots: Arc::new(tokio::sync::Semaphore::new(4)),
+        }
+    }
+
+    /// The load-balancer address of a namespace, allocated on first use.
+    pub fn address(&self, namespace: &str) -> Ipv4Addr {
+        let mut addresses = self.addresses.lock().unwrap();
+        if let Some(a) = addresses.get(namespace) {
+            return *a;
+        }
+        let mut a = loopback_address();
+        while addresses.values().any(|x| *x == a) {
+            a = loopback_address();
+        }
+        addresses.insert(namespace.to_string(), a);
+        a
     }
 
     /// Runs until the returned task is aborted.
@@ -67,21 +90,39 @@ impl Simulator {
             }
             let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
             if d.name_any() == "kube-apiserver" && replicas > 0 {
-                let ns = d.namespace().unwrap_or_default();
-                if let Err(e) = self.ensure_standin(&client, &ns).await {
-                    eprintln!("simulator: stand-in kube-apiserver for {ns} failed: {e}");
-                    continue;
-                }
+                // Start the stand-in in its own task: many shoots come up at once.
+                let (this, client) = (self.clone(), client.clone());
+                tokio::spawn(async move {
+                    let ns = d.namespace().unwrap_or_default();
+                    for attempt in 1..=3 {
+                        match this.ensure_standin(&client, &ns).await {
+                            Ok(()) => return mark_deployment(&client, &d).await,
+                            Err(e) => {
+                                eprintln!("simulator: stand-in kube-apiserver for {ns} failed (attempt {attempt}): {e}")
+                            }
+                        }
+                    }
+                });
+                continue;
             }
             mark_deployment(&client, &d).await;
         }
     }
 
     async fn ensure_standin(&self, client: &kube::Client, namespace: &str) -> Result<(), String> {
+        // One start per namespace at a time; later callers wait for it.
+        let gate = {
+            let mut starting = self.starting.lock().unwrap();
+            starting.entry(namespace.to_string()).or_default().clone()
+        };
+        let _guard = gate.lock().await;
+        // A few starts at a time: kube-apiservers starting together on a small machine starve
+        // each other.
+        let _slot = self.start_slots.acquire().await.map_err(|e| e.to_string())?;
         if self.standins.lock().unwrap().contains_key(namespace) {
             return Ok(());
         }
-        let standin = StandIn::start(client, namespace, self.address).await?;
+        let standin = StandIn::start(client, namespace, self.address(namespace)).await?;
         self.standins.lock().unwrap().insert(namespace.to_string(), standin);
         Ok(())
     }
@@ -120,7 +161,8 @@ impl Simulator {
             if !is_lb || has_ingress {
                 continue;
             }
-            let patch = json!({"status": {"loadBalancer": {"ingress": [{"ip": self.address.to_string()}]}}});
+            let address = self.address(&s.namespace().unwrap_or_default());
+            let patch = json!({"status": {"loadBalancer": {"ingress": [{"ip": address.to_string()}]}}});
             let api: Api<Service> = Api::namespaced(client.clone(), &s.namespace().unwrap_or_default());
             let _ = api.patch_status(&s.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await;
         }

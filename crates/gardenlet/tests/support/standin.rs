@@ -111,7 +111,7 @@ impl StandIn {
             if shoot.request_text(request).await.is_ok_and(|b| b.trim() == "ok") {
                 break;
             }
-            if started.elapsed() > std::time::Duration::from_secs(60) {
+            if started.elapsed() > std::time::Duration::from_secs(180) {
                 return Err(format!("stand-in kube-apiserver not ready: {}", apiserver.log_tail()));
             }
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
