@@ -1,0 +1,250 @@
+//! The API side of Worker: machine Pods and machine-class Secrets in the machine namespace,
+//! all found by the shoot's technical-ID label.
+
+use super::MachineRecord;
+use super::desired::{Existing, HASH_LEN, machine_name};
+use crate::common::{apply_params, delete_if_exists, selector, shoot_labels};
+use crate::error::{Error, is_conflict};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use extension_sdk::api::extensions::worker::WorkerPool;
+use extension_sdk::k8s_openapi::ByteString;
+use extension_sdk::k8s_openapi::api::core::v1::{
+    Container, Pod, PodSpec, Secret, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+};
+use extension_sdk::kube::api::{ListParams, ObjectMeta, Patch, PostParams};
+use extension_sdk::kube::{Api, Client, ResourceExt};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Label naming a machine's pool.
+pub const LABEL_POOL: &str = "worker.gardener.cloud/pool";
+/// Label carrying a machine's class hash.
+pub const LABEL_CLASS: &str = "machine.provider-local.gardener.cloud/class";
+const COMPONENT: &str = "worker";
+const USER_DATA_KEY: &str = "userData";
+const USER_DATA_MOUNT: &str = "/etc/machine";
+
+/// Labels of a pool's machines and machine-class Secrets.
+pub fn machine_labels(technical_id: &str, pool: &str, hash: &str) -> BTreeMap<String, String> {
+    let mut labels = shoot_labels(technical_id, COMPONENT);
+    labels.insert(LABEL_POOL.into(), pool.into());
+    labels.insert(LABEL_CLASS.into(), hash.into());
+    labels
+}
+
+/// A shoot's machines.
+pub(super) struct Machines {
+    client: Client,
+    pub namespace: String,
+    pub technical_id: String,
+}
+
+impl Machines {
+    pub fn new(client: Client, namespace: String, technical_id: String) -> Self {
+        Self { client, namespace, technical_id }
+    }
+
+    fn pods(&self) -> Api<Pod> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    fn secrets(&self) -> Api<Secret> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    fn selector(&self) -> String {
+        selector(&shoot_labels(&self.technical_id, COMPONENT))
+    }
+
+    pub fn class_secret_name(&self, pool: &str, hash: &str) -> String {
+        format!("machine-class-{pool}-{hash}")
+    }
+
+    async fn list(&self, extra: Option<String>) -> Result<Vec<Pod>, Error> {
+        let selector = match extra {
+            Some(e) => format!("{},{e}", self.selector()),
+            None => self.selector(),
+        };
+        let pods = self
+            .pods()
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(Error::kube(format!("listing machine Pods in {}", self.namespace)))?;
+        Ok(pods.items)
+    }
+
+    /// A pool's machines that are not being deleted.
+    pub async fn list_pool(&self, pool: &str) -> Result<Vec<Existing>, Error> {
+        let pods = self.list(Some(format!("{LABEL_POOL}={pool}"))).await?;
+        Ok(pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter_map(|p| {
+                let name = p.name_any();
+                let hash = p.labels().get(LABEL_CLASS)?.clone();
+                let index = name.strip_prefix(&format!("{pool}-{hash}-"))?.parse().ok()?;
+                Some(Existing { name, hash, index })
+            })
+            .collect())
+    }
+
+    /// Every machine with its UID, sorted by name.
+    pub async fn records(&self) -> Result<Vec<MachineRecord>, Error> {
+        let mut records: Vec<MachineRecord> = self
+            .list(None)
+            .await?
+            .iter()
+            .map(|p| MachineRecord {
+                name: p.name_any(),
+                pool: p.labels().get(LABEL_POOL).cloned().unwrap_or_default(),
+                class_hash: p.labels().get(LABEL_CLASS).cloned().unwrap_or_default(),
+                uid: p.uid().unwrap_or_default(),
+            })
+            .collect();
+        records.sort();
+        Ok(records)
+    }
+
+    /// Applies a pool's machine-class Secret with its user data (base64 as the API says; data
+    /// that is not base64 is taken verbatim).
+    pub async fn apply_class(&self, pool: &str, hash: &str, user_data: &str) -> Result<(), Error> {
+        let name = self.class_secret_name(pool, hash);
+        let data = STANDARD.decode(user_data.trim()).unwrap_or_else(|_| user_data.as_bytes().to_vec());
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                labels: Some(machine_labels(&self.technical_id, pool, hash)),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([(USER_DATA_KEY.to_string(), ByteString(data))])),
+            type_: Some("Opaque".into()),
+            ..Default::default()
+        };
+        self.secrets()
+            .patch(&name, &apply_params(COMPONENT), &Patch::Apply(&secret))
+            .await
+            .map_err(Error::kube(format!("applying Secret {}/{name}", self.namespace)))?;
+        Ok(())
+    }
+
+    /// Creates a machine; one that exists already is adopted as it is.
+    pub async fn create(&self, pool: &WorkerPool, hash: &str, index: u32, image: &str) -> Result<(), Error> {
+        let name = machine_name(&pool.name, hash, index);
+        let pod = machine_pod(&self.technical_id, pool, hash, index, image, &self.class_secret_name(&pool.name, hash));
+        match self.pods().create(&PostParams::default(), &pod).await {
+            Ok(_) => {
+                tracing::info!(machine = name, image, "created machine");
+                Ok(())
+            }
+            Err(e) if is_conflict(&e) => Ok(()),
+            Err(e) => Err(Error::kube(format!("creating Pod {}/{name}", self.namespace))(e)),
+        }
+    }
+
+    pub async fn delete(&self, name: &str) -> Result<(), Error> {
+        tracing::info!(machine = name, "deleting machine");
+        delete_if_exists(&self.pods(), name, "Pod").await
+    }
+
+    /// Deletes the machines of pools no longer in the spec.
+    pub async fn delete_other_pools(&self, pools: &BTreeSet<String>) -> Result<(), Error> {
+        for pod in self.list(None).await? {
+            if !pod.labels().get(LABEL_POOL).is_some_and(|p| pools.contains(p)) {
+                self.delete(&pod.name_any()).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes machine-class Secrets that are neither current nor used by a machine.
+    pub async fn delete_unused_classes(&self, current: &BTreeSet<String>) -> Result<(), Error> {
+        let used: BTreeSet<String> = self
+            .list(None)
+            .await?
+            .iter()
+            .filter_map(|p| Some(self.class_secret_name(p.labels().get(LABEL_POOL)?, p.labels().get(LABEL_CLASS)?)))
+            .collect();
+        let secrets = self
+            .secrets()
+            .list(&ListParams::default().labels(&self.selector()))
+            .await
+            .map_err(Error::kube(format!("listing machine classes in {}", self.namespace)))?;
+        for s in secrets {
+            let name = s.name_any();
+            if !current.contains(&name) && !used.contains(&name) {
+                delete_if_exists(&self.secrets(), &name, "Secret").await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes every machine and class; returns how many machines are still there.
+    pub async fn delete_all(&self) -> Result<usize, Error> {
+        for pod in self.list(None).await? {
+            if pod.metadata.deletion_timestamp.is_none() {
+                self.delete(&pod.name_any()).await?;
+            }
+        }
+        self.delete_unused_classes(&BTreeSet::new()).await?;
+        Ok(self.list(None).await?.len())
+    }
+}
+
+/// The Pod of one machine: a privileged container of the machine image with the class's user
+/// data mounted at `/etc/machine/userData`.
+pub fn machine_pod(technical_id: &str, pool: &WorkerPool, hash: &str, index: u32, image: &str, class: &str) -> Pod {
+    debug_assert!(hash.len() <= HASH_LEN);
+    let name = machine_name(&pool.name, hash, index);
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(machine_labels(technical_id, &pool.name, hash)),
+            annotations: (!pool.annotations.is_empty()).then(|| pool.annotations.clone()),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            hostname: Some(name),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            containers: vec![Container {
+                name: "node".into(),
+                image: Some(image.into()),
+                security_context: Some(SecurityContext { privileged: Some(true), ..Default::default() }),
+                volume_mounts: Some(vec![VolumeMount {
+                    name: "user-data".into(),
+                    mount_path: USER_DATA_MOUNT.into(),
+                    read_only: Some(true),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }],
+            volumes: Some(vec![Volume {
+                name: "user-data".into(),
+                secret: Some(SecretVolumeSource { secret_name: Some(class.into()), ..Default::default() }),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_pod_carries_labels_image_and_user_data() {
+        let pool = WorkerPool { name: "p".into(), ..Default::default() };
+        let pod = machine_pod("shoot--dev--a", &pool, "0123456789", 2, "img:1", "machine-class-p-0123456789");
+        assert_eq!(pod.metadata.name.as_deref(), Some("p-0123456789-2"));
+        let labels = pod.metadata.labels.clone().unwrap_or_default();
+        assert_eq!(labels.get("shoot.gardener.cloud/technical-id").map(String::as_str), Some("shoot--dev--a"));
+        assert_eq!(labels.get(LABEL_POOL).map(String::as_str), Some("p"));
+        assert_eq!(labels.get(LABEL_CLASS).map(String::as_str), Some("0123456789"));
+        let spec = pod.spec.unwrap_or_default();
+        assert_eq!(spec.containers[0].image.as_deref(), Some("img:1"));
+        let volume = spec.volumes.unwrap_or_default().pop().and_then(|v| v.secret).and_then(|s| s.secret_name);
+        assert_eq!(volume.as_deref(), Some("machine-class-p-0123456789"));
+    }
+}
