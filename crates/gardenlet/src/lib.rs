@@ -6,3 +6,4 @@ pub mod config;
 pub mod flow;
 pub mod seed;
 pub mod shoot;
+pub mod shootstate_sync;

@@ -1,7 +1,7 @@
 //! The gardenlet binary: `gardenlet --config <file>`.
 //!
-//! Registers the seed of the configuration file in the garden and runs the seed and shoot
-//! controllers, with `/healthz`, `/readyz` and `/metrics` (address from `--metrics-addr`,
+//! Registers the seed of the configuration file in the garden and runs the seed controller,
+//! the shoot controller and the ShootState sync, with `/healthz`, `/readyz` and `/metrics` (address from `--metrics-addr`,
 //! default `127.0.0.1:8090`), until SIGTERM or Ctrl+C.
 
 use gardenlet::config::GardenletConfig;
@@ -81,6 +81,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seed_controller =
         SeedController::new(garden.clone(), config.seed.clone(), config.controllers.seed_heartbeat(), gardener);
     runner.add_task(move |stop| seed_controller.run(stop));
+    let (sync_seed, sync_garden) = (seed.clone(), garden.clone());
+    runner.add_task(move |stop| async move {
+        tokio::select! {
+            _ = gardenlet::shootstate_sync::run_all(sync_seed, sync_garden, gardenlet::shootstate_sync::SAFE_SIZE_BYTES) => {}
+            _ = stop => {}
+        }
+    });
     let shoots = ShootController {
         garden,
         seed,

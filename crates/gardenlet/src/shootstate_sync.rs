@@ -1,0 +1,183 @@
+//! Copies every extension object's `status.state` and `status.resources` into the ShootState
+//! of its shoot in the garden, next to gardenlet's own secrets, as they change (only on
+//! change), so that a shoot's control plane can be restored on another seed. Size-aware: a
+//! state that would push the ShootState past a safe size is refused with an error naming the
+//! offending object, and nothing is written.
+
+use api::core::ShootState;
+use api::core::shootstate::ExtensionResourceState;
+use api::extensions::ExtensionKind;
+use api::helpers::names::TechnicalId;
+use futures::StreamExt;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+
+/// etcd refuses requests above 1.5 MiB by default; stay well below so the gardenlet section
+/// and the request envelope always fit.
+pub const SAFE_SIZE_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error(
+        "{kind} {namespace}/{name}: its state would make ShootState {shootstate} {size} bytes, above the safe limit of {limit} bytes; the state was not copied"
+    )]
+    TooLarge { kind: String, namespace: String, name: String, shootstate: String, size: usize, limit: usize },
+    #[error("{what} for {kind} {namespace}/{name}")]
+    Kube {
+        what: &'static str,
+        kind: String,
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// The ShootState entry of an extension object, or `None` when it has neither state nor
+/// resources.
+pub fn entry_of<K: ExtensionKind>(obj: &K) -> Option<ExtensionResourceState> {
+    let status = obj.default_status()?;
+    if status.state.is_none() && status.resources.is_empty() {
+        return None;
+    }
+    let purpose = serde_json::to_value(obj).ok().and_then(|v| v["spec"]["purpose"].as_str().map(str::to_string));
+    Some(ExtensionResourceState {
+        kind: K::kind(&()).to_string(),
+        name: Some(obj.name_any()),
+        purpose,
+        state: status.state.clone(),
+        resources: status.resources.clone(),
+    })
+}
+
+/// The `extensions` section with the entry for (kind, name) replaced, added or removed;
+/// `None` when nothing changes.
+pub fn merged(
+    current: &[ExtensionResourceState],
+    kind: &str,
+    name: &str,
+    entry: Option<ExtensionResourceState>,
+) -> Option<Vec<ExtensionResourceState>> {
+    let same = |e: &ExtensionResourceState| e.kind == kind && e.name.as_deref() == Some(name);
+    let existing = current.iter().find(|e| same(e));
+    if existing == entry.as_ref() {
+        return None;
+    }
+    let mut out: Vec<ExtensionResourceState> = current.iter().filter(|e| !same(e)).cloned().collect();
+    out.extend(entry);
+    out.sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
+    Some(out)
+}
+
+/// The size of the ShootState once `extensions` is set.
+pub fn size_with(state: &ShootState, extensions: &[ExtensionResourceState]) -> usize {
+    let mut candidate = state.clone();
+    candidate.spec.extensions = extensions.to_vec();
+    candidate.metadata.managed_fields = None;
+    serde_json::to_vec(&candidate).map(|v| v.len()).unwrap_or(usize::MAX)
+}
+
+/// Syncs one extension object into its shoot's ShootState. Objects outside shoot namespaces,
+/// or of shoots without a ShootState yet, are skipped. Returns whether it wrote.
+pub async fn sync_object<K: ExtensionKind>(garden: &kube::Client, obj: &K, limit: usize) -> Result<bool, SyncError> {
+    let namespace = obj.namespace().unwrap_or_default();
+    let Ok((_, project, shoot)) = TechnicalId::parse(&namespace) else { return Ok(false) };
+    let kind = K::kind(&()).to_string();
+    let name = obj.name_any();
+    let err = |what: &'static str| {
+        let (kind, namespace, name) = (kind.clone(), namespace.clone(), name.clone());
+        move |source| SyncError::Kube { what, kind, namespace, name, source }
+    };
+    let states: Api<ShootState> = Api::namespaced(garden.clone(), &api::helpers::project_namespace(&project));
+    let Some(state) = states.get_opt(&shoot).await.map_err(err("reading the ShootState"))? else {
+        return Ok(false);
+    };
+    let entry = if obj.meta().deletion_timestamp.is_some() && !migrated(obj) { None } else { entry_of(obj) };
+    let Some(extensions) = merged(&state.spec.extensions, &kind, &name, entry) else { return Ok(false) };
+    let size = size_with(&state, &extensions);
+    if size > limit {
+        return Err(SyncError::TooLarge { kind, namespace, name, shootstate: shoot, size, limit });
+    }
+    let patch = serde_json::json!({
+        "metadata": { "resourceVersion": state.resource_version() },
+        "spec": { "extensions": extensions },
+    });
+    states
+        .patch(&shoot, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(err("writing the ShootState"))?;
+    Ok(true)
+}
+
+fn migrated<K: ExtensionKind>(obj: &K) -> bool {
+    api::helpers::extension_operation::is_migrated(obj.default_status().and_then(|s| s.last_operation.as_ref()))
+}
+
+/// Watches every object of kind `K` in the seed and syncs it, until the task is dropped.
+/// Conflicts and errors are logged and retried on the next event of the object.
+pub async fn run<K: ExtensionKind>(seed: kube::Client, garden: kube::Client, limit: usize) {
+    let api: Api<K> = Api::all(seed);
+    let mut stream =
+        std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff().touched_objects());
+    while let Some(event) = stream.next().await {
+        let Ok(obj) = event else { continue };
+        match sync_object(&garden, &obj, limit).await {
+            Ok(_) => {}
+            Err(e @ SyncError::TooLarge { .. }) => tracing::error!(error = %e, "state not copied to the ShootState"),
+            Err(e) => tracing::warn!(error = %e, "ShootState sync failed; retried on the next change"),
+        }
+    }
+}
+
+/// Runs the sync for every extension kind that carries shoot state.
+pub async fn run_all(seed: kube::Client, garden: kube::Client, limit: usize) {
+    use api::extensions::*;
+    tokio::join!(
+        run::<Infrastructure>(seed.clone(), garden.clone(), limit),
+        run::<ControlPlane>(seed.clone(), garden.clone(), limit),
+        run::<Worker>(seed.clone(), garden.clone(), limit),
+        run::<Network>(seed.clone(), garden.clone(), limit),
+        run::<OperatingSystemConfig>(seed.clone(), garden.clone(), limit),
+        run::<DNSRecord>(seed.clone(), garden.clone(), limit),
+        run::<ContainerRuntime>(seed.clone(), garden.clone(), limit),
+        run::<Extension>(seed.clone(), garden.clone(), limit),
+        run::<Bastion>(seed, garden, limit),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: &str, name: &str, state: serde_json::Value) -> ExtensionResourceState {
+        ExtensionResourceState {
+            kind: kind.into(),
+            name: Some(name.into()),
+            purpose: None,
+            state: Some(api::Opaque(state)),
+            resources: vec![],
+        }
+    }
+
+    #[test]
+    fn merge_adds_replaces_removes_and_detects_no_change() {
+        let a = entry("Infrastructure", "demo", serde_json::json!({"v": 1}));
+        let b = entry("Worker", "demo", serde_json::json!({"machines": []}));
+        let added = merged(std::slice::from_ref(&b), "Infrastructure", "demo", Some(a.clone())).unwrap();
+        assert_eq!(added, vec![a.clone(), b.clone()], "sorted by kind and name");
+        assert_eq!(merged(&added, "Infrastructure", "demo", Some(a.clone())), None, "unchanged");
+        let a2 = entry("Infrastructure", "demo", serde_json::json!({"v": 2}));
+        assert_eq!(merged(&added, "Infrastructure", "demo", Some(a2.clone())).unwrap(), vec![a2, b.clone()]);
+        assert_eq!(merged(&added, "Infrastructure", "demo", None).unwrap(), vec![b]);
+        assert_eq!(merged(&[], "Worker", "x", None), None);
+    }
+
+    #[test]
+    fn size_counts_the_new_section() {
+        let state = ShootState::new("demo", Default::default());
+        let small = size_with(&state, &[]);
+        let big = size_with(&state, &[entry("Worker", "demo", serde_json::json!({"blob": "x".repeat(10_000)}))]);
+        assert!(big > small + 10_000);
+    }
+}

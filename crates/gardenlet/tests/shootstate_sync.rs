@@ -1,0 +1,98 @@
+//! The ShootState sync against a real kube-apiserver: states are copied as they change and
+//! only then, and an oversized state is refused with the offender named.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+use api::core::ShootState;
+use api::extensions::Infrastructure;
+use gardenlet::shootstate_sync::{SyncError, run, sync_object};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use std::time::{Duration, Instant};
+
+async fn setup() -> (testenv::TestEnv, kube::Client) {
+    let env = testenv::TestEnv::start().await.unwrap();
+    let client = env.client().await.unwrap();
+    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
+    for ns in ["garden-dev", "shoot--dev--demo"] {
+        let n: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})).unwrap();
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &n).await.unwrap();
+    }
+    let mut state = ShootState::new("demo", Default::default());
+    state.metadata.namespace = Some("garden-dev".into());
+    Api::<ShootState>::namespaced(client.clone(), "garden-dev").create(&PostParams::default(), &state).await.unwrap();
+    let infra: Infrastructure = serde_json::from_value(serde_json::json!({
+        "apiVersion": "extensions.gardener.cloud/v1alpha1", "kind": "Infrastructure",
+        "metadata": {"name": "demo", "namespace": "shoot--dev--demo"},
+        "spec": {"type": "local", "region": "local", "secretRef": {"name": "cloudprovider"}}
+    }))
+    .unwrap();
+    Api::<Infrastructure>::namespaced(client.clone(), "shoot--dev--demo")
+        .create(&PostParams::default(), &infra)
+        .await
+        .unwrap();
+    (env, client)
+}
+
+async fn set_status(client: &kube::Client, status: serde_json::Value) -> Infrastructure {
+    Api::<Infrastructure>::namespaced(client.clone(), "shoot--dev--demo")
+        .patch_status("demo", &PatchParams::default(), &Patch::Merge(&serde_json::json!({ "status": status })))
+        .await
+        .unwrap()
+}
+
+async fn wait_state(states: &Api<ShootState>, check: impl Fn(&ShootState) -> bool) -> ShootState {
+    let started = Instant::now();
+    loop {
+        let s = states.get("demo").await.unwrap();
+        if check(&s) {
+            return s;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "ShootState never matched: {:?}", s.spec.extensions);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn extension_states_are_copied_on_change_only() {
+    let (_env, client) = setup().await;
+    let task = tokio::spawn(run::<Infrastructure>(client.clone(), client.clone(), 1024 * 1024));
+    let states: Api<ShootState> = Api::namespaced(client.clone(), "garden-dev");
+
+    set_status(&client, serde_json::json!({"state": {"network": "n-1"}})).await;
+    let s = wait_state(&states, |s| s.spec.extensions.iter().any(|e| e.kind == "Infrastructure")).await;
+    assert_eq!(s.spec.extensions[0].state.as_ref().unwrap().0["network"], "n-1");
+    assert_eq!(s.spec.extensions[0].name.as_deref(), Some("demo"));
+
+    set_status(&client, serde_json::json!({"state": {"network": "n-2"}})).await;
+    let s = wait_state(&states, |s| s.spec.extensions[0].state.as_ref().unwrap().0["network"] == "n-2").await;
+
+    // A status change that leaves the state alone does not write the ShootState.
+    set_status(
+        &client,
+        serde_json::json!({"lastOperation": {"description": "x", "lastUpdateTime": "2024-01-02T03:04:05Z",
+            "progress": 100, "state": "Succeeded", "type": "Reconcile"}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(states.get("demo").await.unwrap().resource_version(), s.resource_version(), "no write without a change");
+    task.abort();
+}
+
+#[tokio::test]
+async fn an_oversized_state_is_refused_and_names_the_offender() {
+    let (_env, client) = setup().await;
+    let infra = set_status(&client, serde_json::json!({"state": {"blob": "x".repeat(20_000)}})).await;
+    let before = Api::<ShootState>::namespaced(client.clone(), "garden-dev").get("demo").await.unwrap();
+    let err = sync_object(&client, &infra, 10_000).await.unwrap_err();
+    assert!(matches!(err, SyncError::TooLarge { .. }));
+    let message = err.to_string();
+    assert!(
+        message.starts_with("Infrastructure shoot--dev--demo/demo: its state would make ShootState demo"),
+        "{message}"
+    );
+    let after = Api::<ShootState>::namespaced(client.clone(), "garden-dev").get("demo").await.unwrap();
+    assert_eq!(after.resource_version(), before.resource_version(), "nothing written");
+    assert!(sync_object(&client, &infra, 1024 * 1024).await.unwrap(), "fits under a larger limit");
+}
