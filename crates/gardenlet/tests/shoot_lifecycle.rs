@@ -35,6 +35,7 @@ struct Harness {
     client: kube::Client,
     config: Arc<GardenletConfig>,
     infra: TestActuator,
+    worker: TestActuator,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -71,20 +72,21 @@ async fn harness() -> Harness {
     seed.sync_status().await.unwrap();
 
     let infra = TestActuator::new();
-    let infra_handle =
-        TestActuator { calls: infra.calls.clone(), fail_first: infra.fail_first.clone(), code: infra.code };
+    let worker = TestActuator::new();
+    let infra_handle = infra.handle();
+    let worker_handle = worker.handle();
     let mut tasks = vec![
         spawn_controller::<ext::Infrastructure>(client.clone(), &["local"], infra_handle),
         spawn_controller::<ext::DNSRecord>(client.clone(), &["local"], TestActuator::new()),
         spawn_controller::<ext::ControlPlane>(client.clone(), &["local"], TestActuator::new()),
         spawn_controller::<ext::OperatingSystemConfig>(client.clone(), &["local"], TestActuator::new()),
         spawn_controller::<ext::Network>(client.clone(), &["local-net"], TestActuator::new()),
-        spawn_controller::<ext::Worker>(client.clone(), &["local"], TestActuator::new()),
+        spawn_controller::<ext::Worker>(client.clone(), &["local"], worker_handle),
         spawn_controller::<ext::Extension>(client.clone(), &["local-ext", "local-ext-before"], TestActuator::new()),
         spawn_controller::<ext::BackupEntry>(client.clone(), &["local"], TestActuator::new()),
     ];
     tasks.push(Simulator::new().spawn(client.clone()));
-    Harness { _env: env, client, config, infra, tasks }
+    Harness { _env: env, client, config, infra, worker, tasks }
 }
 
 impl Harness {
@@ -403,4 +405,61 @@ async fn a_shoot_that_never_got_far_deletes_cleanly() {
         Api::<ShootState>::namespaced(h.client.clone(), "garden-dev").get_opt("demo").await.unwrap().is_none(),
         "ShootState left behind"
     );
+}
+
+async fn replicas(client: &kube::Client, ns: &str) -> Vec<(String, i32)> {
+    let mut out = Vec::new();
+    for d in ["kube-apiserver", "kube-controller-manager", "kube-scheduler"] {
+        let dep = Api::<Deployment>::namespaced(client.clone(), ns).get(d).await.unwrap();
+        out.push((d.to_string(), dep.spec.unwrap().replicas.unwrap()));
+    }
+    let sts = Api::<StatefulSet>::namespaced(client.clone(), ns).get("etcd-main").await.unwrap();
+    out.push(("etcd-main".to_string(), sts.spec.unwrap().replicas.unwrap()));
+    out
+}
+
+#[tokio::test]
+async fn hibernation_scales_everything_down_and_wake_up_restores_it() {
+    let mut h = harness().await;
+    let _gardenlet = h.start_gardenlet();
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    h.wait_shoot("Create Succeeded", Duration::from_secs(180), succeeded).await;
+    let ns = "shoot--dev--demo";
+    let running = replicas(&h.client, ns).await;
+    assert!(running.iter().all(|(_, r)| *r == 1), "{running:?}");
+
+    let set_hibernation = |enabled: bool| serde_json::json!({"spec": {"hibernation": {"enabled": enabled}}});
+    h.shoots().patch("demo", &PatchParams::default(), &Patch::Merge(&set_hibernation(true))).await.unwrap();
+    let hibernated = h
+        .wait_shoot("hibernated", Duration::from_secs(120), |s| {
+            succeeded(s)
+                && s.status.as_ref().is_some_and(|st| st.hibernated && st.observed_generation == s.metadata.generation)
+        })
+        .await;
+    assert!(replicas(&h.client, ns).await.iter().all(|(_, r)| *r == 0), "everything scaled to zero");
+    assert!(
+        Api::<ext::DNSRecord>::namespaced(h.client.clone(), ns)
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert_eq!(h.worker.hibernated_seen.lock().unwrap().last(), Some(&true), "the Worker saw the hibernation");
+    let conditions = hibernated.status.unwrap().conditions;
+    assert!(
+        conditions.iter().all(|c| c.status == api::common::ConditionStatus::True && c.reason == "Hibernated"),
+        "{conditions:?}"
+    );
+
+    h.shoots().patch("demo", &PatchParams::default(), &Patch::Merge(&set_hibernation(false))).await.unwrap();
+    h.wait_shoot("woken up", Duration::from_secs(180), |s| {
+        succeeded(s)
+            && s.status.as_ref().is_some_and(|st| !st.hibernated && st.observed_generation == s.metadata.generation)
+    })
+    .await;
+    assert_eq!(replicas(&h.client, ns).await, running, "every replica count is restored");
+    assert!(Api::<ext::DNSRecord>::namespaced(h.client.clone(), ns).get_opt("demo-internal").await.unwrap().is_some());
+    assert_eq!(h.worker.hibernated_seen.lock().unwrap().last(), Some(&false), "the Worker saw the wake-up");
 }

@@ -5,7 +5,7 @@ use super::context::OperationContext;
 use super::decide::{Action, decide};
 use super::status::{finished, progressed, reconcile_type, started};
 use super::values::ShootValues;
-use super::{delete, reconcile};
+use super::{delete, hibernate, reconcile};
 use crate::config::GardenletConfig;
 use crate::flow::{Progress, RunOptions};
 use api::common::{LastOperation, LastOperationType};
@@ -182,8 +182,12 @@ impl ShootController {
         if meta != json!({}) {
             self.patch_meta(shoot, meta, "preparing the shoot").await?;
         }
-        let ctx = self.context(shoot, requested).await?;
         let type_ = reconcile_type(shoot.status.as_ref());
+        // A change of hibernation re-reconciles every extension object: the providers see it
+        // only through the Cluster.
+        let was_hibernated = shoot.status.as_ref().is_some_and(|s| s.hibernated);
+        let transition = was_hibernated != shoot.spec.hibernation_enabled();
+        let ctx = self.context(shoot, requested || transition).await?;
         self.patch_status(
             shoot,
             json!({
@@ -194,7 +198,14 @@ impl ShootController {
             }),
         )
         .await?;
-        let flow = reconcile::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
+        // Hibernating an existing shoot has its own order; a shoot created hibernated is
+        // created never started by the reconcile flow.
+        let flow = if ctx.values.hibernated && type_ != LastOperationType::Create {
+            hibernate::flow(&ctx)
+        } else {
+            reconcile::flow(&ctx)
+        }
+        .map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
         let result = self.run_flow(shoot, type_, flow).await;
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(type_, shoot.status.as_ref(), &result, retry_window, &now());
@@ -202,7 +213,6 @@ impl ShootController {
             "lastOperation": outcome.last_operation,
             "lastErrors": outcome.last_errors,
             "retryCycleStartTime": outcome.retry_cycle_start_time,
-            "hibernated": ctx.values.hibernated,
         });
         let computed = std::mem::take(&mut ctx.found().conditions);
         if !computed.is_empty() {
@@ -225,6 +235,7 @@ impl ShootController {
         }
         if result.is_success() {
             status["observedGeneration"] = json!(shoot.metadata.generation);
+            status["hibernated"] = json!(ctx.values.hibernated);
             if let Some(address) = ctx.found().address.clone() {
                 status["advertisedAddresses"] = json!([
                     { "name": "external", "url": format!("https://{}", ctx.values.advertised_host()) },

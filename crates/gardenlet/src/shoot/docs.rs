@@ -47,8 +47,9 @@ pub fn document() -> Result<String, Box<dyn std::error::Error>> {
         std::time::Duration::from_secs(1),
     ));
     Ok(format!(
-        "# gardenlet flows\n\nGenerated from the code by `UPDATE_FLOW_DOCS=1 cargo test -p gardenlet --test flow_docs`; do not edit.\nTasks start as soon as everything they depend on is done; independent tasks run in parallel.\n\n{}\n{}",
+        "# gardenlet flows\n\nGenerated from the code by `UPDATE_FLOW_DOCS=1 cargo test -p gardenlet --test flow_docs`; do not edit.\nTasks start as soon as everything they depend on is done; independent tasks run in parallel.\n\n{}\n{}\n{}",
         table(&super::reconcile::flow(&ctx)?),
+        table(&super::hibernate::flow(&ctx)?),
         table(&super::delete::flow(&ctx)?)
     ))
 }

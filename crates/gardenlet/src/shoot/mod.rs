@@ -9,6 +9,7 @@ pub mod delete;
 pub mod docs;
 pub mod extensions;
 pub mod health;
+pub mod hibernate;
 pub mod reconcile;
 pub mod secrets;
 pub mod status;

@@ -122,7 +122,7 @@ pub fn embedded_shoot(shoot: &api::core::Shoot) -> serde_json::Value {
     v
 }
 
-async fn deploy_cluster(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+pub(crate) async fn deploy_cluster(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let seed = ctx.seed_object.as_ref().map(|s| {
         let mut v = serde_json::to_value(s).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
@@ -233,7 +233,7 @@ async fn deploy_dns_records(ctx: Arc<OperationContext>) -> Result<(), TaskError>
 }
 
 /// Control-plane values with the owner and the checksums of the secrets they mount.
-fn control_plane_values(ctx: &OperationContext) -> crate::components::ControlPlaneValues {
+pub(crate) fn control_plane_values(ctx: &OperationContext) -> crate::components::ControlPlaneValues {
     let mut values = ctx.values.control_plane(&ctx.config.images, true);
     let found = ctx.found();
     values.owner = found.cluster_owner.clone();

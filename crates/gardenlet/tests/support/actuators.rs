@@ -10,13 +10,30 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Succeeds, unless `fail_first` reconciles remain: those fail with `code`.
 pub struct TestActuator {
     pub calls: Arc<AtomicUsize>,
+    /// `Cluster` hibernation as seen by each reconcile.
+    pub hibernated_seen: Arc<std::sync::Mutex<Vec<bool>>>,
     pub fail_first: Arc<AtomicUsize>,
     pub code: ErrorCode,
 }
 
 impl TestActuator {
     pub fn new() -> Self {
-        Self { calls: Arc::default(), fail_first: Arc::default(), code: ErrorCode::InfraRateLimitsExceeded }
+        Self {
+            calls: Arc::default(),
+            hibernated_seen: Arc::default(),
+            fail_first: Arc::default(),
+            code: ErrorCode::InfraRateLimitsExceeded,
+        }
+    }
+
+    /// A second actuator sharing this one's counters and failure switch.
+    pub fn handle(&self) -> Self {
+        Self {
+            calls: self.calls.clone(),
+            hibernated_seen: self.hibernated_seen.clone(),
+            fail_first: self.fail_first.clone(),
+            code: self.code,
+        }
     }
 
     fn maybe_fail(&self) -> Result<(), ActuatorError> {
@@ -33,8 +50,9 @@ impl TestActuator {
 macro_rules! plain_actuator {
     ($($kind:ty),*) => {$(
         impl Actuator<$kind> for TestActuator {
-            async fn reconcile(&self, _: &$kind, _: &ClusterContext) -> Result<Outcome<$kind>, ActuatorError> {
+            async fn reconcile(&self, _: &$kind, cluster: &ClusterContext) -> Result<Outcome<$kind>, ActuatorError> {
                 self.maybe_fail()?;
+                self.hibernated_seen.lock().unwrap().push(cluster.is_hibernated());
                 Ok(Outcome::done().with_state(serde_json::json!({"reconciled": true})))
             }
             async fn delete(&self, _: &$kind, _: &ClusterContext) -> Result<(), ActuatorError> {
