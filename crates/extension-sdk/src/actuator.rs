@@ -74,12 +74,22 @@ pub struct Outcome<K: ExtensionResource> {
     /// Ask to be called again after this long. The status stays `Processing`; this is not an
     /// error and does not count as one.
     pub requeue_after: Option<Duration>,
+    /// `lastOperation.description` on success, instead of the generic "Successfully ...".
+    pub description: Option<String>,
     status: Option<StatusFn<K>>,
 }
 
 impl<K: ExtensionResource> Default for Outcome<K> {
     fn default() -> Self {
-        Self { state: None, resources: None, provider_status: None, output: None, requeue_after: None, status: None }
+        Self {
+            state: None,
+            resources: None,
+            provider_status: None,
+            output: None,
+            requeue_after: None,
+            description: None,
+            status: None,
+        }
     }
 }
 
@@ -91,6 +101,7 @@ impl<K: ExtensionResource> fmt::Debug for Outcome<K> {
             .field("provider_status", &self.provider_status)
             .field("output", &self.output)
             .field("requeue_after", &self.requeue_after)
+            .field("description", &self.description)
             .field("status", &self.status.as_ref().map(|_| "<fn>"))
             .finish()
     }
@@ -115,6 +126,13 @@ impl<K: ExtensionResource> Outcome<K> {
     }
 
     /// Sets `status.providerStatus`.
+    /// Sets the success description (`lastOperation.description`), e.g. to say what an
+    /// operation honestly did or did not do.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
     pub fn with_provider_status(mut self, provider_status: serde_json::Value) -> Self {
         self.provider_status = Some(provider_status);
         self

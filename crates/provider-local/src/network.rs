@@ -1,6 +1,7 @@
 //! Network: local mode installs no CNI. The machines are Pods of the seed and use the seed's
 //! own pod network, so there is nothing to configure; reconcile validates the CIDRs and records
-//! them in `providerStatus`, with a description saying that no networking was set up.
+//! them in `providerStatus`, and its `lastOperation.description` says that no networking was
+//! set up.
 
 use crate::common::describe;
 use crate::error::Error;
@@ -39,7 +40,7 @@ pub struct LocalNetwork;
 
 impl Actuator<Network> for LocalNetwork {
     async fn reconcile(&self, network: &Network, _: &ClusterContext) -> Result<Outcome<Network>, ActuatorError> {
-        Ok(Outcome::done().with_provider_status(provider_status(network)?))
+        Ok(Outcome::done().with_provider_status(provider_status(network)?).with_description(DESCRIPTION))
     }
 
     async fn delete(&self, _: &Network, _: &ClusterContext) -> Result<(), ActuatorError> {

@@ -282,7 +282,8 @@ async fn execute<K: ExtensionResource, A: Actuator<K>>(
         ctx.backoff.requeue(key, after);
         return Ok(Some(after));
     }
-    status::succeeded(K::default_status_of_mut(&mut desired), op, &ctx.kind, generation, &t);
+    let description = outcome.description.take();
+    status::succeeded(K::default_status_of_mut(&mut desired), op, &ctx.kind, generation, description.as_deref(), &t);
     obj = write_status(ctx, &obj, |s| *s = desired).await?;
     ctx.backoff.reset(key);
     tracing::info!(operation = %op, "succeeded");

@@ -44,16 +44,20 @@ pub fn requeued(status: &mut DefaultStatus, op: LastOperationType, kind: &str, n
     set_last_operation(status, op, LastOperationState::Processing, 1, description, now);
 }
 
-/// The operation succeeded.
-pub fn succeeded(status: &mut DefaultStatus, op: LastOperationType, kind: &str, generation: Option<i64>, now: &Time) {
-    set_last_operation(
-        status,
-        op,
-        LastOperationState::Succeeded,
-        100,
-        format!("Successfully {} the {kind}", past(op)),
-        now,
-    );
+/// The operation succeeded; `description` replaces the generic text when the actuator gave one.
+pub fn succeeded(
+    status: &mut DefaultStatus,
+    op: LastOperationType,
+    kind: &str,
+    generation: Option<i64>,
+    description: Option<&str>,
+    now: &Time,
+) {
+    let text = match description {
+        Some(d) if !d.is_empty() => crate::events::truncate(d, MAX_DESCRIPTION_BYTES),
+        _ => format!("Successfully {} the {kind}", past(op)),
+    };
+    set_last_operation(status, op, LastOperationState::Succeeded, 100, text, now);
     status.last_error = None;
     status.observed_generation = generation;
 }
@@ -147,7 +151,7 @@ mod tests {
         assert_eq!(s.observed_generation, None);
         s.last_error =
             Some(LastError { description: "old".into(), task_id: None, codes: vec![], last_update_time: None });
-        succeeded(&mut s, LastOperationType::Create, "Infrastructure", Some(3), &at(2));
+        succeeded(&mut s, LastOperationType::Create, "Infrastructure", Some(3), None, &at(2));
         let lo = s.last_operation.clone().unwrap();
         assert_eq!((lo.state, lo.progress), (LastOperationState::Succeeded, 100));
         assert_eq!(lo.last_update_time, at(2));
@@ -186,5 +190,21 @@ mod tests {
         assert_eq!(merge_patch(&cur, &des), Some(json!({"b": {"d": 4}, "e": [1], "gone": null, "new": "x"})));
         assert_eq!(merge_patch(&cur, &cur), None);
         assert_eq!(merge_patch(&Value::Null, &json!({"a": 1})), Some(json!({"a": 1})));
+    }
+
+    #[test]
+    fn an_actuator_description_replaces_the_generic_one() {
+        let mut s = DefaultStatus::default();
+        succeeded(
+            &mut s,
+            LastOperationType::Reconcile,
+            "Network",
+            Some(1),
+            Some("No CNI installed: local mode"),
+            &at(2),
+        );
+        assert_eq!(s.last_operation.as_ref().unwrap().description, "No CNI installed: local mode");
+        succeeded(&mut s, LastOperationType::Reconcile, "Network", Some(1), Some(""), &at(3));
+        assert_eq!(s.last_operation.unwrap().description, "Successfully reconciled the Network");
     }
 }
