@@ -75,32 +75,22 @@ pub struct ApiServerSettings {
     pub admission_plugins: Vec<String>,
 }
 
-/// Names of the secrets the control plane mounts. The CA `*-bundle` secrets carry only
-/// certificates (`bundle.crt`), never a CA key; only kube-controller-manager mounts a CA with
-/// its key (the client CA, to sign kubelet client certificates).
+/// Names of the secrets the control plane mounts, and their data keys: the shoot set of
+/// `pki` (re-exported, one source of truth) plus the certificate-only `<ca>-bundle` secrets
+/// pki derives from each CA. Components mount bundles, never a CA key; only
+/// kube-controller-manager mounts a CA with its key (the client CA, to sign kubelet client
+/// certificates).
 pub mod secrets {
+    pub use pki::data_keys::{BUNDLE, CA_CERT, CA_KEY, KUBECONFIG, SA_KEY, SA_PUB, TLS_CERT, TLS_KEY};
+    pub use pki::shoot_set::names::{
+        CA_CLIENT, ETCD_CLIENT, ETCD_SERVER, FRONT_PROXY_CLIENT, KUBE_APISERVER, KUBE_APISERVER_KUBELET,
+        KUBECONFIG_KUBE_CONTROLLER_MANAGER, KUBECONFIG_KUBE_SCHEDULER, SERVICE_ACCOUNT_KEY,
+    };
+
     pub const CA_BUNDLE: &str = "ca-bundle";
-    pub const CA_CLIENT: &str = "ca-client";
     pub const CA_CLIENT_BUNDLE: &str = "ca-client-bundle";
     pub const CA_ETCD_BUNDLE: &str = "ca-etcd-bundle";
     pub const CA_FRONT_PROXY_BUNDLE: &str = "ca-front-proxy-bundle";
-    pub const ETCD_SERVER: &str = "etcd-server";
-    pub const ETCD_CLIENT: &str = "etcd-client";
-    pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
-    pub const KUBE_APISERVER: &str = "kube-apiserver";
-    pub const KUBE_APISERVER_KUBELET: &str = "kube-apiserver-kubelet";
-    pub const SERVICE_ACCOUNT_KEY: &str = "service-account-key";
-    pub const KUBECONFIG_KUBE_CONTROLLER_MANAGER: &str = "kubeconfig-kube-controller-manager";
-    pub const KUBECONFIG_KUBE_SCHEDULER: &str = "kubeconfig-kube-scheduler";
-
-    pub const BUNDLE: &str = "bundle.crt";
-    pub const CA_CERT: &str = "ca.crt";
-    pub const CA_KEY: &str = "ca.key";
-    pub const TLS_CERT: &str = "tls.crt";
-    pub const TLS_KEY: &str = "tls.key";
-    pub const SA_KEY: &str = "sa.key";
-    pub const SA_PUB: &str = "sa.pub";
-    pub const KUBECONFIG: &str = "kubeconfig";
 }
 
 /// Label keys and values on every control-plane object.

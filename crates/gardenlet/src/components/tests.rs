@@ -210,3 +210,40 @@ fn service_address_depends_on_the_service_type() {
     );
     assert_eq!(kube_apiserver::service_address(&lb).as_deref(), Some("lb.example.com"));
 }
+
+#[test]
+fn every_mounted_secret_and_key_is_produced_by_the_pki() {
+    let inputs = pki::shoot_set::ShootInputs::new(
+        "shoot--dev--demo",
+        "api.demo.dev.internal.local",
+        "10.112.0.1".parse().unwrap(),
+    );
+    let plan =
+        pki::manager::plan(&pki::shoot_set::shoot_set(&inputs), &pki::SecretSet::new(), std::time::SystemTime::now())
+            .unwrap();
+    let v = values();
+    let mounted = [
+        (kube_apiserver::MOUNTED_SECRETS.to_vec(), kube_apiserver::args(&v)),
+        (kube_controller_manager::MOUNTED_SECRETS.to_vec(), kube_controller_manager::args(&v)),
+        (kube_scheduler::MOUNTED_SECRETS.to_vec(), kube_scheduler::args()),
+        (
+            vec![secrets::CA_ETCD_BUNDLE, secrets::ETCD_SERVER],
+            etcd::statefulset(&v).spec.unwrap().template.spec.unwrap().containers[0].args.clone().unwrap(),
+        ),
+    ];
+    for (names, args) in mounted {
+        for name in &names {
+            assert!(plan.secrets.contains(name), "pki produces no secret {name}");
+        }
+        // Every file a flag points at is a key of a mounted secret.
+        for arg in args {
+            let Some(path) = arg.split_once('=').map(|(_, p)| p).filter(|p| p.starts_with("/srv/kubernetes/")) else {
+                continue;
+            };
+            let mut parts = path.trim_start_matches("/srv/kubernetes/").splitn(2, '/');
+            let (secret, key) = (parts.next().unwrap(), parts.next().unwrap());
+            assert!(names.contains(&secret), "{arg} points at an unmounted secret");
+            assert!(plan.secrets.value(secret, key).is_some(), "{arg}: pki's {secret} has no key {key}");
+        }
+    }
+}

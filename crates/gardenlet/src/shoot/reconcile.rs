@@ -358,7 +358,7 @@ fn server(ctx: &OperationContext) -> String {
 async fn deploy_system_resources(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let client = shoot_client(&ctx).await?;
     let token = bootstrap_token(&ctx).await?;
-    let ca = secret_value(&ctx, "ca-bundle", pki::data_keys::BUNDLE)?;
+    let ca = secret_value(&ctx, crate::components::common::secrets::CA_BUNDLE, pki::data_keys::BUNDLE)?;
     let info = pki::bootstrap::cluster_info_kubeconfig(&server(&ctx), &ca).map_err(task_err)?;
     system::apply(&client, &token, &info)
         .await
@@ -367,7 +367,7 @@ async fn deploy_system_resources(ctx: Arc<OperationContext>) -> Result<(), TaskE
 
 async fn deploy_operating_system_configs(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let token = bootstrap_token(&ctx).await?;
-    let ca = secret_value(&ctx, "ca-bundle", pki::data_keys::BUNDLE)?;
+    let ca = secret_value(&ctx, crate::components::common::secrets::CA_BUNDLE, pki::data_keys::BUNDLE)?;
     let token_text =
         format!("{}.{}", token.get("token-id").unwrap_or_default(), token.get("token-secret").unwrap_or_default());
     let bootstrap_kubeconfig = format!(
