@@ -18,7 +18,16 @@
 //! #   async fn reconcile(&self, _: &Infrastructure, _: &ClusterContext) -> Result<Outcome<Infrastructure>, ActuatorError> { Ok(Outcome::done()) }
 //! #   async fn delete(&self, _: &Infrastructure, _: &ClusterContext) -> Result<(), ActuatorError> { Ok(()) }
 //! # }
-//! # let sample: Infrastructure = todo!();
+//! # use extension_sdk::api::extensions::{DefaultSpec, InfrastructureSpec};
+//! let mut sample = Infrastructure::new(
+//!     "demo",
+//!     InfrastructureSpec {
+//!         default: DefaultSpec { type_: "example".into(), ..Default::default() },
+//!         region: "local".into(),
+//!         ..Default::default()
+//!     },
+//! );
+//! sample.metadata.namespace = Some("shoot--dev--demo".into());
 //! let report = extension_sdk::testing::Conformance::new(My, sample)
 //!     .with_spec_update(|infra| infra.spec.region = "other".into())
 //!     .run()
