@@ -361,7 +361,6 @@ async fn a_restarted_gardenlet_converges_with_the_same_ca() {
     assert_eq!(base64::engine::general_purpose::STANDARD.decode(persisted_crt).unwrap(), seed_ca_crt.as_bytes());
 }
 
-#[allow(dead_code)]
 async fn annotate(client: &kube::Client, name: &str, op: &str) {
     let patch = serde_json::json!({"metadata": {"annotations": {"gardener.cloud/operation": op}}});
     Api::<Shoot>::namespaced(client.clone(), "garden-dev")
@@ -462,4 +461,28 @@ async fn hibernation_scales_everything_down_and_wake_up_restores_it() {
     assert_eq!(replicas(&h.client, ns).await, running, "every replica count is restored");
     assert!(Api::<ext::DNSRecord>::namespaced(h.client.clone(), ns).get_opt("demo-internal").await.unwrap().is_some());
     assert_eq!(h.worker.hibernated_seen.lock().unwrap().last(), Some(&false), "the Worker saw the wake-up");
+}
+
+#[tokio::test]
+async fn a_shoot_owned_by_another_seed_is_only_taken_over_when_forced() {
+    let mut h = harness().await;
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    // Another seed runs this shoot's control plane and has not handed it over.
+    let owned = serde_json::json!({"status": {"seedName": "old-seed"}});
+    h.shoots().patch_status("demo", &PatchParams::default(), &Patch::Merge(&owned)).await.unwrap();
+    let _gardenlet = h.start_gardenlet();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let untouched = h.shoots().get("demo").await.unwrap();
+    assert!(
+        untouched.status.as_ref().unwrap().last_operation.is_none(),
+        "gardenlet acted on a shoot another seed owns"
+    );
+    assert!(Api::<Namespace>::all(h.client.clone()).get_opt("shoot--dev--demo").await.unwrap().is_none());
+
+    annotate(&h.client, "demo", "force-restore").await;
+    let done = h.wait_shoot("forced takeover Succeeded", Duration::from_secs(180), succeeded).await;
+    assert_eq!(done.status.as_ref().unwrap().seed_name.as_deref(), Some("local"), "ownership moved");
+    let annotations = done.metadata.annotations.unwrap_or_default();
+    assert!(!annotations.contains_key("gardener.cloud/operation"), "the request was consumed");
 }

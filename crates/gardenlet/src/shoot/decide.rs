@@ -8,6 +8,10 @@ use api::core::Shoot;
 use api::helpers::constants::{ANNOTATION_OPERATION, operation};
 use std::time::Duration;
 
+/// The operation annotation value with which an operator takes over a shoot whose owning
+/// seed (`status.seedName`) is gone.
+pub const FORCE_RESTORE: &str = "force-restore";
+
 /// What to do with a Shoot now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -32,6 +36,23 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
         return Action::Delete;
     }
     let annotation = shoot.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_OPERATION)).map(String::as_str);
+    // Ownership: `status.seedName` names the seed that runs the control plane. While it names
+    // another seed, that seed has not handed the shoot over, and taking it would run two
+    // control planes for one cluster. An operator whose source seed is gone forces the
+    // takeover with `force-restore`; the old seed never acts again, since neither the spec
+    // nor the status names it any more.
+    let owner = shoot.status.as_ref().and_then(|s| s.seed_name.as_deref()).filter(|s| !s.is_empty());
+    if let Some(owner) = owner
+        && owner != seed_name
+    {
+        return if annotation == Some(FORCE_RESTORE) {
+            Action::Reconcile { requested: true }
+        } else {
+            Action::Skip(
+                "another seed still owns the shoot (status.seedName); annotate gardener.cloud/operation=force-restore to take it over",
+            )
+        };
+    }
     if matches!(annotation, Some(operation::RECONCILE) | Some(operation::RETRY)) {
         return Action::Reconcile { requested: true };
     }
@@ -140,6 +161,27 @@ mod tests {
         let mut retry = shoot(failed);
         retry.metadata.annotations = Some([("gardener.cloud/operation".to_string(), "retry".to_string())].into());
         assert_eq!(decide(&retry, "local", HOUR, now), Action::Reconcile { requested: true });
+    }
+
+    #[test]
+    fn a_shoot_owned_by_another_seed_waits_for_hand_over_or_force() {
+        let now = Timestamp::from_second(10_000).unwrap();
+        let owned_elsewhere = serde_json::json!({"status": {"seedName": "old-seed"}});
+        match decide(&shoot(owned_elsewhere.clone()), "local", HOUR, now) {
+            Action::Skip(reason) => assert!(reason.contains("force-restore"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        let mut forced = shoot(owned_elsewhere);
+        forced.metadata.annotations =
+            Some([("gardener.cloud/operation".to_string(), "force-restore".to_string())].into());
+        assert_eq!(decide(&forced, "local", HOUR, now), Action::Reconcile { requested: true });
+        // The old seed: neither spec nor status names it, so it never acts.
+        assert_eq!(decide(&forced, "old-seed", HOUR, now), Action::Skip("scheduled to another seed"));
+        // Owned by this seed, or never owned: business as usual.
+        assert_eq!(
+            decide(&shoot(serde_json::json!({"status": {"seedName": "local"}})), "local", HOUR, now),
+            Action::Reconcile { requested: false }
+        );
     }
 
     #[test]
