@@ -105,58 +105,34 @@ pub struct KubeletConfig {
     pub unmodeled: UnmodeledFields,
 }
 
+/// A value per kubelet eviction signal: thresholds and soft grace periods (`String`: a
+/// quantity, a percentage or a duration) and minimum reclaims (`Quantity`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictionSignals<T> {
+    /// Available memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_available: Option<T>,
+    /// Available space on the image filesystem.
+    #[serde(rename = "imageFSAvailable", default, skip_serializing_if = "Option::is_none")]
+    pub image_fs_available: Option<T>,
+    /// Free inodes on the image filesystem.
+    #[serde(rename = "imageFSInodesFree", default, skip_serializing_if = "Option::is_none")]
+    pub image_fs_inodes_free: Option<T>,
+    /// Available space on the node filesystem.
+    #[serde(rename = "nodeFSAvailable", default, skip_serializing_if = "Option::is_none")]
+    pub node_fs_available: Option<T>,
+    /// Free inodes on the node filesystem.
+    #[serde(rename = "nodeFSInodesFree", default, skip_serializing_if = "Option::is_none")]
+    pub node_fs_inodes_free: Option<T>,
+}
+
 /// Kubelet eviction thresholds (a quantity or a percentage each).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KubeletConfigEviction {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_available: Option<String>,
-    #[serde(rename = "imageFSAvailable", default, skip_serializing_if = "Option::is_none")]
-    pub image_fs_available: Option<String>,
-    #[serde(rename = "imageFSInodesFree", default, skip_serializing_if = "Option::is_none")]
-    pub image_fs_inodes_free: Option<String>,
-    #[serde(rename = "nodeFSAvailable", default, skip_serializing_if = "Option::is_none")]
-    pub node_fs_available: Option<String>,
-    #[serde(rename = "nodeFSInodesFree", default, skip_serializing_if = "Option::is_none")]
-    pub node_fs_inodes_free: Option<String>,
-}
-
+pub type KubeletConfigEviction = EvictionSignals<String>;
 /// Amounts the kubelet reclaims below the eviction thresholds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KubeletConfigEvictionMinimumReclaim {
-    /// Memory to reclaim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_available: Option<Quantity>,
-    /// Image filesystem space to reclaim.
-    #[serde(rename = "imageFSAvailable", default, skip_serializing_if = "Option::is_none")]
-    pub image_fs_available: Option<Quantity>,
-    /// Image filesystem inodes to reclaim.
-    #[serde(rename = "imageFSInodesFree", default, skip_serializing_if = "Option::is_none")]
-    pub image_fs_inodes_free: Option<Quantity>,
-    /// Node filesystem space to reclaim.
-    #[serde(rename = "nodeFSAvailable", default, skip_serializing_if = "Option::is_none")]
-    pub node_fs_available: Option<Quantity>,
-    /// Node filesystem inodes to reclaim.
-    #[serde(rename = "nodeFSInodesFree", default, skip_serializing_if = "Option::is_none")]
-    pub node_fs_inodes_free: Option<Quantity>,
-}
-
+pub type KubeletConfigEvictionMinimumReclaim = EvictionSignals<Quantity>;
 /// Grace periods of the kubelet's soft eviction thresholds.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KubeletConfigEvictionSoftGracePeriod {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_available: Option<String>,
-    #[serde(rename = "imageFSAvailable", default, skip_serializing_if = "Option::is_none")]
-    pub image_fs_available: Option<String>,
-    #[serde(rename = "imageFSInodesFree", default, skip_serializing_if = "Option::is_none")]
-    pub image_fs_inodes_free: Option<String>,
-    #[serde(rename = "nodeFSAvailable", default, skip_serializing_if = "Option::is_none")]
-    pub node_fs_available: Option<String>,
-    #[serde(rename = "nodeFSInodesFree", default, skip_serializing_if = "Option::is_none")]
-    pub node_fs_inodes_free: Option<String>,
-}
+pub type KubeletConfigEvictionSoftGracePeriod = EvictionSignals<String>;
 
 /// Resources reserved on a node.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
