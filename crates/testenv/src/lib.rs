@@ -324,6 +324,18 @@ async fn wait_ready(client: &kube::Client, etcd: &mut ProcessGuard, apiserver: &
 /// Waits until `/readyz` answers `ok` through `client`, failing early when one of `processes`
 /// exits. On timeout the error carries the log tail of the last process (the kube-apiserver,
 /// by convention).
+/// `/readyz` can answer before the apiserver's bootstrap controller has created the `default`
+/// namespace; tests that write there right away would fail. A client not allowed to read it
+/// (401/403) cannot tell and does not wait for it.
+async fn default_namespace_exists(client: &kube::Client) -> bool {
+    let Ok(request) = http::Request::get("/api/v1/namespaces/default").body(Vec::new()) else { return false };
+    match client.request_text(request).await {
+        Ok(_) => true,
+        Err(kube::Error::Api(s)) => s.code == 401 || s.code == 403,
+        Err(_) => false,
+    }
+}
+
 pub async fn wait_until_ready(
     client: &kube::Client,
     processes: &mut [&mut Process],
@@ -338,6 +350,7 @@ pub async fn wait_until_ready(
         if let Ok(request) = request
             && let Ok(body) = client.request_text(request).await
             && body.trim() == "ok"
+            && default_namespace_exists(client).await
         {
             return Ok(());
         }
