@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Provides etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the
-# integration tests and prints the directory holding them (the envtest convention:
+# Provides etcd, etcdctl, kube-apiserver, kube-controller-manager and kube-scheduler for
+# the integration tests (etcdctl restores etcd snapshots in the migration tests) and prints the directory holding them (the envtest convention:
 # export KUBEBUILDER_ASSETS=$(hack/setup-envtest.sh)).
 #
 # Order of preference:
@@ -11,7 +11,7 @@
 # Progress goes to stderr; only the assets path goes to stdout.
 set -euo pipefail
 
-BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+BINARIES=(etcd etcdctl kube-apiserver kube-controller-manager kube-scheduler)
 CACHE="${ENVTEST_CACHE:-${HOME}/.cache/gardener-rs/envtest}"
 ENVTEST_K8S_VERSION="${ENVTEST_K8S_VERSION:-1.30.0}"
 
@@ -27,9 +27,24 @@ if [ -n "${KUBEBUILDER_ASSETS:-}" ] && complete "$KUBEBUILDER_ASSETS"; then
   echo "$KUBEBUILDER_ASSETS"; exit 0
 fi
 
+# etcdctl comes from Debian's etcd-client package (3.4, the same release as the etcd server).
+add_etcdctl() {
+  local dest="$1" sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  if ! command -v etcdctl >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq >&2
+    $sudo apt-get install -y -qq etcd-client >&2
+  fi
+  cp "$(command -v etcdctl)" "$dest/etcdctl"
+}
+
 mkdir -p "$CACHE"
 for dir in "$CACHE"/*/; do
   [ -d "$dir" ] || continue
+  # A cache from before etcdctl was needed: add it rather than rebuild.
+  if [ ! -x "${dir%/}/etcdctl" ] && [ -x "${dir%/}/kube-apiserver" ]; then
+    log "adding etcdctl to ${dir%/}"; add_etcdctl "${dir%/}"
+  fi
   if complete "${dir%/}"; then log "using cached ${dir%/}"; echo "${dir%/}"; exit 0; fi
 done
 
@@ -43,6 +58,7 @@ try_download() {
     tar -xzf "$tmp/envtest.tgz" -C "$tmp"
     find "$tmp" -type f \( -name etcd -o -name kube-apiserver -o -name kubectl \) -exec cp {} "$dest/" \;
     rm -rf "$tmp"
+    add_etcdctl "$dest"
     # The official bundle ships etcd and kube-apiserver only; kube-controller-manager and
     # kube-scheduler come from the source build below when they are missing.
     complete "$dest" && { echo "$dest"; return 0; }
@@ -66,7 +82,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
   fi
   $sudo apt-get update -qq >&2
-  $sudo apt-get install -y -qq golang-1.19 etcd-server rsync golang-github-modern-go-reflect2-dev >&2
+  $sudo apt-get install -y -qq golang-1.19 etcd-server etcd-client rsync golang-github-modern-go-reflect2-dev >&2
   # etcd-server starts a system service on install; the tests start their own.
   $sudo systemctl disable --now etcd >/dev/null 2>&1 || true
   mkdir -p "$work"
@@ -90,6 +106,7 @@ SRC
     cp _output/bin/kube-apiserver _output/bin/kube-controller-manager _output/bin/kube-scheduler "$dest/"
   )
   cp /usr/bin/etcd "$dest/etcd"
+  cp /usr/bin/etcdctl "$dest/etcdctl"
   rm -rf "$work"
   complete "$dest" && echo "$dest"
 }

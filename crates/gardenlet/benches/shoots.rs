@@ -75,13 +75,7 @@ async fn main() {
         return; // listed or run as a test: nothing to do
     }
     let burst: usize = std::env::var("SHOOTS").ok().and_then(|s| s.parse().ok()).unwrap_or(50);
-    let env = testenv::TestEnv::start_with(testenv::Options {
-        controller_manager: true,
-        controllers: Some(vec!["namespace".into(), "garbagecollector".into()]),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let env = testenv::TestEnv::start_with(support::simulator::seed_options()).await.unwrap();
     let client = env.client().await.unwrap();
     testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();

@@ -93,7 +93,13 @@ pub async fn sync_object<K: ExtensionKind>(garden: &kube::Client, obj: &K, limit
     let Some(state) = states.get_opt(&shoot).await.map_err(err("reading the ShootState"))? else {
         return Ok(false);
     };
-    let entry = if obj.meta().deletion_timestamp.is_some() && !migrated(obj) { None } else { entry_of(obj) };
+    let deleted = obj.meta().deletion_timestamp.is_some() && !migrated(obj);
+    let entry = if deleted { None } else { entry_of(obj) };
+    // An object without state that is not being deleted (one a restore just created and has
+    // not given its state yet) must not erase the saved state.
+    if entry.is_none() && !deleted {
+        return Ok(false);
+    }
     let Some(extensions) = merged(&state.spec.extensions, &kind, &name, entry) else { return Ok(false) };
     let size = size_with(&state, &extensions);
     if size > limit {

@@ -48,15 +48,7 @@ impl Drop for Harness {
 }
 
 async fn harness() -> Harness {
-    let env = testenv::TestEnv::start_with(testenv::Options {
-        controller_manager: true,
-        // Namespace deletion and garbage collection; no Deployment or StatefulSet controllers,
-        // whose status the simulator plays.
-        controllers: Some(vec!["namespace".into(), "garbagecollector".into()]),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    let env = testenv::TestEnv::start_with(support::simulator::seed_options()).await.unwrap();
     let client = env.client().await.unwrap();
     testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();

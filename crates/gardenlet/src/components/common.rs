@@ -64,6 +64,9 @@ pub struct ControlPlaneValues {
     /// Checksums of the secrets each component mounts, keyed by secret name; they go into pod
     /// annotations so that a changed certificate rolls the pods.
     pub secret_checksums: BTreeMap<String, String>,
+    /// The directory of the shoot's backup entry on the seed host, when the seed has backups
+    /// with a directory store: etcd restores a migration's final snapshot from there.
+    pub etcd_backup_dir: Option<String>,
 }
 
 /// The shoot's own kube-apiserver settings (`spec.kubernetes.kubeAPIServer`).

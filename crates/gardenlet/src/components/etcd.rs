@@ -4,8 +4,9 @@
 use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, Probe, Service, ServicePort, ServiceSpec, VolumeMount, VolumeResourceRequirements,
+    Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, HostPathVolumeSource, ObjectFieldSelector,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, Probe, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -21,6 +22,72 @@ pub const METRICS_PORT: i32 = 2381;
 const APP: &str = "etcd-statefulset";
 const ROLE: &str = "main";
 const DATA_DIR: &str = "/var/etcd/data";
+/// Where the backup entry's directory is mounted (read-only) for the restore.
+pub const BACKUP_MOUNT: &str = "/var/etcd/backup";
+/// The file a migration's final snapshot is stored as, in the backup entry's directory.
+pub const FINAL_SNAPSHOT: &str = "final-snapshot.db";
+/// What the final snapshot is renamed to once a restore from it succeeded, so that a later
+/// loss of the data volume never silently brings back that old state.
+pub const RESTORED_SNAPSHOT: &str = "final-snapshot.restored.db";
+
+/// The restore step that runs before etcd in the same pod: when the data directory is empty
+/// and the backup entry holds a final snapshot, `etcdctl snapshot restore` builds the data
+/// directory from it (into a scratch directory first, renamed at the end, so an interrupted
+/// restore leaves no half-written data directory). Otherwise it does nothing. The restore
+/// keeps etcd's revisions, so resourceVersions stay valid across a migration.
+pub fn restore_script(namespace: &str) -> String {
+    let peer = format!("https://${{POD_NAME}}.{PEER_SERVICE}.{namespace}.svc:{PEER_PORT}");
+    format!(
+        "set -eu\n\
+         snapshot={BACKUP_MOUNT}/{FINAL_SNAPSHOT}\n\
+         if [ -d {DATA_DIR}/member ] || [ ! -f \"$snapshot\" ]; then exit 0; fi\n\
+         rm -rf {DATA_DIR}.restore\n\
+         ETCDCTL_API=3 etcdctl snapshot restore \"$snapshot\" --data-dir={DATA_DIR}.restore \
+         --name=\"$POD_NAME\" --initial-cluster=\"$POD_NAME={peer}\" --initial-advertise-peer-urls={peer}\n\
+         mv {DATA_DIR}.restore {DATA_DIR}\n"
+    )
+}
+
+fn pod_name_env() -> EnvVar {
+    EnvVar {
+        name: "POD_NAME".to_string(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector { field_path: "metadata.name".to_string(), ..Default::default() }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn data_mount() -> VolumeMount {
+    VolumeMount { name: "data".to_string(), mount_path: "/var/etcd".to_string(), ..Default::default() }
+}
+
+/// The restore init container and the backup volume it reads from.
+fn restore(values: &ControlPlaneValues, backup_dir: &str) -> (Container, Volume) {
+    let container = Container {
+        name: "restore".to_string(),
+        image: Some(Images::resolve(&values.images.etcd, &values.kubernetes_version)),
+        command: Some(vec!["sh".to_string(), "-c".to_string(), restore_script(&values.namespace)]),
+        env: Some(vec![pod_name_env()]),
+        volume_mounts: Some(vec![
+            data_mount(),
+            VolumeMount {
+                name: "backup".to_string(),
+                mount_path: BACKUP_MOUNT.to_string(),
+                read_only: Some(true),
+                ..Default::default()
+            },
+        ]),
+        ..Default::default()
+    };
+    let volume = Volume {
+        name: "backup".to_string(),
+        host_path: Some(HostPathVolumeSource { path: backup_dir.to_string(), type_: Some("Directory".to_string()) }),
+        ..Default::default()
+    };
+    (container, volume)
+}
 
 fn labels() -> BTreeMap<String, String> {
     component_labels(APP, ROLE)
@@ -57,14 +124,7 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         image: Some(Images::resolve(&values.images.etcd, &values.kubernetes_version)),
         command: Some(vec!["etcd".to_string()]),
         args: Some(args),
-        env: Some(vec![EnvVar {
-            name: "POD_NAME".to_string(),
-            value_from: Some(EnvVarSource {
-                field_ref: Some(ObjectFieldSelector { field_path: "metadata.name".to_string(), ..Default::default() }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }]),
+        env: Some(vec![pod_name_env()]),
         ports: Some(vec![
             ContainerPort { name: Some("client".into()), container_port: CLIENT_PORT, ..Default::default() },
             ContainerPort { name: Some("peer".into()), container_port: PEER_PORT, ..Default::default() },
@@ -73,14 +133,16 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         readiness_probe: Some(http_probe("/health", 5)),
         liveness_probe: Some(http_probe("/health", 15)),
         resources: Some(common::requests("200m", "300Mi")),
-        volume_mounts: Some(vec![VolumeMount {
-            name: "data".to_string(),
-            mount_path: "/var/etcd".to_string(),
-            ..Default::default()
-        }]),
+        volume_mounts: Some(vec![data_mount()]),
         ..Default::default()
     };
-    let template = common::pod_template(values, labels(), &[secrets::CA_ETCD_BUNDLE, secrets::ETCD_SERVER], container);
+    let mut template =
+        common::pod_template(values, labels(), &[secrets::CA_ETCD_BUNDLE, secrets::ETCD_SERVER], container);
+    if let (Some(dir), Some(spec)) = (values.etcd_backup_dir.as_deref(), template.spec.as_mut()) {
+        let (init, volume) = restore(values, dir);
+        spec.init_containers = Some(vec![init]);
+        spec.volumes.get_or_insert_with(Vec::new).push(volume);
+    }
     StatefulSet {
         metadata: common::metadata(NAME, values, labels()),
         spec: Some(StatefulSetSpec {

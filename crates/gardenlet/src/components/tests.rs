@@ -26,6 +26,7 @@ fn values() -> ControlPlaneValues {
         }),
         apiserver: ApiServerSettings::default(),
         secret_checksums: BTreeMap::from([("kube-apiserver".to_string(), "abc".to_string())]),
+        etcd_backup_dir: None,
     }
 }
 

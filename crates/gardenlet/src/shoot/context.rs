@@ -25,6 +25,30 @@ pub struct Found {
     pub user_data: BTreeMap<String, String>,
     /// The health conditions computed at the end of the flow.
     pub conditions: Vec<super::health::Check>,
+    /// The backup entry's directory on the seed host (etcd restores from it).
+    pub backup_dir: Option<String>,
+}
+
+/// What a Restore operation restores from: the extension states and the record of the final
+/// etcd snapshot, as the source seed left them in the ShootState.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreSource {
+    pub extensions: Vec<api::core::shootstate::ExtensionResourceState>,
+    pub snapshot: Option<super::backup::SnapshotRecord>,
+}
+
+impl RestoreSource {
+    pub fn from_shoot_state(state: Option<&api::core::ShootState>) -> Self {
+        Self {
+            extensions: state.map(|s| s.spec.extensions.clone()).unwrap_or_default(),
+            snapshot: super::backup::record(state),
+        }
+    }
+
+    /// The saved state of one extension object.
+    pub fn entry(&self, kind: &str, name: &str) -> Option<&api::core::shootstate::ExtensionResourceState> {
+        self.extensions.iter().find(|e| e.kind == kind && e.name.as_deref() == Some(name))
+    }
 }
 
 /// The context of one operation on one shoot.
@@ -42,6 +66,10 @@ pub struct OperationContext {
     pub force_redeploy: bool,
     /// Bound of each wait for a workload or extension.
     pub wait_timeout: Duration,
+    /// The record of a migration's final etcd snapshot (its bucket stays the shoot's bucket).
+    pub snapshot_record: Option<super::backup::SnapshotRecord>,
+    /// Set for a Restore operation (after a migration, or a forced takeover).
+    pub restore: Option<RestoreSource>,
     found: Mutex<Found>,
 }
 
@@ -75,6 +103,8 @@ impl OperationContext {
             values,
             force_redeploy,
             wait_timeout,
+            snapshot_record: None,
+            restore: None,
             found: Mutex::new(Found::default()),
         }
     }
@@ -82,6 +112,14 @@ impl OperationContext {
     /// Sets the ControllerRegistrations the flows order extensions by.
     pub fn with_registrations(mut self, registrations: Vec<api::core::ControllerRegistration>) -> Self {
         self.registrations = registrations;
+        self
+    }
+
+    /// Sets what the garden's ShootState says about backups, and makes the operation a
+    /// Restore when `restore` is true.
+    pub fn with_shoot_state(mut self, state: Option<&api::core::ShootState>, restore: bool) -> Self {
+        self.snapshot_record = super::backup::record(state);
+        self.restore = restore.then(|| RestoreSource::from_shoot_state(state));
         self
     }
 

@@ -5,7 +5,7 @@ use super::context::OperationContext;
 use super::decide::{Action, decide};
 use super::status::{finished, progressed, reconcile_type, started};
 use super::values::ShootValues;
-use super::{delete, hibernate, reconcile};
+use super::{delete, hibernate, migrate, reconcile};
 use crate::config::GardenletConfig;
 use crate::flow::{Progress, RunOptions};
 use api::common::{LastOperation, LastOperationType};
@@ -132,7 +132,7 @@ impl ShootController {
         }
     }
 
-    async fn context(&self, shoot: &Shoot, force: bool) -> Result<Arc<OperationContext>, ShootError> {
+    async fn context(&self, shoot: &Shoot, force: bool, restore: bool) -> Result<Arc<OperationContext>, ShootError> {
         let seeds: Api<Seed> = Api::all(self.garden.clone());
         let seed = seeds.get_opt(&self.config.seed.name).await.map_err(|source| ShootError::Kube {
             what: "reading the Seed",
@@ -150,6 +150,13 @@ impl ShootController {
                 source,
             })?
             .items;
+        let states: Api<api::core::ShootState> =
+            Api::namespaced(self.garden.clone(), &shoot.namespace().unwrap_or_default());
+        let state = states.get_opt(&shoot.name_any()).await.map_err(|source| ShootError::Kube {
+            what: "reading the ShootState",
+            shoot: shoot.name_any(),
+            source,
+        })?;
         let deployer = Deployer::new(self.seed.clone()).with_timeout(self.wait_timeout);
         Ok(Arc::new(
             OperationContext::new(
@@ -163,7 +170,8 @@ impl ShootController {
                 force,
                 self.wait_timeout,
             )
-            .with_registrations(registrations),
+            .with_registrations(registrations)
+            .with_shoot_state(state.as_ref(), restore),
         ))
     }
 
@@ -182,12 +190,16 @@ impl ShootController {
         if meta != json!({}) {
             self.patch_meta(shoot, meta, "preparing the shoot").await?;
         }
-        let type_ = reconcile_type(shoot.status.as_ref());
+        // Taking over a shoot another seed owns (only forced, see `decide`) is a Restore.
+        let owner = shoot.status.as_ref().and_then(|s| s.seed_name.as_deref()).filter(|s| !s.is_empty());
+        let takeover = owner.is_some_and(|o| o != self.config.seed.name);
+        let type_ = reconcile_type(shoot.status.as_ref(), takeover);
         // A change of hibernation re-reconciles every extension object: the providers see it
         // only through the Cluster.
         let was_hibernated = shoot.status.as_ref().is_some_and(|s| s.hibernated);
         let transition = was_hibernated != shoot.spec.hibernation_enabled();
-        let ctx = self.context(shoot, requested || transition).await?;
+        let restore = type_ == LastOperationType::Restore;
+        let ctx = self.context(shoot, requested || transition, restore).await?;
         self.patch_status(
             shoot,
             json!({
@@ -200,7 +212,8 @@ impl ShootController {
         .await?;
         // Hibernating an existing shoot has its own order; a shoot created hibernated is
         // created never started by the reconcile flow.
-        let flow = if ctx.values.hibernated && type_ != LastOperationType::Create {
+        let flow = if ctx.values.hibernated && !matches!(type_, LastOperationType::Create | LastOperationType::Restore)
+        {
             hibernate::flow(&ctx)
         } else {
             reconcile::flow(&ctx)
@@ -260,7 +273,7 @@ impl ShootController {
         if !shoot.finalizers().iter().any(|f| f == FINALIZER_GARDENER) {
             return Ok(RequeueAction::await_change());
         }
-        let ctx = self.context(shoot, true).await?;
+        let ctx = self.context(shoot, true, false).await?;
         self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Delete, &now()) })).await?;
         let flow = delete::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
         let result = self.run_flow(shoot, LastOperationType::Delete, flow).await;
@@ -279,6 +292,40 @@ impl ShootController {
         Ok(RequeueAction::await_change())
     }
 
+    /// Migrates the shoot away from this seed and hands it over to `spec.seedName` (only
+    /// after the whole flow succeeded: until then this seed stays the owner).
+    #[tracing::instrument(skip_all, fields(shoot = %shoot.name_any(), namespace = ?shoot.namespace()))]
+    async fn migrate_shoot(&self, shoot: &Shoot) -> Result<RequeueAction, ShootError> {
+        let Some(destination) = shoot.spec.seed_name.clone() else {
+            return Ok(RequeueAction::await_change());
+        };
+        let ctx = self.context(shoot, true, false).await?;
+        self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Migrate, &now()) })).await?;
+        let flow = migrate::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
+        let result = self.run_flow(shoot, LastOperationType::Migrate, flow).await;
+        let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
+        let outcome = finished(LastOperationType::Migrate, shoot.status.as_ref(), &result, retry_window, &now());
+        if !result.is_success() {
+            self.patch_status(
+                shoot,
+                json!({ "lastOperation": outcome.last_operation, "lastErrors": outcome.last_errors }),
+            )
+            .await?;
+            if outcome.failed {
+                return Ok(RequeueAction::await_change());
+            }
+            return Err(ShootError::Flow { shoot: shoot.name_any(), summary: result.summary() });
+        }
+        tracing::info!(%destination, "control plane migrated; handing the shoot over");
+        self.patch_status(
+            shoot,
+            json!({ "lastOperation": outcome.last_operation, "lastErrors": [], "seedName": destination }),
+        )
+        .await?;
+        self.backoff.reset(&backoff_key(shoot));
+        Ok(RequeueAction::await_change())
+    }
+
     /// Runs one reconcile of the shoot as the controller would for an unchanged shoot (no
     /// explicit request, so unchanged extension objects are not redeployed).
     pub async fn reconcile_once(&self, shoot: &Shoot) -> Result<(), ShootError> {
@@ -294,6 +341,7 @@ impl ShootController {
             }
             Action::RequeueAfter(d) => Ok(RequeueAction::requeue(d)),
             Action::Reconcile { requested } => this.reconcile_shoot(&shoot, requested).await,
+            Action::Migrate => this.migrate_shoot(&shoot).await,
             Action::Delete => this.delete_shoot(&shoot).await,
         }
     }

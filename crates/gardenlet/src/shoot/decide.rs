@@ -16,7 +16,11 @@ pub const FORCE_RESTORE: &str = "force-restore";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     Skip(&'static str),
-    Reconcile { requested: bool },
+    Reconcile {
+        requested: bool,
+    },
+    /// The shoot moved to another seed while this one still runs it: migrate, then hand over.
+    Migrate,
     Delete,
     RequeueAfter(Duration),
 }
@@ -29,7 +33,13 @@ pub fn spread(uid: &str, period: Duration) -> Duration {
 }
 
 pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_openapi::jiff::Timestamp) -> Action {
+    let owner = shoot.status.as_ref().and_then(|s| s.seed_name.as_deref()).filter(|s| !s.is_empty());
     if shoot.spec.seed_name.as_deref() != Some(seed_name) {
+        // Still the owner: the control plane runs here until it is migrated and handed over
+        // (a deletion waits for the hand-over and then happens on the new seed).
+        if owner == Some(seed_name) {
+            return Action::Migrate;
+        }
         return Action::Skip("scheduled to another seed");
     }
     if shoot.metadata.deletion_timestamp.is_some() {
@@ -41,7 +51,6 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
     // control planes for one cluster. An operator whose source seed is gone forces the
     // takeover with `force-restore`; the old seed never acts again, since neither the spec
     // nor the status names it any more.
-    let owner = shoot.status.as_ref().and_then(|s| s.seed_name.as_deref()).filter(|s| !s.is_empty());
     if let Some(owner) = owner
         && owner != seed_name
     {
@@ -61,6 +70,10 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
         return Action::Reconcile { requested: false };
     };
     if status.and_then(|s| s.observed_generation) != shoot.metadata.generation {
+        return Action::Reconcile { requested: false };
+    }
+    // Handed over by the source seed: restore now.
+    if last.type_ == api::common::LastOperationType::Migrate {
         return Action::Reconcile { requested: false };
     }
     match last.state {
@@ -175,13 +188,26 @@ mod tests {
         forced.metadata.annotations =
             Some([("gardener.cloud/operation".to_string(), "force-restore".to_string())].into());
         assert_eq!(decide(&forced, "local", HOUR, now), Action::Reconcile { requested: true });
-        // The old seed: neither spec nor status names it, so it never acts.
-        assert_eq!(decide(&forced, "old-seed", HOUR, now), Action::Skip("scheduled to another seed"));
+        // The old seed still owns it: it migrates (and hands over) before anyone else acts.
+        assert_eq!(decide(&forced, "old-seed", HOUR, now), Action::Migrate);
+        // Once the status names the new seed, the old seed never acts again.
+        let mut taken = forced.clone();
+        taken.status.as_mut().unwrap().seed_name = Some("local".into());
+        assert_eq!(decide(&taken, "old-seed", HOUR, now), Action::Skip("scheduled to another seed"));
         // Owned by this seed, or never owned: business as usual.
         assert_eq!(
             decide(&shoot(serde_json::json!({"status": {"seedName": "local"}})), "local", HOUR, now),
             Action::Reconcile { requested: false }
         );
+    }
+
+    #[test]
+    fn a_hand_over_is_restored_at_once() {
+        let now = Timestamp::from_second(10_000).unwrap();
+        let handed_over = serde_json::json!({"status": {"seedName": "local", "observedGeneration": 1, "lastOperation": {
+            "type": "Migrate", "state": "Succeeded", "progress": 100, "description": "",
+            "lastUpdateTime": Timestamp::from_second(9_999).unwrap().to_string()}}});
+        assert_eq!(decide(&shoot(handed_over), "local", HOUR, now), Action::Reconcile { requested: false });
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 /// Deletes every object of kind `K` in the shoot namespace and waits until they are gone.
-async fn delete_all<K>(ctx: Arc<OperationContext>) -> Result<(), TaskError>
+pub(crate) async fn delete_all<K>(ctx: Arc<OperationContext>) -> Result<(), TaskError>
 where
     K: ExtensionResource<KindScope = NamespaceResourceScope>,
 {
@@ -47,20 +47,20 @@ where
     }
 }
 
-async fn delete_control_plane(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+pub(crate) async fn delete_control_plane(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     for name in [kube_scheduler::NAME, kube_controller_manager::NAME, kube_apiserver::NAME] {
         delete_object::<Deployment>(&ctx, name).await?;
     }
     delete_object::<Service>(&ctx, kube_apiserver::NAME).await
 }
 
-async fn delete_etcd(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+pub(crate) async fn delete_etcd(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     delete_object::<StatefulSet>(&ctx, etcd::NAME).await?;
     delete_object::<Service>(&ctx, etcd::CLIENT_SERVICE).await?;
     delete_object::<Service>(&ctx, etcd::PEER_SERVICE).await
 }
 
-async fn delete_cluster(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+pub(crate) async fn delete_cluster(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let api: Api<Cluster> = Api::all(ctx.seed.clone());
     match api.delete(ctx.values.namespace(), &DeleteParams::background()).await {
         Ok(_) => Ok(()),
@@ -71,7 +71,7 @@ async fn delete_cluster(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
 
 /// Deletes the namespace and waits until it is gone (namespace finalization needs
 /// kube-controller-manager in the seed).
-async fn delete_namespace(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+pub(crate) async fn delete_namespace(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let api: Api<Namespace> = Api::all(ctx.seed.clone());
     let Some(current) = api.get_opt(ctx.values.namespace()).await.map_err(task_err)? else {
         return Ok(());
@@ -110,7 +110,7 @@ async fn delete_shootstate(ctx: Arc<OperationContext>) -> Result<(), TaskError> 
 
 /// Deletes the shoot's extension BackupEntry (the provider keeps the data for its configured
 /// grace period).
-async fn delete_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+pub(crate) async fn delete_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let Some(uid) = ctx.shoot.metadata.uid.as_deref() else { return Ok(()) };
     let name = super::extensions::backup_entry_name(&ctx.values, uid);
     ctx.deployer.delete_and_wait::<api::extensions::BackupEntry>(None, &name).await.map_err(deploy_err)

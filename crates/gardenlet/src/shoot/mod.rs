@@ -1,15 +1,18 @@
 //! The shoot controller: turns each Shoot scheduled to this seed into a control plane plus
 //! extension objects, reports progress on the Shoot, and tears everything down again.
 
+pub mod backup;
 pub mod checks;
 pub mod context;
 pub mod controller;
 pub mod decide;
 pub mod delete;
 pub mod docs;
+pub mod etcd_snapshot;
 pub mod extensions;
 pub mod health;
 pub mod hibernate;
+pub mod migrate;
 pub mod reconcile;
 pub mod secrets;
 pub mod status;

@@ -4,7 +4,7 @@
 use super::context::OperationContext;
 use super::extensions as ext;
 use super::tasks::{FIELD_MANAGER, apply, deploy_extension, t, task_err, wait_for};
-use super::{checks, secrets, system};
+use super::{backup, checks, etcd_snapshot, secrets, system};
 use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
 use api::Opaque;
@@ -62,11 +62,13 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let worker = f.task_if("Deploying Worker", &[&osc, &infra, &control_plane], has_workers, t(ctx, deploy_worker));
     let after_worker =
         f.task("Deploying extensions after worker", &[&worker], t(ctx, |c| deploy_extensions(c, Stage::AfterWorker)));
-    f.task(
+    let health = f.task(
         "Checking control plane health",
         &[&worker, &network, &kcm, &scheduler, &extensions, &after_worker, &control_plane],
         t(ctx, check_health),
     );
+    let restoring = ctx.restore.as_ref().is_some_and(|r| r.snapshot.is_some());
+    f.task_if("Completing the etcd restore", &[&health], restoring, t(ctx, complete_restore));
     f.build()
 }
 
@@ -240,10 +242,12 @@ pub(crate) fn control_plane_values(ctx: &OperationContext) -> crate::components:
     if let Some(set) = &found.secrets {
         values.secret_checksums = set.iter().map(|s| (s.name.clone(), secrets::checksum(s))).collect();
     }
+    values.etcd_backup_dir = found.backup_dir.clone();
     values
 }
 
 async fn deploy_etcd(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    verify_final_snapshot(&ctx).await?;
     let values = control_plane_values(&ctx);
     apply(&ctx, &etcd::client_service(&values)).await?;
     apply(&ctx, &etcd::peer_service(&values)).await?;
@@ -278,13 +282,63 @@ async fn deploy_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError
     let (Some(seed), Some(uid)) = (ctx.seed_object.as_ref(), ctx.shoot.metadata.uid.as_deref()) else {
         return Err(TaskError::msg("the seed or the shoot's UID is unknown"));
     };
-    match ext::backup_entry(&ctx.values, seed, uid) {
-        Some(entry) => deploy_extension(&ctx, &entry).await.map(|_| ()),
-        None => Err(TaskError::msg(format!(
+    let Some(mut entry) = ext::backup_entry(&ctx.values, seed, uid) else {
+        return Err(TaskError::msg(format!(
             "seed {} has a backup section without a provider type (spec.backup.provider)",
             seed.name_any()
-        ))),
+        )));
+    };
+    // After a migration the shoot keeps the bucket its data is in.
+    if let Some(record) = ctx.snapshot_record.as_ref().filter(|r| r.entry_name == entry.name_any()) {
+        entry.spec.bucket_name = record.bucket_name.clone();
     }
+    let ready = deploy_extension(&ctx, &entry).await?;
+    ctx.found().backup_dir = backup::host_path(&ready);
+    Ok(())
+}
+
+/// On a restore from a final snapshot: the file must be the one the source recorded, or etcd
+/// would silently start empty (missing file) or from other data.
+async fn verify_final_snapshot(ctx: &OperationContext) -> Result<(), TaskError> {
+    let Some(record) = ctx.restore.as_ref().and_then(|r| r.snapshot.as_ref()).filter(|r| !r.is_restored()) else {
+        return Ok(());
+    };
+    let Some(dir) = ctx.found().backup_dir.clone() else {
+        return Err(TaskError::msg(format!(
+            "the final etcd snapshot of shoot {} is recorded, but its BackupEntry {} publishes no directory",
+            ctx.values.technical_id, record.entry_name
+        )));
+    };
+    let path = std::path::Path::new(&dir).join(&record.file);
+    let sha256 = etcd_snapshot::file_sha256(&path).await.map_err(task_err)?;
+    if sha256 != record.sha256 {
+        return Err(TaskError::msg(format!(
+            "the final etcd snapshot {} does not match its record in the ShootState (sha256 {sha256}, recorded {})",
+            path.display(),
+            record.sha256
+        )));
+    }
+    Ok(())
+}
+
+/// After a successful restore from a final snapshot: rename the file (so a later loss of
+/// etcd's volume does not bring back this old state unnoticed) and mark the record restored.
+async fn complete_restore(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let Some(record) = ctx.restore.as_ref().and_then(|r| r.snapshot.clone()).filter(|r| !r.is_restored()) else {
+        return Ok(());
+    };
+    let dir = ctx.found().backup_dir.clone();
+    if let Some(dir) = dir {
+        let from = std::path::Path::new(&dir).join(&record.file);
+        let to = std::path::Path::new(&dir).join(etcd::RESTORED_SNAPSHOT);
+        if let Err(e) = tokio::fs::rename(&from, &to).await
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(TaskError::msg(format!("renaming {} to {}: {e}", from.display(), to.display())));
+        }
+    }
+    let restored = backup::SnapshotRecord { restored: "true".to_string(), ..record };
+    backup::write_record(&ctx.garden, &ctx.values.garden_namespace, &ctx.values.name, &restored).await.map_err(task_err)
 }
 
 async fn deploy_extensions(ctx: Arc<OperationContext>, stage: Stage) -> Result<(), TaskError> {

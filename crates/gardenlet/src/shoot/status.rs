@@ -8,14 +8,21 @@ use api::core::{Shoot, ShootStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::time::Duration;
 
-/// The operation a Shoot's reconcile is: Create until a Create succeeded, then Reconcile.
-pub fn reconcile_type(status: Option<&ShootStatus>) -> LastOperationType {
+/// The operation a Shoot's reconcile is: Create until a Create succeeded; Restore after a
+/// source seed handed the shoot over (until the Restore succeeded) and on a forced takeover;
+/// Reconcile otherwise.
+pub fn reconcile_type(status: Option<&ShootStatus>, takeover: bool) -> LastOperationType {
+    use LastOperationState::Succeeded;
+    use LastOperationType::{Create, Migrate, Reconcile, Restore};
+    if takeover {
+        return Restore;
+    }
     match status.and_then(|s| s.last_operation.as_ref()) {
-        None => LastOperationType::Create,
-        Some(l) if l.type_ == LastOperationType::Create && l.state != LastOperationState::Succeeded => {
-            LastOperationType::Create
-        }
-        Some(_) => LastOperationType::Reconcile,
+        None => Create,
+        Some(l) if l.type_ == Create && l.state != Succeeded => Create,
+        Some(l) if l.type_ == Migrate && l.state == Succeeded => Restore,
+        Some(l) if l.type_ == Restore && l.state != Succeeded => Restore,
+        Some(_) => Reconcile,
     }
 }
 
@@ -67,6 +74,8 @@ pub fn finished(
     if result.is_success() {
         let description = match type_ {
             LastOperationType::Delete => "Shoot cluster has been successfully deleted.",
+            LastOperationType::Migrate => "Shoot control plane has been migrated away from this seed.",
+            LastOperationType::Restore => "Shoot control plane has been restored on this seed.",
             _ => "Shoot cluster has been successfully reconciled.",
         };
         return Finished {
@@ -139,14 +148,29 @@ mod tests {
 
     #[test]
     fn create_until_a_create_succeeded() {
-        assert_eq!(reconcile_type(None), LastOperationType::Create);
+        assert_eq!(reconcile_type(None, false), LastOperationType::Create);
         let mut s =
             ShootStatus { last_operation: Some(started(LastOperationType::Create, &at(1))), ..Default::default() };
-        assert_eq!(reconcile_type(Some(&s)), LastOperationType::Create);
+        assert_eq!(reconcile_type(Some(&s), false), LastOperationType::Create);
         if let Some(l) = s.last_operation.as_mut() {
             l.state = LastOperationState::Succeeded;
         }
-        assert_eq!(reconcile_type(Some(&s)), LastOperationType::Reconcile);
+        assert_eq!(reconcile_type(Some(&s), false), LastOperationType::Reconcile);
+        assert_eq!(reconcile_type(Some(&s), true), LastOperationType::Restore, "forced takeover");
+    }
+
+    #[test]
+    fn restore_after_a_hand_over_until_it_succeeded() {
+        let with = |type_, state| ShootStatus {
+            last_operation: Some(LastOperation { state, ..started(type_, &at(1)) }),
+            ..Default::default()
+        };
+        use LastOperationState::{Error, Processing, Succeeded};
+        use LastOperationType::{Migrate, Reconcile, Restore};
+        assert_eq!(reconcile_type(Some(&with(Migrate, Succeeded)), false), Restore);
+        assert_eq!(reconcile_type(Some(&with(Restore, Processing)), false), Restore);
+        assert_eq!(reconcile_type(Some(&with(Restore, Error)), false), Restore);
+        assert_eq!(reconcile_type(Some(&with(Restore, Succeeded)), false), Reconcile);
     }
 
     #[test]

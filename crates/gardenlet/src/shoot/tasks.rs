@@ -143,6 +143,14 @@ pub async fn deploy_extension<K>(ctx: &OperationContext, desired: &K) -> Result<
 where
     K: ExtensionResource,
 {
+    if let Some(restore) = &ctx.restore {
+        // The restore protocol: the object is created waiting, gets the state the source
+        // seed left in the ShootState, and only then is restored by its extension.
+        let entry = restore.entry(K::kind(&()).as_ref(), &desired.name_any());
+        let state = entry.and_then(|e| e.state.clone());
+        let resources = entry.map(|e| e.resources.clone()).unwrap_or_default();
+        return ctx.deployer.restore_and_wait(desired, state, resources).await.map_err(deploy_err);
+    }
     let api: Api<K> = K::api(ctx.seed.clone(), desired.meta().namespace.as_deref());
     if !ctx.force_redeploy {
         let current = api.get_opt(&desired.name_any()).await.map_err(task_err)?;

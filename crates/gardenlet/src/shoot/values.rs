@@ -155,6 +155,7 @@ impl ShootValues {
             owner: None,
             apiserver: self.apiserver.clone(),
             secret_checksums: Default::default(),
+            etcd_backup_dir: None,
         }
     }
 }

@@ -1,12 +1,14 @@
 //! **Workload-readiness simulator (test code only).** No kubelet exists here, so no pod ever
 //! runs. This simulator plays the parts of the kubelet and of a cloud load-balancer
 //! controller for the shoot namespaces: it marks Deployments and StatefulSets as rolled out
-//! through their status subresource, gives LoadBalancer Services an ingress address, and —
-//! when the kube-apiserver Deployment appears — starts a stand-in kube-apiserver process from
-//! the shoot's own generated certificates at that address, so gardenlet's steps against the
-//! shoot's API run for real.
+//! through their status subresource and gives LoadBalancer Services an ingress address. For
+//! the pods that matter it runs stand-ins (see `standin`): when the etcd StatefulSet has a
+//! replica it runs the pod's init containers and starts a real etcd, and when the
+//! kube-apiserver Deployment has one it starts a real kube-apiserver from the shoot's own
+//! certificates at the load-balancer address — so gardenlet's steps against the shoot's API
+//! and etcd run for real. Scaled to zero, the process is stopped (etcd's data stays).
 
-use super::standin::StandIn;
+use super::standin::{ApiServerStandIn, EtcdStandIn, Volumes};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Service;
@@ -23,7 +25,9 @@ pub struct Simulator {
     /// The load-balancer address of each shoot namespace (distinct loopback addresses, so
     /// every stand-in kube-apiserver can listen on port 443).
     addresses: Arc<Mutex<BTreeMap<String, Ipv4Addr>>>,
-    pub standins: Arc<Mutex<BTreeMap<String, StandIn>>>,
+    pub etcds: Arc<Mutex<BTreeMap<String, EtcdStandIn>>>,
+    pub apiservers: Arc<Mutex<BTreeMap<String, ApiServerStandIn>>>,
+    volumes: Arc<Volumes>,
     starting: Arc<Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<()>>>>>,
     start_slots: Arc<tokio::sync::Semaphore>,
 }
@@ -31,6 +35,23 @@ pub struct Simulator {
 /// A loopback address unlikely to be used by another test process.
 pub fn loopback_address() -> Ipv4Addr {
     Ipv4Addr::new(127, fastrand::u8(10..250), fastrand::u8(1..250), fastrand::u8(2..250))
+}
+
+/// A loopback service range for a seed's test apiserver (distinct from the load-balancer
+/// addresses above), so that cluster IPs are addresses the stand-ins can listen on.
+pub fn loopback_service_range() -> String {
+    format!("--service-cluster-ip-range=127.{}.{}.0/24", fastrand::u8(250..255), fastrand::u8(..))
+}
+
+/// Options for a seed's test cluster: kube-controller-manager with namespace deletion and
+/// garbage collection only (no Deployment or StatefulSet controllers, whose status the
+/// simulator plays) and a loopback service range.
+pub fn seed_options() -> testenv::Options {
+    testenv::Options {
+        controller_manager: true,
+        controllers: Some(vec!["namespace".into(), "garbagecollector".into()]),
+        extra_apiserver_args: vec![loopback_service_range()],
+    }
 }
 
 async fn mark_deployment(client: &kube::Client, d: &Deployment) {
@@ -41,11 +62,21 @@ async fn mark_deployment(client: &kube::Client, d: &Deployment) {
     let _ = api.patch_status(&d.name_any(), &PatchParams::default(), &Patch::Merge(&status)).await;
 }
 
+async fn mark_statefulset(client: &kube::Client, s: &StatefulSet) {
+    let want = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let patch = json!({"status": {"observedGeneration": s.metadata.generation, "replicas": want,
+        "readyReplicas": want, "updatedReplicas": want, "currentReplicas": want, "availableReplicas": want}});
+    let api: Api<StatefulSet> = Api::namespaced(client.clone(), &s.namespace().unwrap_or_default());
+    let _ = api.patch_status(&s.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await;
+}
+
 impl Simulator {
     pub fn new() -> Self {
         Self {
             addresses: Arc::default(),
-            standins: Arc::default(),
+            etcds: Arc::default(),
+            apiservers: Arc::default(),
+            volumes: Arc::default(),
             starting: Arc::default(),
             start_slots: Arc::new(tokio::sync::Semaphore::new(4)),
         }
@@ -70,10 +101,21 @@ impl Simulator {
         let this = self.clone();
         tokio::spawn(async move {
             let deployments = this.clone().deployments(client.clone());
-            let statefulsets = Self::statefulsets(client.clone());
+            let statefulsets = this.clone().statefulsets(client.clone());
             let services = this.clone().services(client);
             tokio::join!(deployments, statefulsets, services);
         })
+    }
+
+    /// Stops the stand-ins of every namespace (as if the seed's nodes went away).
+    pub fn stop_all(&self) {
+        self.apiservers.lock().unwrap().clear();
+        self.etcds.lock().unwrap().clear();
+    }
+
+    fn gate(&self, namespace: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut starting = self.starting.lock().unwrap();
+        starting.entry(namespace.to_string()).or_default().clone()
     }
 
     async fn deployments(self, client: kube::Client) {
@@ -89,13 +131,17 @@ impl Simulator {
                 continue;
             }
             let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-            if d.name_any() == "kube-apiserver" && replicas > 0 {
+            if d.name_any() == "kube-apiserver" {
                 // Start the stand-in in its own task: many shoots come up at once.
                 let (this, client) = (self.clone(), client.clone());
                 tokio::spawn(async move {
                     let ns = d.namespace().unwrap_or_default();
+                    if replicas == 0 {
+                        this.apiservers.lock().unwrap().remove(&ns);
+                        return mark_deployment(&client, &d).await;
+                    }
                     for attempt in 1..=3 {
-                        match this.ensure_standin(&client, &ns).await {
+                        match this.ensure_apiserver(&client, &ns).await {
                             Ok(()) => return mark_deployment(&client, &d).await,
                             Err(e) => {
                                 eprintln!("simulator: stand-in kube-apiserver for {ns} failed (attempt {attempt}): {e}")
@@ -109,25 +155,37 @@ impl Simulator {
         }
     }
 
-    async fn ensure_standin(&self, client: &kube::Client, namespace: &str) -> Result<(), String> {
-        // One start per namespace at a time; later callers wait for it.
-        let gate = {
-            let mut starting = self.starting.lock().unwrap();
-            starting.entry(namespace.to_string()).or_default().clone()
-        };
+    async fn ensure_apiserver(&self, client: &kube::Client, namespace: &str) -> Result<(), String> {
+        let gate = self.gate(namespace);
         let _guard = gate.lock().await;
+        if self.apiservers.lock().unwrap().contains_key(namespace) {
+            return Ok(());
+        }
         // A few starts at a time: kube-apiservers starting together on a small machine starve
         // each other.
         let _slot = self.start_slots.acquire().await.map_err(|e| e.to_string())?;
-        if self.standins.lock().unwrap().contains_key(namespace) {
-            return Ok(());
-        }
-        let standin = StandIn::start(client, namespace, self.address(namespace)).await?;
-        self.standins.lock().unwrap().insert(namespace.to_string(), standin);
+        let etcd_url = self.etcds.lock().unwrap().get(namespace).map(|e| e.local_url.clone());
+        let Some(etcd_url) = etcd_url else {
+            return Err("etcd does not run (its StatefulSet has no ready replica)".into());
+        };
+        let standin = ApiServerStandIn::start(client, namespace, self.address(namespace), &etcd_url).await?;
+        self.apiservers.lock().unwrap().insert(namespace.to_string(), standin);
         Ok(())
     }
 
-    async fn statefulsets(client: kube::Client) {
+    async fn ensure_etcd(&self, client: &kube::Client, sts: &StatefulSet) -> Result<(), String> {
+        let namespace = sts.namespace().unwrap_or_default();
+        let gate = self.gate(&namespace);
+        let _guard = gate.lock().await;
+        if self.etcds.lock().unwrap().contains_key(&namespace) {
+            return Ok(());
+        }
+        let standin = EtcdStandIn::start(client, sts, &self.volumes).await?;
+        self.etcds.lock().unwrap().insert(namespace, standin);
+        Ok(())
+    }
+
+    async fn statefulsets(self, client: kube::Client) {
         let api: Api<StatefulSet> = Api::all(client.clone());
         let config = watcher::Config::default().labels("gardener.cloud/role=controlplane");
         let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff().applied_objects());
@@ -138,10 +196,21 @@ impl Simulator {
             if status.observed_generation == s.metadata.generation && status.ready_replicas == Some(want) {
                 continue;
             }
-            let patch = json!({"status": {"observedGeneration": s.metadata.generation, "replicas": want,
-                "readyReplicas": want, "updatedReplicas": want, "currentReplicas": want, "availableReplicas": want}});
-            let api: Api<StatefulSet> = Api::namespaced(client.clone(), &s.namespace().unwrap_or_default());
-            let _ = api.patch_status(&s.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await;
+            let (this, client) = (self.clone(), client.clone());
+            tokio::spawn(async move {
+                let ns = s.namespace().unwrap_or_default();
+                if s.name_any() != "etcd-main" {
+                    return mark_statefulset(&client, &s).await;
+                }
+                if want == 0 {
+                    this.etcds.lock().unwrap().remove(&ns);
+                    return mark_statefulset(&client, &s).await;
+                }
+                match this.ensure_etcd(&client, &s).await {
+                    Ok(()) => mark_statefulset(&client, &s).await,
+                    Err(e) => eprintln!("simulator: stand-in etcd for {ns} failed: {e}"),
+                }
+            });
         }
     }
 

@@ -1,59 +1,179 @@
-//! A stand-in for a shoot's kube-apiserver (test code only): a real etcd and kube-apiserver
-//! started from the certificates gardenlet generated for the shoot (serving certificate with
-//! the load-balancer address among its SANs, client CA, etcd server and client certificates,
-//! service-account keys), listening on that address and port 443, as the real one would.
+//! Stand-ins for a shoot's etcd and kube-apiserver pods (test code only): real etcd and
+//! kube-apiserver processes started from what gardenlet deployed — the certificates it
+//! generated for the shoot, the etcd pod's init containers (run as a kubelet would, with their
+//! volumes mapped to local directories), etcd's data directory on a per-StatefulSet "volume"
+//! that outlives the process (as a PersistentVolume does) — listening where the shoot's
+//! Services say: etcd on the client Service's cluster IP (the seed's test apiserver hands out
+//! loopback cluster IPs), kube-apiserver on the load-balancer address and port 443.
 
-use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{Container, Secret, Service};
+use kube::{Api, ResourceExt};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use testenv::{Assets, Process};
 
-pub struct StandIn {
-    // Drop order: apiserver before etcd, directory last.
-    pub apiserver: Process,
-    pub etcd: Process,
-    pub dir: tempfile::TempDir,
-}
-
-async fn write_secret(client: &kube::Client, namespace: &str, name: &str, dir: &Path) -> Result<(), String> {
+async fn write_secret(client: &kube::Client, namespace: &str, name: &str, target: &Path) -> Result<(), String> {
     let secret = Api::<Secret>::namespaced(client.clone(), namespace)
         .get(name)
         .await
         .map_err(|e| format!("reading secret {name}: {e}"))?;
-    let target = dir.join(name);
-    std::fs::create_dir_all(&target).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(target).map_err(|e| e.to_string())?;
     for (key, value) in secret.data.unwrap_or_default() {
         std::fs::write(target.join(key), value.0).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
-impl StandIn {
-    pub async fn start(client: &kube::Client, namespace: &str, address: Ipv4Addr) -> Result<Self, String> {
+/// The running etcd of one shoot.
+pub struct EtcdStandIn {
+    pub process: Process,
+    /// Where the stand-in kube-apiserver reaches it (a loopback name in the server's SANs).
+    pub local_url: String,
+    /// The Service's cluster IP it also listens on (what gardenlet dials), if loopback.
+    pub service_ip: Option<Ipv4Addr>,
+    pub certs: Arc<tempfile::TempDir>,
+}
+
+/// Volumes that outlive the processes: one directory per StatefulSet (by UID), as a
+/// PersistentVolumeClaim outlives its pod and goes away with its namespace.
+#[derive(Default)]
+pub struct Volumes {
+    dirs: std::sync::Mutex<BTreeMap<String, Arc<tempfile::TempDir>>>,
+}
+
+impl Volumes {
+    fn of(&self, uid: &str) -> Result<Arc<tempfile::TempDir>, String> {
+        let mut dirs = self.dirs.lock().unwrap();
+        if let Some(d) = dirs.get(uid) {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(tempfile::tempdir().map_err(|e| e.to_string())?);
+        dirs.insert(uid.to_string(), d.clone());
+        Ok(d)
+    }
+}
+
+/// Replaces container paths by their local directories (longest mount path first).
+fn map_paths(text: &str, mounts: &[(String, PathBuf)]) -> String {
+    let mut mounts = mounts.to_vec();
+    mounts.sort_by_key(|(m, _)| std::cmp::Reverse(m.len()));
+    // Two passes through placeholders, so a replaced path is never replaced again.
+    let mut out = text.to_string();
+    for (i, (mount, _)) in mounts.iter().enumerate() {
+        out = out.replace(mount.as_str(), &format!("\u{0}{i}\u{0}"));
+    }
+    for (i, (_, local)) in mounts.iter().enumerate() {
+        out = out.replace(&format!("\u{0}{i}\u{0}"), &local.display().to_string());
+    }
+    out
+}
+
+/// The local directory of each of a container's mounts: hostPath volumes are the host's
+/// directories (this machine is the seed host), claim templates the StatefulSet's volume.
+fn mounts_of(sts: &StatefulSet, container: &Container, volume: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let spec = sts.spec.as_ref().ok_or("no spec")?;
+    let pod = spec.template.spec.as_ref().ok_or("no pod spec")?;
+    let claims: Vec<String> =
+        spec.volume_claim_templates.iter().flatten().filter_map(|c| c.metadata.name.clone()).collect();
+    let mut out = Vec::new();
+    for m in container.volume_mounts.iter().flatten() {
+        let host = pod.volumes.iter().flatten().find(|v| v.name == m.name).and_then(|v| v.host_path.as_ref());
+        let local = match host {
+            Some(h) => PathBuf::from(&h.path),
+            None if claims.contains(&m.name) => volume.join(&m.name),
+            None => continue, // secret volumes: the stand-in writes its own certificate files
+        };
+        std::fs::create_dir_all(&local).map_err(|e| e.to_string())?;
+        out.push((m.mount_path.clone(), local));
+    }
+    Ok(out)
+}
+
+/// Runs the pod's init containers to completion, as a kubelet would before starting etcd.
+async fn run_init_containers(sts: &StatefulSet, volume: &Path, tools: &Path) -> Result<(), String> {
+    let pod = sts.spec.as_ref().and_then(|s| s.template.spec.as_ref()).ok_or("no pod spec")?;
+    let pod_name = format!("{}-0", sts.name_any());
+    for c in pod.init_containers.iter().flatten() {
+        let mounts = mounts_of(sts, c, volume)?;
+        let argv: Vec<String> =
+            c.command.iter().flatten().chain(c.args.iter().flatten()).map(|a| map_paths(a, &mounts)).collect();
+        let (program, args) = argv.split_first().ok_or_else(|| format!("init container {} has no command", c.name))?;
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args);
+        let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap_or_default());
+        cmd.env("PATH", path);
+        for e in c.env.iter().flatten() {
+            let field = e.value_from.as_ref().and_then(|v| v.field_ref.as_ref()).map(|f| f.field_path.as_str());
+            match (e.value.as_deref(), field) {
+                (Some(v), _) => cmd.env(&e.name, v),
+                (None, Some("metadata.name")) => cmd.env(&e.name, &pod_name),
+                _ => continue,
+            };
+        }
+        let out = cmd.output().await.map_err(|e| format!("init container {}: {e}", c.name))?;
+        if !out.status.success() {
+            return Err(format!(
+                "init container {} failed ({}): {}",
+                c.name,
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl EtcdStandIn {
+    pub async fn start(client: &kube::Client, sts: &StatefulSet, volumes: &Volumes) -> Result<Self, String> {
+        let namespace = sts.namespace().unwrap_or_default();
         let assets = Assets::from_env().map_err(|e| e.to_string())?;
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let d = dir.path();
-        for name in [
-            "ca-etcd-bundle",
-            "etcd-server",
-            "etcd-client",
-            "kube-apiserver",
-            "ca-client-bundle",
-            "ca-front-proxy-bundle",
-            "front-proxy-client",
-            "service-account-key",
-        ] {
-            write_secret(client, namespace, name, d).await?;
+        let tools = assets.etcd.parent().ok_or("assets without a directory")?.to_path_buf();
+        let volume = volumes.of(&sts.uid().unwrap_or_default())?;
+        run_init_containers(sts, volume.path(), &tools).await?;
+        let etcd = sts
+            .spec
+            .as_ref()
+            .and_then(|s| s.template.spec.as_ref())
+            .and_then(|p| p.containers.iter().find(|c| c.name == "etcd"))
+            .ok_or("no etcd container")?;
+        let mounts = mounts_of(sts, etcd, volume.path())?;
+        let data_dir = etcd
+            .args
+            .iter()
+            .flatten()
+            .find_map(|a| a.strip_prefix("--data-dir="))
+            .map(|d| map_paths(d, &mounts))
+            .ok_or("etcd has no --data-dir")?;
+        let certs = Arc::new(tempfile::tempdir().map_err(|e| e.to_string())?);
+        let d = certs.path();
+        for name in ["ca-etcd-bundle", "etcd-server"] {
+            write_secret(client, &namespace, name, &d.join(name)).await?;
         }
         let p = |s: &str, k: &str| d.join(s).join(k).display().to_string();
+        let service = Api::<Service>::namespaced(client.clone(), &namespace)
+            .get("etcd-main-client")
+            .await
+            .map_err(|e| format!("reading the etcd client Service: {e}"))?;
+        let service_ip = service
+            .spec
+            .and_then(|s| s.cluster_ip)
+            .and_then(|ip| ip.parse::<Ipv4Addr>().ok())
+            .filter(Ipv4Addr::is_loopback);
         let host = IpAddr::V4(Ipv4Addr::LOCALHOST);
         let client_port = testenv::free_port(host).map_err(|e| e.to_string())?;
         let peer_port = testenv::free_port(host).map_err(|e| e.to_string())?;
-        let etcd_args = vec![
-            format!("--data-dir={}", d.join("etcd").display()),
-            format!("--listen-client-urls=https://127.0.0.1:{client_port}"),
-            format!("--advertise-client-urls=https://127.0.0.1:{client_port}"),
+        let local_url = format!("https://127.0.0.1:{client_port}");
+        let mut listen = vec![local_url.clone()];
+        if let Some(ip) = service_ip {
+            listen.push(format!("https://{ip}:2379"));
+        }
+        let args = vec![
+            format!("--data-dir={data_dir}"),
+            format!("--listen-client-urls={}", listen.join(",")),
+            format!("--advertise-client-urls={local_url}"),
             format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
             format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
             format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
@@ -65,9 +185,41 @@ impl StandIn {
             "--log-level=warn".into(),
             "--logger=zap".into(),
         ];
-        let etcd = Process::spawn("etcd", &assets.etcd, &etcd_args, d).map_err(|e| e.to_string())?;
+        let process = Process::spawn("etcd", &assets.etcd, &args, d).map_err(|e| e.to_string())?;
+        Ok(Self { process, local_url, service_ip, certs })
+    }
+}
+
+/// The running kube-apiserver of one shoot.
+pub struct ApiServerStandIn {
+    pub process: Process,
+    pub dir: tempfile::TempDir,
+}
+
+impl ApiServerStandIn {
+    pub async fn start(
+        client: &kube::Client,
+        namespace: &str,
+        address: Ipv4Addr,
+        etcd_url: &str,
+    ) -> Result<Self, String> {
+        let assets = Assets::from_env().map_err(|e| e.to_string())?;
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let d = dir.path();
+        for name in [
+            "ca-etcd-bundle",
+            "etcd-client",
+            "kube-apiserver",
+            "ca-client-bundle",
+            "ca-front-proxy-bundle",
+            "front-proxy-client",
+            "service-account-key",
+        ] {
+            write_secret(client, namespace, name, &d.join(name)).await?;
+        }
+        let p = |s: &str, k: &str| d.join(s).join(k).display().to_string();
         let apiserver_args = vec![
-            format!("--etcd-servers=https://127.0.0.1:{client_port}"),
+            format!("--etcd-servers={etcd_url}"),
             format!("--etcd-cafile={}", p("ca-etcd-bundle", "bundle.crt")),
             format!("--etcd-certfile={}", p("etcd-client", "tls.crt")),
             format!("--etcd-keyfile={}", p("etcd-client", "tls.key")),
@@ -94,28 +246,50 @@ impl StandIn {
             "--disable-admission-plugins=ServiceAccount".into(),
             "--enable-priority-and-fairness=false".into(),
         ];
-        let mut apiserver =
+        let mut process =
             Process::spawn("kube-apiserver", &assets.kube_apiserver, &apiserver_args, d).map_err(|e| e.to_string())?;
         // Ready when /readyz answers to the admin kubeconfig gardenlet generated (TLS verified).
-        let admin = Api::<Secret>::namespaced(client.clone(), namespace)
-            .get("kubeconfig-admin")
-            .await
-            .map_err(|e| format!("reading kubeconfig-admin: {e}"))?;
-        let text = admin.data.unwrap_or_default().get("kubeconfig").map(|b| String::from_utf8_lossy(&b.0).to_string());
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(&text.unwrap_or_default()).map_err(|e| e.to_string())?;
-        let shoot = testenv::client_from(&kubeconfig).await.map_err(|e| e.to_string())?;
+        let shoot = admin_client(client, namespace).await?;
         let started = std::time::Instant::now();
         loop {
-            apiserver.check_alive().map_err(|e| e.to_string())?;
+            process.check_alive().map_err(|e| e.to_string())?;
             let request = http::Request::get("/readyz").body(Vec::new()).map_err(|e| e.to_string())?;
             if shoot.request_text(request).await.is_ok_and(|b| b.trim() == "ok") {
                 break;
             }
             if started.elapsed() > std::time::Duration::from_secs(180) {
-                return Err(format!("stand-in kube-apiserver not ready: {}", apiserver.log_tail()));
+                return Err(format!("stand-in kube-apiserver not ready: {}", process.log_tail()));
             }
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
-        Ok(Self { apiserver, etcd, dir })
+        Ok(Self { process, dir })
+    }
+}
+
+/// A client for the shoot's API from the admin kubeconfig gardenlet generated.
+pub async fn admin_client(seed: &kube::Client, namespace: &str) -> Result<kube::Client, String> {
+    let admin = Api::<Secret>::namespaced(seed.clone(), namespace)
+        .get("kubeconfig-admin")
+        .await
+        .map_err(|e| format!("reading kubeconfig-admin: {e}"))?;
+    let text = admin.data.unwrap_or_default().get("kubeconfig").map(|b| String::from_utf8_lossy(&b.0).to_string());
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&text.unwrap_or_default()).map_err(|e| e.to_string())?;
+    testenv::client_from(&kubeconfig).await.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_map_longest_mount_first_and_once() {
+        let mounts = vec![
+            ("/var/etcd".to_string(), PathBuf::from("/tmp/v/data")),
+            ("/var/etcd/backup".to_string(), PathBuf::from("/srv/b")),
+        ];
+        assert_eq!(
+            map_paths("cp /var/etcd/backup/x /var/etcd/data.restore", &mounts),
+            "cp /srv/b/x /tmp/v/data/data.restore"
+        );
     }
 }
