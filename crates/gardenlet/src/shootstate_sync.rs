@@ -81,7 +81,10 @@ pub fn size_with(state: &ShootState, extensions: &[ExtensionResourceState]) -> u
 /// Syncs one extension object into its shoot's ShootState. Objects outside shoot namespaces,
 /// or of shoots without a ShootState yet, are skipped. Returns whether it wrote.
 pub async fn sync_object<K: ExtensionKind>(garden: &kube::Client, obj: &K, limit: usize) -> Result<bool, SyncError> {
-    let namespace = obj.namespace().unwrap_or_default();
+    // Cluster-scoped kinds (BackupEntry) name their shoot by the technical-ID label.
+    let namespace = obj
+        .namespace()
+        .unwrap_or_else(|| obj.labels().get(api::helpers::constants::LABEL_TECHNICAL_ID).cloned().unwrap_or_default());
     let Ok((_, project, shoot)) = TechnicalId::parse(&namespace) else { return Ok(false) };
     let kind = K::kind(&()).to_string();
     let name = obj.name_any();
@@ -128,10 +131,23 @@ pub async fn run<K: ExtensionKind>(seed: kube::Client, garden: kube::Client, lim
         std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff().touched_objects());
     while let Some(event) = stream.next().await {
         let Ok(obj) = event else { continue };
-        match sync_object(&garden, &obj, limit).await {
-            Ok(_) => {}
-            Err(e @ SyncError::TooLarge { .. }) => tracing::error!(error = %e, "state not copied to the ShootState"),
-            Err(e) => tracing::warn!(error = %e, "ShootState sync failed; retried on the next change"),
+        // A conflict means another writer (the secrets, another kind's sync) got there
+        // first: read again and retry a few times rather than wait for the object's next change.
+        for attempt in 1..=5 {
+            match sync_object(&garden, &obj, limit).await {
+                Ok(_) => break,
+                Err(SyncError::Kube { source: kube::Error::Api(s), .. }) if s.code == 409 && attempt < 5 => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
+                }
+                Err(e @ SyncError::TooLarge { .. }) => {
+                    tracing::error!(error = %e, "state not copied to the ShootState");
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "ShootState sync failed; retried on the next change");
+                    break;
+                }
+            }
         }
     }
 }
@@ -148,7 +164,8 @@ pub async fn run_all(seed: kube::Client, garden: kube::Client, limit: usize) {
         run::<DNSRecord>(seed.clone(), garden.clone(), limit),
         run::<ContainerRuntime>(seed.clone(), garden.clone(), limit),
         run::<Extension>(seed.clone(), garden.clone(), limit),
-        run::<Bastion>(seed, garden, limit),
+        run::<Bastion>(seed.clone(), garden.clone(), limit),
+        run::<BackupEntry>(seed, garden, limit),
     );
 }
 

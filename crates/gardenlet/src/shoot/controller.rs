@@ -334,7 +334,21 @@ impl ShootController {
 
     async fn reconcile(shoot: Arc<Shoot>, this: Arc<Self>) -> Result<RequeueAction, ShootError> {
         let period = Duration::from_secs(this.config.controllers.shoot_sync_period_seconds);
-        match decide(&shoot, &this.config.seed.name, period, Timestamp::now()) {
+        let action = decide(&shoot, &this.config.seed.name, period, Timestamp::now());
+        // A failed attempt writes the status, which is itself a change: without this, a
+        // failing shoot would be retried at once, forever. An explicit request skips the wait.
+        let in_error = shoot
+            .status
+            .as_ref()
+            .and_then(|s| s.last_operation.as_ref())
+            .is_some_and(|l| l.state == api::common::LastOperationState::Error);
+        if in_error
+            && !matches!(action, Action::Reconcile { requested: true } | Action::Skip(_))
+            && let Some(wait) = this.backoff.remaining(&backoff_key(&shoot))
+        {
+            return Ok(RequeueAction::requeue(wait));
+        }
+        match action {
             Action::Skip(reason) => {
                 tracing::trace!(shoot = %shoot.name_any(), reason, "skipping");
                 Ok(RequeueAction::await_change())

@@ -83,11 +83,15 @@ pub fn parse_chunk(line: &str) -> Result<Chunk, String> {
         Some(b) => base64::engine::general_purpose::STANDARD.decode(b).map_err(|e| format!("blob: {e}"))?,
         None => Vec::new(),
     };
-    let revision = result.get("header").and_then(|h| h.get("revision")).and_then(|r| match r {
+    Ok(Chunk::Data { blob, revision: header_revision(result) })
+}
+
+/// `header.revision` of a gateway answer (int64 values come as strings in JSON).
+fn header_revision(v: &serde_json::Value) -> Option<i64> {
+    v.get("header").and_then(|h| h.get("revision")).and_then(|r| match r {
         serde_json::Value::String(s) => s.parse().ok(),
         other => other.as_i64(),
-    });
-    Ok(Chunk::Data { blob, revision })
+    })
 }
 
 /// Hashes a snapshot stream as it passes, holding back the last 32 bytes, which must be the
@@ -202,6 +206,14 @@ pub async fn take(
         let path = path.to_path_buf();
         move |source| SnapshotError::Io { action, path, source }
     };
+    // The revision the snapshot will hold (the caller stopped every writer before).
+    let status = http::Request::post("/v3/maintenance/status")
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(b"{}".to_vec())
+        .map_err(|e| SnapshotError::Stream { endpoint: endpoint.clone(), reason: e.to_string() })?;
+    let status: serde_json::Value =
+        client.request(status).await.map_err(|source| SnapshotError::Request { endpoint: endpoint.clone(), source })?;
+    let mut revision = header_revision(&status).unwrap_or_default();
     let request = http::Request::post("/v3/maintenance/snapshot")
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(b"{}".to_vec())
@@ -212,7 +224,6 @@ pub async fn take(
         .map_err(|source| SnapshotError::Request { endpoint: endpoint.clone(), source })?;
     let mut out = tokio::fs::File::create(&scratch).await.map_err(io("creating", &scratch))?;
     let mut check = TrailerCheck::new();
-    let mut revision = 0;
     let mut lines = std::pin::pin!(reader.lines());
     while let Some(line) = lines.next().await {
         let line = line.map_err(|e| SnapshotError::Stream { endpoint: endpoint.clone(), reason: e.to_string() })?;

@@ -196,7 +196,11 @@ async fn final_snapshot(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
 async fn migrate_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let uid = ctx.shoot.metadata.uid.as_deref().unwrap_or_default();
     let name = ext::backup_entry_name(&ctx.values, uid);
-    ctx.deployer.migrate_and_wait::<BackupEntry>(None, &name).await.map_err(deploy_err)?;
+    if let Some(migrated) = ctx.deployer.migrate_and_wait::<BackupEntry>(None, &name).await.map_err(deploy_err)? {
+        shootstate_sync::sync_object(&ctx.garden, &migrated, shootstate_sync::SAFE_SIZE_BYTES)
+            .await
+            .map_err(task_err)?;
+    }
     delete_backup_entry(ctx).await
 }
 

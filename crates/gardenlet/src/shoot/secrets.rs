@@ -80,6 +80,7 @@ pub fn entries_from_shootstate(state: &ShootState) -> Vec<ShootStateEntry> {
         .spec
         .gardener
         .iter()
+        .filter(|g| g.type_ != super::backup::RECORD_TYPE)
         .filter_map(|g| {
             let data: BTreeMap<String, String> = serde_json::from_value(g.data.0.clone()).ok()?;
             Some(ShootStateEntry { name: g.name.clone(), type_: g.type_.clone(), data })

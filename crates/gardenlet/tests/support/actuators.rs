@@ -1,5 +1,8 @@
 //! Small actuators on the extension SDK that stand in for a provider (test code only). They
-//! do nothing in any cloud; they count calls and can be told to fail with an error code.
+//! do nothing in any cloud; they count calls, can be told to fail with an error code, keep a
+//! random `id` in their state (so a lost state shows as a new id), can be held in migrate and
+//! restore, and (BackupEntry) keep a directory per entry under a shared root, as
+//! provider-local does.
 
 use api::common::ErrorCode;
 use extension_sdk::kinds::{ExtensionResource, OscOutput};
@@ -14,6 +17,19 @@ pub struct TestActuator {
     pub hibernated_seen: Arc<std::sync::Mutex<Vec<bool>>>,
     pub fail_first: Arc<AtomicUsize>,
     pub code: ErrorCode,
+    /// Migrate and restore wait while this lock is held (to interrupt a gardenlet there).
+    pub hold: Arc<tokio::sync::Mutex<()>>,
+    /// BackupEntry: entries are directories `<root>/<bucket>/<entry>`.
+    pub backup_root: Option<Arc<std::path::PathBuf>>,
+}
+
+/// The state an object keeps: its id, or a fresh one for an object that has none.
+fn state_of(status: Option<&api::extensions::DefaultStatus>) -> serde_json::Value {
+    let id = status
+        .and_then(|s| s.state.as_ref())
+        .and_then(|s| s.0.get("id").and_then(|i| i.as_str()).map(str::to_string))
+        .unwrap_or_else(|| format!("{:016x}", fastrand::u64(..)));
+    serde_json::json!({"reconciled": true, "id": id})
 }
 
 impl TestActuator {
@@ -23,7 +39,15 @@ impl TestActuator {
             hibernated_seen: Arc::default(),
             fail_first: Arc::default(),
             code: ErrorCode::InfraRateLimitsExceeded,
+            hold: Arc::default(),
+            backup_root: None,
         }
+    }
+
+    /// BackupEntries become directories under `root`.
+    pub fn with_backup_root(mut self, root: &std::path::Path) -> Self {
+        self.backup_root = Some(Arc::new(root.to_path_buf()));
+        self
     }
 
     /// A second actuator sharing this one's counters and failure switch.
@@ -33,6 +57,8 @@ impl TestActuator {
             hibernated_seen: self.hibernated_seen.clone(),
             fail_first: self.fail_first.clone(),
             code: self.code,
+            hold: self.hold.clone(),
+            backup_root: self.backup_root.clone(),
         }
     }
 
@@ -50,13 +76,21 @@ impl TestActuator {
 macro_rules! plain_actuator {
     ($($kind:ty),*) => {$(
         impl Actuator<$kind> for TestActuator {
-            async fn reconcile(&self, _: &$kind, cluster: &ClusterContext) -> Result<Outcome<$kind>, ActuatorError> {
+            async fn reconcile(&self, obj: &$kind, cluster: &ClusterContext) -> Result<Outcome<$kind>, ActuatorError> {
                 self.maybe_fail()?;
                 self.hibernated_seen.lock().unwrap().push(cluster.is_hibernated());
-                Ok(Outcome::done().with_state(serde_json::json!({"reconciled": true})))
+                Ok(Outcome::done().with_state(state_of(api::extensions::ExtensionKind::default_status(obj))))
             }
             async fn delete(&self, _: &$kind, _: &ClusterContext) -> Result<(), ActuatorError> {
                 Ok(())
+            }
+            async fn migrate(&self, _: &$kind, _: &ClusterContext) -> Result<Outcome<$kind>, ActuatorError> {
+                drop(self.hold.lock().await);
+                Ok(Outcome::done())
+            }
+            async fn restore(&self, obj: &$kind, cluster: &ClusterContext) -> Result<Outcome<$kind>, ActuatorError> {
+                drop(self.hold.lock().await);
+                self.reconcile(obj, cluster).await
             }
         }
     )*};
@@ -68,9 +102,30 @@ plain_actuator!(
     api::extensions::ControlPlane,
     api::extensions::Network,
     api::extensions::Worker,
-    api::extensions::Extension,
-    api::extensions::BackupEntry
+    api::extensions::Extension
 );
+
+impl Actuator<api::extensions::BackupEntry> for TestActuator {
+    async fn reconcile(
+        &self,
+        entry: &api::extensions::BackupEntry,
+        _: &ClusterContext,
+    ) -> Result<Outcome<api::extensions::BackupEntry>, ActuatorError> {
+        self.maybe_fail()?;
+        let state = state_of(api::extensions::ExtensionKind::default_status(entry));
+        let Some(root) = &self.backup_root else { return Ok(Outcome::done().with_state(state)) };
+        let dir = root.join(&entry.spec.bucket_name).join(entry.metadata.name.as_deref().unwrap_or_default());
+        std::fs::create_dir_all(&dir).map_err(|e| ActuatorError::new(format!("creating {}: {e}", dir.display())))?;
+        Ok(Outcome::done().with_state(state).with_provider_status(serde_json::json!({"hostPath": dir})))
+    }
+    async fn delete(&self, entry: &api::extensions::BackupEntry, _: &ClusterContext) -> Result<(), ActuatorError> {
+        if let Some(root) = &self.backup_root {
+            let dir = root.join(&entry.spec.bucket_name).join(entry.metadata.name.as_deref().unwrap_or_default());
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        Ok(())
+    }
+}
 
 impl Actuator<api::extensions::OperatingSystemConfig> for TestActuator {
     async fn reconcile(
