@@ -127,9 +127,7 @@ async fn two_seeds() -> TwoSeeds {
     let backup_root = tempfile::tempdir().unwrap();
     let mut a = SeedSide::start("seed-a", None, backup_root.path()).await;
     let garden = a.client.clone();
-    eprintln!("seed-a up");
     let mut b = SeedSide::start("seed-b", Some(&garden), backup_root.path()).await;
-    eprintln!("seed-b up");
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();
     Api::<Namespace>::all(garden.clone()).create(&PostParams::default(), &ns).await.unwrap();
     a.start_gardenlet(&garden);
@@ -264,9 +262,7 @@ where
 async fn a_shoot_migrates_with_its_secrets_states_and_etcd_data() {
     let seeds = two_seeds().await;
     seeds.create_on_a().await;
-    eprintln!("created on seed-a");
     let marker = write_marker(&seeds.a.client).await;
-    eprintln!("marker written");
     let secrets_before = persistent_secrets(&seeds.a.client).await;
     let states_before = extension_states(&seeds.a.client).await;
     assert!(states_before.len() >= 7, "{states_before:?}");
@@ -306,13 +302,13 @@ async fn a_migration_interrupted_by_restarting_either_gardenlet_completes() {
     // Hold the Worker's migrate on A and restart A's gardenlet while it waits there.
     let held = seeds.a.worker.hold.clone().lock_owned().await;
     seeds.move_to_b(serde_json::json!({})).await;
-    wait_annotated(Api::<ext::Worker>::namespaced(seeds.a.client.clone(), NS), "pool", "migrate").await;
+    wait_annotated(Api::<ext::Worker>::namespaced(seeds.a.client.clone(), NS), "mover", "migrate").await;
     seeds.a.start_gardenlet(&garden);
     drop(held);
 
     // Hold the Worker's restore on B and restart B's gardenlet while it waits there.
     let held = seeds.b.worker.hold.clone().lock_owned().await;
-    wait_annotated(Api::<ext::Worker>::namespaced(seeds.b.client.clone(), NS), "pool", "restore").await;
+    wait_annotated(Api::<ext::Worker>::namespaced(seeds.b.client.clone(), NS), "mover", "restore").await;
     seeds.b.start_gardenlet(&garden);
     drop(held);
 

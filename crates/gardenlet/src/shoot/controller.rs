@@ -316,12 +316,28 @@ impl ShootController {
             }
             return Err(ShootError::Flow { shoot: shoot.name_any(), summary: result.summary() });
         }
+        // Hand over only while this seed still owns the shoot, and only to the seed the
+        // latest spec names (guarded by the resourceVersion, so no stale write wins).
+        let ns = shoot.namespace().unwrap_or_default();
+        let kube_err = |what| move |source| ShootError::Kube { what, shoot: shoot.name_any(), source };
+        let Some(latest) = self.shoots(&ns).get_opt(&shoot.name_any()).await.map_err(kube_err("reading the shoot"))?
+        else {
+            return Ok(RequeueAction::await_change());
+        };
+        if latest.status.as_ref().and_then(|s| s.seed_name.as_deref()) != Some(self.config.seed.name.as_str()) {
+            tracing::warn!("the shoot changed owner during the migration; not handing over");
+            return Ok(RequeueAction::await_change());
+        }
+        let destination = latest.spec.seed_name.clone().unwrap_or(destination);
         tracing::info!(%destination, "control plane migrated; handing the shoot over");
-        self.patch_status(
-            shoot,
-            json!({ "lastOperation": outcome.last_operation, "lastErrors": [], "seedName": destination }),
-        )
-        .await?;
+        let patch = json!({
+            "metadata": { "resourceVersion": latest.resource_version() },
+            "status": { "lastOperation": outcome.last_operation, "lastErrors": [], "seedName": destination },
+        });
+        self.shoots(&ns)
+            .patch_status(&shoot.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(kube_err("handing the shoot over"))?;
         self.backoff.reset(&backoff_key(shoot));
         Ok(RequeueAction::await_change())
     }
@@ -333,6 +349,16 @@ impl ShootController {
     }
 
     async fn reconcile(shoot: Arc<Shoot>, this: Arc<Self>) -> Result<RequeueAction, ShootError> {
+        // Decide on the latest Shoot, not on the watch cache: the cache may lag behind an
+        // ownership change (a hand-over, a forced takeover), and acting on a stale copy would
+        // run a second control plane.
+        let ns = shoot.namespace().unwrap_or_default();
+        let latest = this.shoots(&ns).get_opt(&shoot.name_any()).await.map_err(|source| ShootError::Kube {
+            what: "reading the shoot",
+            shoot: shoot.name_any(),
+            source,
+        })?;
+        let Some(shoot) = latest else { return Ok(RequeueAction::await_change()) };
         let period = Duration::from_secs(this.config.controllers.shoot_sync_period_seconds);
         let action = decide(&shoot, &this.config.seed.name, period, Timestamp::now());
         // A failed attempt writes the status, which is itself a change: without this, a

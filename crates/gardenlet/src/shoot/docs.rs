@@ -15,7 +15,8 @@ pub fn table(flow: &Flow) -> String {
             "Deploying shoot system resources" => "hibernated",
             "Deploying OperatingSystemConfigs" | "Deploying Worker" => "no worker pools",
             "Deploying Network" => "no `spec.networking.type`",
-            "Deploying BackupEntry" => "the seed has no backup",
+            "Deploying BackupEntry" | "Migrating BackupEntry" => "the seed has no backup",
+            "Completing the etcd restore" => "not a Restore from a final etcd snapshot",
             _ => "",
         };
         out.push_str(&format!("| {task} | {} | {skip} |\n", deps.join(", ")));
@@ -47,9 +48,10 @@ pub fn document() -> Result<String, Box<dyn std::error::Error>> {
         std::time::Duration::from_secs(1),
     ));
     Ok(format!(
-        "# gardenlet flows\n\nGenerated from the code by `UPDATE_FLOW_DOCS=1 cargo test -p gardenlet --test flow_docs`; do not edit.\nTasks start as soon as everything they depend on is done; independent tasks run in parallel.\n\n{}\n{}\n{}",
+        "# gardenlet flows\n\nGenerated from the code by `UPDATE_FLOW_DOCS=1 cargo test -p gardenlet --test flow_docs`; do not edit.\nTasks start as soon as everything they depend on is done; independent tasks run in parallel.\n\n{}\n{}\n{}\n{}",
         table(&super::reconcile::flow(&ctx)?),
         table(&super::hibernate::flow(&ctx)?),
+        table(&super::migrate::flow(&ctx)?),
         table(&super::delete::flow(&ctx)?)
     ))
 }
