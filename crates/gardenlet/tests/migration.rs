@@ -391,3 +391,17 @@ async fn namespace_versions(seed: &kube::Client) -> BTreeMap<String, String> {
     out.insert("Namespace".into(), ns.resource_version().unwrap_or_default());
     out
 }
+
+/// The simulator's path mapping (what lets it run the etcd pod's restore script locally).
+#[test]
+fn container_paths_map_longest_mount_first_and_once() {
+    use std::path::PathBuf;
+    let mounts = vec![
+        ("/var/etcd".to_string(), PathBuf::from("/tmp/v/data")),
+        ("/var/etcd/backup".to_string(), PathBuf::from("/srv/b")),
+    ];
+    assert_eq!(
+        support::standin::map_paths("cp /var/etcd/backup/x /var/etcd/data.restore", &mounts),
+        "cp /srv/b/x /tmp/v/data/data.restore"
+    );
+}
