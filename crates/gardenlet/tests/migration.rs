@@ -368,6 +368,46 @@ async fn a_forced_restore_without_the_source_completes_and_the_source_stays_out(
     assert_eq!(status.seed_name.as_deref(), Some("seed-b"));
 }
 
+#[tokio::test]
+async fn a_hibernated_shoot_migrates_and_wakes_up_with_its_data() {
+    let seeds = two_seeds().await;
+    seeds.create_on_a().await;
+    let marker = write_marker(&seeds.a.client).await;
+    let hibernate = serde_json::json!({"spec": {"hibernation": {"enabled": true}}});
+    seeds.shoots().patch("mover", &PatchParams::default(), &Patch::Merge(&hibernate)).await.unwrap();
+    seeds
+        .wait_shoot("hibernated on seed-a", Duration::from_secs(120), |s| {
+            s.status.as_ref().is_some_and(|st| st.hibernated)
+                && last_is(s, LastOperationType::Reconcile, LastOperationState::Succeeded)
+        })
+        .await;
+
+    seeds.move_to_b(serde_json::json!({})).await;
+    let restored = seeds.wait_restored_on_b().await;
+    assert!(restored.status.as_ref().unwrap().hibernated, "restored hibernated");
+    assert_nothing_left(&seeds.a.client).await;
+    // etcd did not start on B: the snapshot waits, unconsumed, for the wake-up.
+    let states = Api::<ShootState>::namespaced(seeds.garden.clone(), "garden-dev");
+    let record = gardenlet::shoot::backup::record(Some(&states.get("mover").await.unwrap())).unwrap();
+    assert!(!record.is_restored(), "{record:?}");
+    let dir = seeds.backup_root.path().join(&record.bucket_name).join(&record.entry_name);
+    assert!(dir.join("final-snapshot.db").is_file());
+
+    let wake = serde_json::json!({"spec": {"hibernation": {"enabled": false}}});
+    seeds.shoots().patch("mover", &PatchParams::default(), &Patch::Merge(&wake)).await.unwrap();
+    seeds
+        .wait_shoot("awake on seed-b", Duration::from_secs(180), |s| {
+            s.status.as_ref().is_some_and(|st| !st.hibernated)
+                && last_is(s, LastOperationType::Reconcile, LastOperationState::Succeeded)
+        })
+        .await;
+    let back = read_marker(&seeds.b.client).await.expect("the marker is in etcd after the wake-up");
+    assert_eq!(back.data, marker.data);
+    let record = gardenlet::shoot::backup::record(Some(&states.get("mover").await.unwrap())).unwrap();
+    assert!(record.is_restored(), "consumed at the wake-up: {record:?}");
+    assert!(!dir.join("final-snapshot.db").exists());
+}
+
 /// resourceVersions of everything in the shoot namespace that gardenlet writes.
 async fn namespace_versions(seed: &kube::Client) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

@@ -29,20 +29,16 @@ pub struct Found {
     pub backup_dir: Option<String>,
 }
 
-/// What a Restore operation restores from: the extension states and the record of the final
-/// etcd snapshot, as the source seed left them in the ShootState.
+/// What a Restore operation restores extension objects from: their states as the source seed
+/// left them in the ShootState.
 #[derive(Debug, Clone, Default)]
 pub struct RestoreSource {
     pub extensions: Vec<api::core::shootstate::ExtensionResourceState>,
-    pub snapshot: Option<super::backup::SnapshotRecord>,
 }
 
 impl RestoreSource {
     pub fn from_shoot_state(state: Option<&api::core::ShootState>) -> Self {
-        Self {
-            extensions: state.map(|s| s.spec.extensions.clone()).unwrap_or_default(),
-            snapshot: super::backup::record(state),
-        }
+        Self { extensions: state.map(|s| s.spec.extensions.clone()).unwrap_or_default() }
     }
 
     /// The saved state of one extension object.

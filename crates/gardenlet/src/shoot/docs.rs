@@ -16,7 +16,7 @@ pub fn table(flow: &Flow) -> String {
             "Deploying OperatingSystemConfigs" | "Deploying Worker" => "no worker pools",
             "Deploying Network" => "no `spec.networking.type`",
             "Deploying BackupEntry" | "Migrating BackupEntry" => "the seed has no backup",
-            "Completing the etcd restore" => "not a Restore from a final etcd snapshot",
+            "Completing the etcd restore" => "no unrestored final etcd snapshot, or hibernated",
             _ => "",
         };
         out.push_str(&format!("| {task} | {} | {skip} |\n", deps.join(", ")));

@@ -67,8 +67,10 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
         &[&worker, &network, &kcm, &scheduler, &extensions, &after_worker, &control_plane],
         t(ctx, check_health),
     );
-    let restoring = ctx.restore.as_ref().is_some_and(|r| r.snapshot.is_some());
-    f.task_if("Completing the etcd restore", &[&health], restoring, t(ctx, complete_restore));
+    // The first run with etcd up after a migration (at once, or at the wake-up of a shoot
+    // migrated while hibernated) consumes the final snapshot.
+    let pending_snapshot = ctx.snapshot_record.as_ref().is_some_and(|r| !r.is_restored());
+    f.task_if("Completing the etcd restore", &[&health], pending_snapshot && running, t(ctx, complete_restore));
     f.build()
 }
 
@@ -297,10 +299,12 @@ async fn deploy_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError
     Ok(())
 }
 
-/// On a restore from a final snapshot: the file must be the one the source recorded, or etcd
-/// would silently start empty (missing file) or from other data.
+/// Before etcd starts from a final snapshot: the file must be the one the source recorded, or
+/// etcd would silently start empty (missing file) or from other data.
 async fn verify_final_snapshot(ctx: &OperationContext) -> Result<(), TaskError> {
-    let Some(record) = ctx.restore.as_ref().and_then(|r| r.snapshot.as_ref()).filter(|r| !r.is_restored()) else {
+    // A hibernated shoot's etcd does not start: the snapshot waits for the wake-up.
+    let pending = ctx.snapshot_record.as_ref().filter(|r| !r.is_restored() && !ctx.values.hibernated);
+    let Some(record) = pending else {
         return Ok(());
     };
     let Some(dir) = ctx.found().backup_dir.clone() else {
@@ -324,7 +328,7 @@ async fn verify_final_snapshot(ctx: &OperationContext) -> Result<(), TaskError> 
 /// After a successful restore from a final snapshot: rename the file (so a later loss of
 /// etcd's volume does not bring back this old state unnoticed) and mark the record restored.
 async fn complete_restore(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    let Some(record) = ctx.restore.as_ref().and_then(|r| r.snapshot.clone()).filter(|r| !r.is_restored()) else {
+    let Some(record) = ctx.snapshot_record.clone().filter(|r| !r.is_restored()) else {
         return Ok(());
     };
     let dir = ctx.found().backup_dir.clone();
