@@ -81,10 +81,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seed_controller =
         SeedController::new(garden.clone(), config.seed.clone(), config.controllers.seed_heartbeat(), gardener);
     runner.add_task(move |stop| seed_controller.run(stop));
-    let (sync_seed, sync_garden) = (seed.clone(), garden.clone());
+    let (sync_seed, sync_garden, sync_name) = (seed.clone(), garden.clone(), config.seed.name.clone());
     runner.add_task(move |stop| async move {
         tokio::select! {
-            _ = gardenlet::shootstate_sync::run_all(sync_seed, sync_garden, gardenlet::shootstate_sync::SAFE_SIZE_BYTES) => {}
+            _ = gardenlet::shootstate_sync::run_all(sync_seed, sync_garden, gardenlet::shootstate_sync::SAFE_SIZE_BYTES, sync_name) => {}
             _ = stop => {}
         }
     });

@@ -80,7 +80,12 @@ pub fn size_with(state: &ShootState, extensions: &[ExtensionResourceState]) -> u
 
 /// Syncs one extension object into its shoot's ShootState. Objects outside shoot namespaces,
 /// or of shoots without a ShootState yet, are skipped. Returns whether it wrote.
-pub async fn sync_object<K: ExtensionKind>(garden: &kube::Client, obj: &K, limit: usize) -> Result<bool, SyncError> {
+pub async fn sync_object<K: ExtensionKind>(
+    garden: &kube::Client,
+    obj: &K,
+    limit: usize,
+    seed_name: &str,
+) -> Result<bool, SyncError> {
     // Cluster-scoped kinds (BackupEntry) name their shoot by the technical-ID label.
     let namespace = obj
         .namespace()
@@ -92,7 +97,15 @@ pub async fn sync_object<K: ExtensionKind>(garden: &kube::Client, obj: &K, limit
         let (kind, namespace, name) = (kind.clone(), namespace.clone(), name.clone());
         move |source| SyncError::Kube { what, kind, namespace, name, source }
     };
-    let states: Api<ShootState> = Api::namespaced(garden.clone(), &api::helpers::project_namespace(&project));
+    let garden_namespace = api::helpers::project_namespace(&project);
+    // Only the owner's objects speak for the shoot: after a takeover, what is left in the
+    // old seed must not overwrite the new owner's states.
+    let shoots: Api<api::core::Shoot> = Api::namespaced(garden.clone(), &garden_namespace);
+    let Some(owning) = shoots.get_opt(&shoot).await.map_err(err("reading the Shoot"))? else { return Ok(false) };
+    if owning.status.as_ref().and_then(|s| s.seed_name.as_deref()).is_some_and(|o| !o.is_empty() && o != seed_name) {
+        return Ok(false);
+    }
+    let states: Api<ShootState> = Api::namespaced(garden.clone(), &garden_namespace);
     let Some(state) = states.get_opt(&shoot).await.map_err(err("reading the ShootState"))? else {
         return Ok(false);
     };
@@ -125,7 +138,7 @@ fn migrated<K: ExtensionKind>(obj: &K) -> bool {
 
 /// Watches every object of kind `K` in the seed and syncs it, until the task is dropped.
 /// Conflicts and errors are logged and retried on the next event of the object.
-pub async fn run<K: ExtensionKind>(seed: kube::Client, garden: kube::Client, limit: usize) {
+pub async fn run<K: ExtensionKind>(seed: kube::Client, garden: kube::Client, limit: usize, seed_name: String) {
     let api: Api<K> = Api::all(seed);
     let mut stream =
         std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff().touched_objects());
@@ -134,7 +147,7 @@ pub async fn run<K: ExtensionKind>(seed: kube::Client, garden: kube::Client, lim
         // A conflict means another writer (the secrets, another kind's sync) got there
         // first: read again and retry a few times rather than wait for the object's next change.
         for attempt in 1..=5 {
-            match sync_object(&garden, &obj, limit).await {
+            match sync_object(&garden, &obj, limit, &seed_name).await {
                 Ok(_) => break,
                 Err(SyncError::Kube { source: kube::Error::Api(s), .. }) if s.code == 409 && attempt < 5 => {
                     tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
@@ -153,19 +166,19 @@ pub async fn run<K: ExtensionKind>(seed: kube::Client, garden: kube::Client, lim
 }
 
 /// Runs the sync for every extension kind that carries shoot state.
-pub async fn run_all(seed: kube::Client, garden: kube::Client, limit: usize) {
+pub async fn run_all(seed: kube::Client, garden: kube::Client, limit: usize, seed_name: String) {
     use api::extensions::*;
     tokio::join!(
-        run::<Infrastructure>(seed.clone(), garden.clone(), limit),
-        run::<ControlPlane>(seed.clone(), garden.clone(), limit),
-        run::<Worker>(seed.clone(), garden.clone(), limit),
-        run::<Network>(seed.clone(), garden.clone(), limit),
-        run::<OperatingSystemConfig>(seed.clone(), garden.clone(), limit),
-        run::<DNSRecord>(seed.clone(), garden.clone(), limit),
-        run::<ContainerRuntime>(seed.clone(), garden.clone(), limit),
-        run::<Extension>(seed.clone(), garden.clone(), limit),
-        run::<Bastion>(seed.clone(), garden.clone(), limit),
-        run::<BackupEntry>(seed, garden, limit),
+        run::<Infrastructure>(seed.clone(), garden.clone(), limit, seed_name.clone()),
+        run::<ControlPlane>(seed.clone(), garden.clone(), limit, seed_name.clone()),
+        run::<Worker>(seed.clone(), garden.clone(), limit, seed_name.clone()),
+        run::<Network>(seed.clone(), garden.clone(), limit, seed_name.clone()),
+        run::<OperatingSystemConfig>(seed.clone(), garden.clone(), limit, seed_name.clone()),
+        run::<DNSRecord>(seed.clone(), garden.clone(), limit, seed_name.clone()),
+        run::<ContainerRuntime>(seed.clone(), garden.clone(), limit, seed_name.clone()),
+        run::<Extension>(seed.clone(), garden.clone(), limit, seed_name.clone()),
+        run::<Bastion>(seed.clone(), garden.clone(), limit, seed_name.clone()),
+        run::<BackupEntry>(seed, garden, limit, seed_name.clone()),
     );
 }
 

@@ -99,6 +99,7 @@ impl SeedSide {
             self.client.clone(),
             garden.clone(),
             gardenlet::shootstate_sync::SAFE_SIZE_BYTES,
+            self.config.seed.name.clone(),
         );
         self.gardenlet = Some(tokio::spawn(async move {
             tokio::join!(controller.run(std::future::pending()), sync);
@@ -269,9 +270,17 @@ async fn a_shoot_migrates_with_its_secrets_states_and_etcd_data() {
 
     let started = Instant::now();
     seeds.move_to_b(serde_json::json!({})).await;
+    seeds
+        .wait_shoot("the hand-over to seed-b", Duration::from_secs(180), |s| {
+            s.status.as_ref().and_then(|st| st.seed_name.as_deref()) == Some("seed-b")
+        })
+        .await;
+    let handed_over = started.elapsed();
     let shoot = seeds.wait_restored_on_b().await;
     let took = started.elapsed();
-    eprintln!("migration seed-a → seed-b, from the spec change to Restore Succeeded: {took:?}");
+    eprintln!(
+        "migration seed-a → seed-b: hand-over after {handed_over:?}, Restore Succeeded after {took:?} (from the spec change)"
+    );
 
     assert!(shoot.status.as_ref().unwrap().last_errors.is_empty());
     assert_nothing_left(&seeds.a.client).await;

@@ -19,6 +19,17 @@ async fn setup() -> (testenv::TestEnv, kube::Client) {
         let n: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})).unwrap();
         Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &n).await.unwrap();
     }
+    // The shoot the states belong to (no seed owns it yet, so this seed's sync speaks for it).
+    let shoot: api::core::Shoot = serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
+        "metadata": {"name": "demo", "namespace": "garden-dev"},
+        "spec": {"region": "local", "provider": {"type": "local"}, "kubernetes": {"version": "1.20.2"}}
+    }))
+    .unwrap();
+    Api::<api::core::Shoot>::namespaced(client.clone(), "garden-dev")
+        .create(&PostParams::default(), &shoot)
+        .await
+        .unwrap();
     let mut state = ShootState::new("demo", Default::default());
     state.metadata.namespace = Some("garden-dev".into());
     Api::<ShootState>::namespaced(client.clone(), "garden-dev").create(&PostParams::default(), &state).await.unwrap();
@@ -57,7 +68,7 @@ async fn wait_state(states: &Api<ShootState>, check: impl Fn(&ShootState) -> boo
 #[tokio::test]
 async fn extension_states_are_copied_on_change_only() {
     let (_env, client) = setup().await;
-    let task = tokio::spawn(run::<Infrastructure>(client.clone(), client.clone(), 1024 * 1024));
+    let task = tokio::spawn(run::<Infrastructure>(client.clone(), client.clone(), 1024 * 1024, "local".to_string()));
     let states: Api<ShootState> = Api::namespaced(client.clone(), "garden-dev");
 
     set_status(&client, serde_json::json!({"state": {"network": "n-1"}})).await;
@@ -85,7 +96,7 @@ async fn an_oversized_state_is_refused_and_names_the_offender() {
     let (_env, client) = setup().await;
     let infra = set_status(&client, serde_json::json!({"state": {"blob": "x".repeat(20_000)}})).await;
     let before = Api::<ShootState>::namespaced(client.clone(), "garden-dev").get("demo").await.unwrap();
-    let err = sync_object(&client, &infra, 10_000).await.unwrap_err();
+    let err = sync_object(&client, &infra, 10_000, "local").await.unwrap_err();
     assert!(matches!(err, SyncError::TooLarge { .. }));
     let message = err.to_string();
     assert!(
@@ -94,5 +105,5 @@ async fn an_oversized_state_is_refused_and_names_the_offender() {
     );
     let after = Api::<ShootState>::namespaced(client.clone(), "garden-dev").get("demo").await.unwrap();
     assert_eq!(after.resource_version(), before.resource_version(), "nothing written");
-    assert!(sync_object(&client, &infra, 1024 * 1024).await.unwrap(), "fits under a larger limit");
+    assert!(sync_object(&client, &infra, 1024 * 1024, "local").await.unwrap(), "fits under a larger limit");
 }

@@ -20,6 +20,14 @@ pub struct Images {
     pub kube_apiserver: String,
     pub kube_controller_manager: String,
     pub kube_scheduler: String,
+    /// The etcd restore init container: needs `sh`, `rm`, `mv` and `etcdctl` (the etcd 3.5
+    /// images are distroless and have no shell; the 3.4 ones do).
+    #[serde(default = "default_etcd_restore_image")]
+    pub etcd_restore: String,
+}
+
+fn default_etcd_restore_image() -> String {
+    "registry.k8s.io/etcd:3.4.13-0".into()
 }
 
 impl Default for Images {
@@ -29,6 +37,7 @@ impl Default for Images {
             kube_apiserver: "registry.k8s.io/kube-apiserver:v{version}".into(),
             kube_controller_manager: "registry.k8s.io/kube-controller-manager:v{version}".into(),
             kube_scheduler: "registry.k8s.io/kube-scheduler:v{version}".into(),
+            etcd_restore: default_etcd_restore_image(),
         }
     }
 }

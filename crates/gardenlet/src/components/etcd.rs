@@ -30,8 +30,9 @@ pub const FINAL_SNAPSHOT: &str = "final-snapshot.db";
 /// loss of the data volume never silently brings back that old state.
 pub const RESTORED_SNAPSHOT: &str = "final-snapshot.restored.db";
 
-/// The restore step that runs before etcd in the same pod: when the data directory is empty
-/// and the backup entry holds a final snapshot, `etcdctl snapshot restore` builds the data
+/// The restore step that runs before etcd in the same pod: when the data directory holds no
+/// etcd member (absent, or left behind by an etcd that never got going) and the backup entry
+/// holds a final snapshot, `etcdctl snapshot restore` builds the data
 /// directory from it (into a scratch directory first, renamed at the end, so an interrupted
 /// restore leaves no half-written data directory). Otherwise it does nothing. The restore
 /// keeps etcd's revisions, so resourceVersions stay valid across a migration.
@@ -44,6 +45,7 @@ pub fn restore_script(namespace: &str) -> String {
          rm -rf {DATA_DIR}.restore\n\
          ETCDCTL_API=3 etcdctl snapshot restore \"$snapshot\" --data-dir={DATA_DIR}.restore \
          --name=\"$POD_NAME\" --initial-cluster=\"$POD_NAME={peer}\" --initial-advertise-peer-urls={peer}\n\
+         rm -rf {DATA_DIR}\n\
          mv {DATA_DIR}.restore {DATA_DIR}\n"
     )
 }
@@ -67,7 +69,7 @@ fn data_mount() -> VolumeMount {
 fn restore(values: &ControlPlaneValues, backup_dir: &str) -> (Container, Volume) {
     let container = Container {
         name: "restore".to_string(),
-        image: Some(Images::resolve(&values.images.etcd, &values.kubernetes_version)),
+        image: Some(Images::resolve(&values.images.etcd_restore, &values.kubernetes_version)),
         command: Some(vec!["sh".to_string(), "-c".to_string(), restore_script(&values.namespace)]),
         env: Some(vec![pod_name_env()]),
         volume_mounts: Some(vec![

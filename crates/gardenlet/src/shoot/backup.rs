@@ -81,22 +81,30 @@ pub async fn write_record(
 ) -> Result<(), BackupError> {
     let api: Api<ShootState> = Api::namespaced(garden.clone(), namespace);
     let err = |what| move |source| BackupError::Kube { what, shoot: name.to_string(), source };
-    let state = api
-        .get_opt(name)
-        .await
-        .map_err(err("reading the ShootState"))?
-        .ok_or_else(|| BackupError::NoShootState { namespace: namespace.into(), name: name.into() })?;
-    let gardener = with_record(&state.spec.gardener, record);
-    if gardener == state.spec.gardener {
-        return Ok(());
+    // Other writers (the secrets, the extension-state sync) change the ShootState too: on a
+    // conflict, read again and retry.
+    for attempt in 1..=5u64 {
+        let state = api
+            .get_opt(name)
+            .await
+            .map_err(err("reading the ShootState"))?
+            .ok_or_else(|| BackupError::NoShootState { namespace: namespace.into(), name: name.into() })?;
+        let gardener = with_record(&state.spec.gardener, record);
+        if gardener == state.spec.gardener {
+            return Ok(());
+        }
+        let patch = serde_json::json!({
+            "metadata": { "resourceVersion": state.resource_version() },
+            "spec": { "gardener": gardener },
+        });
+        match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 && attempt < 5 => {
+                tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
+            }
+            Err(e) => return Err(err("recording the final etcd snapshot in the ShootState")(e)),
+        }
     }
-    let patch = serde_json::json!({
-        "metadata": { "resourceVersion": state.resource_version() },
-        "spec": { "gardener": gardener },
-    });
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(err("recording the final etcd snapshot in the ShootState"))?;
     Ok(())
 }
 

@@ -81,6 +81,31 @@ impl ShootController {
         Ok(())
     }
 
+    /// Writes the status only while this seed owns the shoot (`status.seedName`), guarded by
+    /// the resourceVersion it checked: a source seed that lost the shoot to a forced takeover
+    /// must not overwrite the new owner's status. `Ok(false)` when it is not the owner.
+    async fn patch_status_as_owner(&self, shoot: &Shoot, status: serde_json::Value) -> Result<bool, ShootError> {
+        let ns = shoot.namespace().unwrap_or_default();
+        let err = |what| move |source| ShootError::Kube { what, shoot: shoot.name_any(), source };
+        for attempt in 1..=3 {
+            let Some(latest) = self.shoots(&ns).get_opt(&shoot.name_any()).await.map_err(err("reading the shoot"))?
+            else {
+                return Ok(false);
+            };
+            if latest.status.as_ref().and_then(|s| s.seed_name.as_deref()) != Some(self.config.seed.name.as_str()) {
+                return Ok(false);
+            }
+            let patch = json!({ "metadata": { "resourceVersion": latest.resource_version() }, "status": status });
+            match self.shoots(&ns).patch_status(&shoot.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await
+            {
+                Ok(_) => return Ok(true),
+                Err(kube::Error::Api(s)) if s.code == 409 && attempt < 3 => continue,
+                Err(e) => return Err(err("writing the status")(e)),
+            }
+        }
+        Ok(false)
+    }
+
     async fn patch_meta(&self, shoot: &Shoot, patch: serde_json::Value, what: &'static str) -> Result<(), ShootError> {
         let ns = shoot.namespace().unwrap_or_default();
         self.shoots(&ns)
@@ -96,6 +121,7 @@ impl ShootController {
         shoot: &Shoot,
         type_: LastOperationType,
         flow: crate::flow::Flow,
+        as_owner: bool,
     ) -> crate::flow::FlowResult {
         let (tx, mut rx) = tokio::sync::watch::channel::<Option<LastOperation>>(None);
         let options = RunOptions {
@@ -110,9 +136,14 @@ impl ShootController {
             async move {
                 while rx.changed().await.is_ok() {
                     let latest = rx.borrow_and_update().clone();
-                    if let Some(op) = latest
-                        && let Err(e) = this.patch_status(&shoot, json!({ "lastOperation": op })).await
-                    {
+                    let Some(op) = latest else { continue };
+                    let status = json!({ "lastOperation": op });
+                    let written = if as_owner {
+                        this.patch_status_as_owner(&shoot, status).await.map(|_| ())
+                    } else {
+                        this.patch_status(&shoot, status).await
+                    };
+                    if let Err(e) = written {
                         tracing::debug!(error = %e, "progress update failed");
                     }
                 }
@@ -184,15 +215,17 @@ impl ShootController {
             all.push(FINALIZER_GARDENER.to_string());
             meta["metadata"]["finalizers"] = json!(all);
         }
-        if requested {
+        // Taking over a shoot another seed owns (only forced, see `decide`) is a Restore. Its
+        // `force-restore` annotation is consumed only once the claim below is written, so a
+        // failure in between leaves the operator's request in place.
+        let owner = shoot.status.as_ref().and_then(|s| s.seed_name.as_deref()).filter(|s| !s.is_empty());
+        let takeover = owner.is_some_and(|o| o != self.config.seed.name);
+        if requested && !takeover {
             meta["metadata"]["annotations"] = json!({ ANNOTATION_OPERATION: null });
         }
         if meta != json!({}) {
             self.patch_meta(shoot, meta, "preparing the shoot").await?;
         }
-        // Taking over a shoot another seed owns (only forced, see `decide`) is a Restore.
-        let owner = shoot.status.as_ref().and_then(|s| s.seed_name.as_deref()).filter(|s| !s.is_empty());
-        let takeover = owner.is_some_and(|o| o != self.config.seed.name);
         let type_ = reconcile_type(shoot.status.as_ref(), takeover);
         // A change of hibernation re-reconciles every extension object: the providers see it
         // only through the Cluster.
@@ -210,6 +243,10 @@ impl ShootController {
             }),
         )
         .await?;
+        if takeover {
+            let consume = json!({ "metadata": { "annotations": { ANNOTATION_OPERATION: null } } });
+            self.patch_meta(shoot, consume, "consuming the force-restore annotation").await?;
+        }
         // Hibernating an existing shoot has its own order; a shoot created hibernated is
         // created never started by the reconcile flow.
         let flow = if ctx.values.hibernated && !matches!(type_, LastOperationType::Create | LastOperationType::Restore)
@@ -219,7 +256,7 @@ impl ShootController {
             reconcile::flow(&ctx)
         }
         .map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, type_, flow).await;
+        let result = self.run_flow(shoot, type_, flow, false).await;
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(type_, shoot.status.as_ref(), &result, retry_window, &now());
         let mut status = json!({
@@ -276,7 +313,7 @@ impl ShootController {
         let ctx = self.context(shoot, true, false).await?;
         self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Delete, &now()) })).await?;
         let flow = delete::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, LastOperationType::Delete, flow).await;
+        let result = self.run_flow(shoot, LastOperationType::Delete, flow, false).await;
         if !result.is_success() {
             let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
             let outcome = finished(LastOperationType::Delete, shoot.status.as_ref(), &result, retry_window, &now());
@@ -300,15 +337,22 @@ impl ShootController {
             return Ok(RequeueAction::await_change());
         };
         let ctx = self.context(shoot, true, false).await?;
-        self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Migrate, &now()) })).await?;
+        let start = json!({ "lastOperation": started(LastOperationType::Migrate, &now()) });
+        if !self.patch_status_as_owner(shoot, start).await? {
+            return Ok(RequeueAction::await_change());
+        }
         let flow = migrate::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, LastOperationType::Migrate, flow).await;
+        let result = self.run_flow(shoot, LastOperationType::Migrate, flow, true).await;
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(LastOperationType::Migrate, shoot.status.as_ref(), &result, retry_window, &now());
         if !result.is_success() {
-            self.patch_status(
+            self.patch_status_as_owner(
                 shoot,
-                json!({ "lastOperation": outcome.last_operation, "lastErrors": outcome.last_errors }),
+                json!({
+                    "lastOperation": outcome.last_operation,
+                    "lastErrors": outcome.last_errors,
+                    "retryCycleStartTime": outcome.retry_cycle_start_time,
+                }),
             )
             .await?;
             if outcome.failed {
@@ -328,7 +372,10 @@ impl ShootController {
             tracing::warn!("the shoot changed owner during the migration; not handing over");
             return Ok(RequeueAction::await_change());
         }
-        let destination = latest.spec.seed_name.clone().unwrap_or(destination);
+        let Some(destination) = latest.spec.seed_name.clone().filter(|d| *d != self.config.seed.name) else {
+            tracing::warn!(%destination, "the shoot no longer names another seed; not handing over");
+            return Ok(RequeueAction::await_change());
+        };
         tracing::info!(%destination, "control plane migrated; handing the shoot over");
         let patch = json!({
             "metadata": { "resourceVersion": latest.resource_version() },

@@ -3,7 +3,7 @@
 //! operation; and otherwise a regular resync, spread per shoot so that many shoots do not
 //! resync at once. A Failed shoot waits for a `retry` (or a spec change).
 
-use api::common::LastOperationState;
+use api::common::{LastOperationState, LastOperationType};
 use api::core::Shoot;
 use api::helpers::constants::{ANNOTATION_OPERATION, operation};
 use std::time::Duration;
@@ -34,23 +34,26 @@ pub fn spread(uid: &str, period: Duration) -> Duration {
 
 pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_openapi::jiff::Timestamp) -> Action {
     let owner = shoot.status.as_ref().and_then(|s| s.seed_name.as_deref()).filter(|s| !s.is_empty());
+    let annotation = shoot.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_OPERATION)).map(String::as_str);
+    let last = shoot.status.as_ref().and_then(|s| s.last_operation.as_ref());
     if shoot.spec.seed_name.as_deref() != Some(seed_name) {
         // Still the owner: the control plane runs here until it is migrated and handed over
         // (a deletion waits for the hand-over and then happens on the new seed).
         if owner == Some(seed_name) {
+            let failed =
+                last.is_some_and(|l| l.type_ == LastOperationType::Migrate && l.state == LastOperationState::Failed);
+            if failed && annotation != Some(operation::RETRY) {
+                return Action::Skip("the migration failed; annotate gardener.cloud/operation=retry");
+            }
             return Action::Migrate;
         }
         return Action::Skip("scheduled to another seed");
     }
-    if shoot.metadata.deletion_timestamp.is_some() {
-        return Action::Delete;
-    }
-    let annotation = shoot.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_OPERATION)).map(String::as_str);
     // Ownership: `status.seedName` names the seed that runs the control plane. While it names
     // another seed, that seed has not handed the shoot over, and taking it would run two
-    // control planes for one cluster. An operator whose source seed is gone forces the
-    // takeover with `force-restore`; the old seed never acts again, since neither the spec
-    // nor the status names it any more.
+    // control planes for one cluster (this holds for a deletion too). An operator whose
+    // source seed is gone forces the takeover with `force-restore`; the old seed never acts
+    // again, since neither the spec nor the status names it any more.
     if let Some(owner) = owner
         && owner != seed_name
     {
@@ -62,18 +65,26 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
             )
         };
     }
+    // Handed over (or a restore unfinished): restore first, also before a deletion, so that
+    // the deletion finds the extension objects and deletes the real infrastructure.
+    if last.is_some_and(super::status::restore_pending) {
+        return Action::Reconcile { requested: annotation.is_some() };
+    }
+    if shoot.metadata.deletion_timestamp.is_some() {
+        return Action::Delete;
+    }
+    // A force-restore on a shoot this seed owns (or nobody does) is consumed, not kept armed.
+    if annotation == Some(FORCE_RESTORE) {
+        return Action::Reconcile { requested: true };
+    }
     if matches!(annotation, Some(operation::RECONCILE) | Some(operation::RETRY)) {
         return Action::Reconcile { requested: true };
     }
     let status = shoot.status.as_ref();
-    let Some(last) = status.and_then(|s| s.last_operation.as_ref()) else {
+    let Some(last) = last else {
         return Action::Reconcile { requested: false };
     };
     if status.and_then(|s| s.observed_generation) != shoot.metadata.generation {
-        return Action::Reconcile { requested: false };
-    }
-    // Handed over by the source seed: restore now.
-    if last.type_ == api::common::LastOperationType::Migrate {
         return Action::Reconcile { requested: false };
     }
     match last.state {
@@ -199,6 +210,36 @@ mod tests {
             decide(&shoot(serde_json::json!({"status": {"seedName": "local"}})), "local", HOUR, now),
             Action::Reconcile { requested: false }
         );
+    }
+
+    #[test]
+    fn a_deletion_waits_for_the_owner_and_for_the_restore() {
+        let now = Timestamp::from_second(10_000).unwrap();
+        let deleting = serde_json::json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"},
+            "status": {"seedName": "old-seed"}});
+        assert!(matches!(decide(&shoot(deleting), "local", HOUR, now), Action::Skip(_)));
+        let handed_over = serde_json::json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"},
+            "status": {"seedName": "local", "observedGeneration": 1, "lastOperation": {
+            "type": "Migrate", "state": "Succeeded", "progress": 100, "description": "",
+            "lastUpdateTime": "2024-01-01T00:00:00Z"}}});
+        assert_eq!(decide(&shoot(handed_over), "local", HOUR, now), Action::Reconcile { requested: false });
+    }
+
+    #[test]
+    fn a_failed_migration_waits_for_a_retry_and_force_restore_is_always_consumed() {
+        let now = Timestamp::from_second(10_000).unwrap();
+        let failed = serde_json::json!({"spec": {"seedName": "new"}, "status": {"seedName": "local",
+            "lastOperation": {"type": "Migrate", "state": "Failed", "progress": 30, "description": "",
+            "lastUpdateTime": "2024-01-01T00:00:00Z"}}});
+        let mut s = shoot(failed);
+        assert!(matches!(decide(&s, "local", HOUR, now), Action::Skip(_)));
+        s.metadata.annotations = Some([("gardener.cloud/operation".to_string(), "retry".to_string())].into());
+        assert_eq!(decide(&s, "local", HOUR, now), Action::Migrate);
+        let mut owned = shoot(succeeded_at(9_999, 1));
+        owned.status.as_mut().unwrap().seed_name = Some("local".into());
+        owned.metadata.annotations =
+            Some([("gardener.cloud/operation".to_string(), "force-restore".to_string())].into());
+        assert_eq!(decide(&owned, "local", HOUR, now), Action::Reconcile { requested: true });
     }
 
     #[test]

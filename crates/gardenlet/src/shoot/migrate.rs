@@ -32,7 +32,7 @@ use api::extensions::{
 use extension_sdk::kinds::ExtensionResource;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use std::path::Path;
@@ -54,7 +54,7 @@ where
         else {
             continue;
         };
-        shootstate_sync::sync_object(&ctx.garden, &migrated, shootstate_sync::SAFE_SIZE_BYTES)
+        shootstate_sync::sync_object(&ctx.garden, &migrated, shootstate_sync::SAFE_SIZE_BYTES, &ctx.config.seed.name)
             .await
             .map_err(task_err)?;
     }
@@ -85,7 +85,47 @@ async fn scale_to_zero(ctx: &OperationContext, name: &str) -> Result<(), TaskErr
             .await
             .map_err(task_err)?;
     }
-    wait_for::<Deployment>(ctx, name, checks::deployment_rolled_out).await.map(|_| ())
+    let scaled = wait_for::<Deployment>(ctx, name, checks::deployment_rolled_out).await?;
+    // A Deployment's status does not count terminating pods, and a kube-apiserver shutting
+    // down gracefully still serves writes: wait until its pods are gone.
+    let selector = scaled
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.match_labels.as_ref())
+        .map(|labels| labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
+        .unwrap_or_default();
+    if selector.is_empty() {
+        return Ok(());
+    }
+    wait_pods_gone(ctx, &selector).await
+}
+
+/// Waits (watching) until no pod in the shoot namespace matches `selector`.
+async fn wait_pods_gone(ctx: &OperationContext, selector: &str) -> Result<(), TaskError> {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, reflector, watcher};
+    let api: Api<Pod> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    let (reader, writer) = reflector::store();
+    let stream = reflector(writer, watcher(api, watcher::Config::default().labels(selector))).default_backoff();
+    let gone = async {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            let settled = matches!(
+                event,
+                Ok(watcher::Event::InitDone) | Ok(watcher::Event::Apply(_)) | Ok(watcher::Event::Delete(_))
+            );
+            if settled && reader.state().is_empty() {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(ctx.wait_timeout, gone).await.map_err(|_| {
+        TaskError::msg(format!(
+            "pods {selector} in {} still exist after {:?}",
+            ctx.values.namespace(),
+            ctx.wait_timeout
+        ))
+    })
 }
 
 async fn stop_control_plane(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
@@ -171,8 +211,13 @@ async fn final_snapshot(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let tls = etcd_tls(&ctx).await?;
     let client = etcd_snapshot::client(&address, &server_name, &tls).await.map_err(task_err)?;
     let started = std::time::Instant::now();
-    let stored =
-        etcd_snapshot::take(&client, &address, Path::new(&dir), etcd::FINAL_SNAPSHOT).await.map_err(task_err)?;
+    let take = etcd_snapshot::take(&client, &address, Path::new(&dir), etcd::FINAL_SNAPSHOT);
+    let stored = tokio::time::timeout(ctx.wait_timeout, take)
+        .await
+        .map_err(|_| {
+            TaskError::msg(format!("the final etcd snapshot of shoot {shoot} took longer than {:?}", ctx.wait_timeout))
+        })?
+        .map_err(task_err)?;
     tracing::info!(
         shoot,
         bytes = stored.size,
@@ -190,14 +235,30 @@ async fn final_snapshot(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
         revision: stored.revision.to_string(),
         restored: String::new(),
     };
+    ensure_still_owner(&ctx).await?;
     backup::write_record(&ctx.garden, &ctx.values.garden_namespace, &ctx.values.name, &record).await.map_err(task_err)
+}
+
+/// Fails the task when another seed took the shoot over meanwhile (a forced restore): this
+/// seed must not write the garden's view of the shoot any more.
+async fn ensure_still_owner(ctx: &OperationContext) -> Result<(), TaskError> {
+    let shoots: Api<api::core::Shoot> = Api::namespaced(ctx.garden.clone(), &ctx.values.garden_namespace);
+    let latest = shoots.get(&ctx.values.name).await.map_err(task_err)?;
+    let owner = latest.status.as_ref().and_then(|s| s.seed_name.clone()).unwrap_or_default();
+    if owner != ctx.config.seed.name {
+        return Err(TaskError::msg(format!(
+            "seed {owner} owns shoot {} now; this seed stops migrating it",
+            ctx.values.technical_id
+        )));
+    }
+    Ok(())
 }
 
 async fn migrate_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let uid = ctx.shoot.metadata.uid.as_deref().unwrap_or_default();
     let name = ext::backup_entry_name(&ctx.values, uid);
     if let Some(migrated) = ctx.deployer.migrate_and_wait::<BackupEntry>(None, &name).await.map_err(deploy_err)? {
-        shootstate_sync::sync_object(&ctx.garden, &migrated, shootstate_sync::SAFE_SIZE_BYTES)
+        shootstate_sync::sync_object(&ctx.garden, &migrated, shootstate_sync::SAFE_SIZE_BYTES, &ctx.config.seed.name)
             .await
             .map_err(task_err)?;
     }

@@ -314,6 +314,9 @@ async fn verify_final_snapshot(ctx: &OperationContext) -> Result<(), TaskError> 
         )));
     };
     let path = std::path::Path::new(&dir).join(&record.file);
+    let consumed = std::path::Path::new(&dir).join(etcd::RESTORED_SNAPSHOT);
+    // Renamed by an earlier run whose record update did not land: etcd was restored then.
+    let path = if !path.exists() && consumed.exists() { consumed } else { path };
     let sha256 = etcd_snapshot::file_sha256(&path).await.map_err(task_err)?;
     if sha256 != record.sha256 {
         return Err(TaskError::msg(format!(
@@ -331,6 +334,19 @@ async fn complete_restore(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let Some(record) = ctx.snapshot_record.clone().filter(|r| !r.is_restored()) else {
         return Ok(());
     };
+    // etcd must really hold the restored data: the API server's list revision is etcd's
+    // revision, at least the snapshot's.
+    let client = shoot_client(&ctx).await?;
+    let namespaces: Api<Namespace> = Api::all(client);
+    let listed = namespaces.list_metadata(&kube::api::ListParams::default().limit(1)).await.map_err(task_err)?;
+    let revision: i64 = listed.metadata.resource_version.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0);
+    let recorded: i64 = record.revision.parse().unwrap_or(0);
+    if revision < recorded {
+        return Err(TaskError::msg(format!(
+            "etcd of shoot {} is at revision {revision}, below the final snapshot's {recorded}: the restore did not happen",
+            ctx.values.technical_id
+        )));
+    }
     let dir = ctx.found().backup_dir.clone();
     if let Some(dir) = dir {
         let from = std::path::Path::new(&dir).join(&record.file);

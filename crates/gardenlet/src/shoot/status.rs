@@ -13,16 +13,26 @@ use std::time::Duration;
 /// Reconcile otherwise.
 pub fn reconcile_type(status: Option<&ShootStatus>, takeover: bool) -> LastOperationType {
     use LastOperationState::Succeeded;
-    use LastOperationType::{Create, Migrate, Reconcile, Restore};
+    use LastOperationType::{Create, Reconcile, Restore};
     if takeover {
         return Restore;
     }
     match status.and_then(|s| s.last_operation.as_ref()) {
         None => Create,
         Some(l) if l.type_ == Create && l.state != Succeeded => Create,
-        Some(l) if l.type_ == Migrate && l.state == Succeeded => Restore,
-        Some(l) if l.type_ == Restore && l.state != Succeeded => Restore,
+        Some(l) if restore_pending(l) => Restore,
         Some(_) => Reconcile,
+    }
+}
+
+/// Whether the owner must restore before anything else: after a hand-over, after an
+/// unfinished restore, and after a migration that stopped half-way (its extension objects
+/// are migrated and must come back with their saved state).
+pub fn restore_pending(last: &LastOperation) -> bool {
+    match last.type_ {
+        LastOperationType::Migrate => true,
+        LastOperationType::Restore => last.state != LastOperationState::Succeeded,
+        _ => false,
     }
 }
 
@@ -168,6 +178,7 @@ mod tests {
         use LastOperationState::{Error, Processing, Succeeded};
         use LastOperationType::{Migrate, Reconcile, Restore};
         assert_eq!(reconcile_type(Some(&with(Migrate, Succeeded)), false), Restore);
+        assert_eq!(reconcile_type(Some(&with(Migrate, Error)), false), Restore, "a migration stopped half-way");
         assert_eq!(reconcile_type(Some(&with(Restore, Processing)), false), Restore);
         assert_eq!(reconcile_type(Some(&with(Restore, Error)), false), Restore);
         assert_eq!(reconcile_type(Some(&with(Restore, Succeeded)), false), Reconcile);

@@ -146,9 +146,19 @@ where
     if let Some(restore) = &ctx.restore {
         // The restore protocol: the object is created waiting, gets the state the source
         // seed left in the ShootState, and only then is restored by its extension.
-        let entry = restore.entry(K::kind(&()).as_ref(), &desired.name_any());
-        let state = entry.and_then(|e| e.state.clone());
-        let resources = entry.map(|e| e.resources.clone()).unwrap_or_default();
+        let (state, resources) = match restore.entry(K::kind(&()).as_ref(), &desired.name_any()) {
+            Some(e) => (e.state.clone(), e.resources.clone()),
+            // Nothing saved: keep what the object already has (a retried restore must not
+            // erase the state the extension wrote since).
+            None => {
+                let api: Api<K> = K::api(ctx.seed.clone(), desired.meta().namespace.as_deref());
+                let live = api.get_opt(&desired.name_any()).await.map_err(task_err)?;
+                live.as_ref()
+                    .and_then(|o| o.default_status())
+                    .map(|s| (s.state.clone(), s.resources.clone()))
+                    .unwrap_or_default()
+            }
+        };
         return ctx.deployer.restore_and_wait(desired, state, resources).await.map_err(deploy_err);
     }
     let api: Api<K> = K::api(ctx.seed.clone(), desired.meta().namespace.as_deref());
