@@ -199,60 +199,77 @@ pub async fn take(
     dir: &Path,
     file: &str,
 ) -> Result<StoredSnapshot, SnapshotError> {
-    let endpoint = endpoint.to_string();
     let path = dir.join(file);
     let scratch = dir.join(format!(".{file}.partial"));
-    let io = |action: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| SnapshotError::Io { action, path, source }
+    let streamed = match stream_into(client, endpoint, &scratch).await {
+        Ok(v) => v,
+        Err(e) => {
+            // Best effort: the next run truncates the scratch file anyway.
+            let _ = tokio::fs::remove_file(&scratch).await;
+            return Err(e);
+        }
     };
+    tokio::fs::rename(&scratch, &path).await.map_err(io_err("renaming the snapshot to", &path))?;
+    // The rename is durable only once the directory is synced.
+    tokio::fs::File::open(dir)
+        .await
+        .map_err(io_err("opening", dir))?
+        .sync_all()
+        .await
+        .map_err(io_err("syncing", dir))?;
+    let (size, sha256, revision) = streamed;
+    Ok(StoredSnapshot { path, size, sha256, revision })
+}
+
+fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError {
+    let path = path.to_path_buf();
+    move |source| SnapshotError::Io { action, path, source }
+}
+
+/// Streams a verified snapshot into `scratch`: size, SHA-256 (hex) and revision.
+async fn stream_into(
+    client: &kube::Client,
+    endpoint: &str,
+    scratch: &Path,
+) -> Result<(u64, String, i64), SnapshotError> {
+    let endpoint = endpoint.to_string();
+    let stream_err = |reason: String| SnapshotError::Stream { endpoint: endpoint.clone(), reason };
     // The revision the snapshot will hold (the caller stopped every writer before).
     let status = http::Request::post("/v3/maintenance/status")
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(b"{}".to_vec())
-        .map_err(|e| SnapshotError::Stream { endpoint: endpoint.clone(), reason: e.to_string() })?;
+        .map_err(|e| stream_err(e.to_string()))?;
     let status: serde_json::Value =
         client.request(status).await.map_err(|source| SnapshotError::Request { endpoint: endpoint.clone(), source })?;
     let mut revision = header_revision(&status).unwrap_or_default();
     let request = http::Request::post("/v3/maintenance/snapshot")
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(b"{}".to_vec())
-        .map_err(|e| SnapshotError::Stream { endpoint: endpoint.clone(), reason: e.to_string() })?;
+        .map_err(|e| stream_err(e.to_string()))?;
     let reader = client
         .request_stream(request)
         .await
         .map_err(|source| SnapshotError::Request { endpoint: endpoint.clone(), source })?;
-    let mut out = tokio::fs::File::create(&scratch).await.map_err(io("creating", &scratch))?;
+    let mut out = tokio::fs::File::create(scratch).await.map_err(io_err("creating", scratch))?;
     let mut check = TrailerCheck::new();
     let mut lines = std::pin::pin!(reader.lines());
     while let Some(line) = lines.next().await {
-        let line = line.map_err(|e| SnapshotError::Stream { endpoint: endpoint.clone(), reason: e.to_string() })?;
+        let line = line.map_err(|e| stream_err(e.to_string()))?;
         if line.trim().is_empty() {
             continue;
         }
-        match parse_chunk(&line).map_err(|reason| SnapshotError::Stream { endpoint: endpoint.clone(), reason })? {
-            Chunk::Error(message) => {
-                let _ = tokio::fs::remove_file(&scratch).await;
-                return Err(SnapshotError::Refused { endpoint, message });
-            }
+        match parse_chunk(&line).map_err(stream_err)? {
+            Chunk::Error(message) => return Err(SnapshotError::Refused { endpoint, message }),
             Chunk::Data { blob, revision: r } => {
                 revision = r.unwrap_or(revision).max(revision);
                 check.update(&blob);
-                out.write_all(&blob).await.map_err(io("writing", &scratch))?;
+                out.write_all(&blob).await.map_err(io_err("writing", scratch))?;
             }
         }
     }
-    out.sync_all().await.map_err(io("syncing", &scratch))?;
-    drop(out);
-    let (size, sha256) = match check.finish() {
-        Ok(v) => v,
-        Err(reason) => {
-            let _ = tokio::fs::remove_file(&scratch).await;
-            return Err(SnapshotError::Integrity { endpoint, reason });
-        }
-    };
-    tokio::fs::rename(&scratch, &path).await.map_err(io("renaming the snapshot to", &path))?;
-    Ok(StoredSnapshot { path, size, sha256, revision })
+    out.sync_all().await.map_err(io_err("syncing", scratch))?;
+    let (size, sha256) = check.finish().map_err(|reason| SnapshotError::Integrity { endpoint, reason })?;
+    Ok((size, sha256, revision))
 }
 
 /// SHA-256 (hex) of a stored file, to check a snapshot before a restore relies on it.
