@@ -83,8 +83,13 @@ impl ShootController {
 
     /// Writes the status only while this seed owns the shoot (`status.seedName`), guarded by
     /// the resourceVersion it checked: a source seed that lost the shoot to a forced takeover
-    /// must not overwrite the new owner's status. `Ok(false)` when it is not the owner.
-    async fn patch_status_as_owner(&self, shoot: &Shoot, status: serde_json::Value) -> Result<bool, ShootError> {
+    /// must not overwrite the new owner's status. `status` builds the write from the latest
+    /// Shoot (`None`: write nothing). `Ok(false)` when nothing was written.
+    async fn patch_status_as_owner(
+        &self,
+        shoot: &Shoot,
+        status: impl Fn(&Shoot) -> Option<serde_json::Value>,
+    ) -> Result<bool, ShootError> {
         let ns = shoot.namespace().unwrap_or_default();
         let err = |what| move |source| ShootError::Kube { what, shoot: shoot.name_any(), source };
         for attempt in 1..=3 {
@@ -93,8 +98,10 @@ impl ShootController {
                 return Ok(false);
             };
             if latest.status.as_ref().and_then(|s| s.seed_name.as_deref()) != Some(self.config.seed.name.as_str()) {
+                tracing::warn!("another seed owns the shoot now; this seed writes nothing");
                 return Ok(false);
             }
+            let Some(status) = status(&latest) else { return Ok(false) };
             let patch = json!({ "metadata": { "resourceVersion": latest.resource_version() }, "status": status });
             match self.shoots(&ns).patch_status(&shoot.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await
             {
@@ -139,7 +146,7 @@ impl ShootController {
                     let Some(op) = latest else { continue };
                     let status = json!({ "lastOperation": op });
                     let written = if as_owner {
-                        this.patch_status_as_owner(&shoot, status).await.map(|_| ())
+                        this.patch_status_as_owner(&shoot, |_| Some(status.clone())).await.map(|_| ())
                     } else {
                         this.patch_status(&shoot, status).await
                     };
@@ -338,7 +345,7 @@ impl ShootController {
         };
         let ctx = self.context(shoot, true, false).await?;
         let start = json!({ "lastOperation": started(LastOperationType::Migrate, &now()) });
-        if !self.patch_status_as_owner(shoot, start).await? {
+        if !self.patch_status_as_owner(shoot, |_| Some(start.clone())).await? {
             return Ok(RequeueAction::await_change());
         }
         let flow = migrate::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
@@ -346,45 +353,31 @@ impl ShootController {
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(LastOperationType::Migrate, shoot.status.as_ref(), &result, retry_window, &now());
         if !result.is_success() {
-            self.patch_status_as_owner(
-                shoot,
-                json!({
-                    "lastOperation": outcome.last_operation,
-                    "lastErrors": outcome.last_errors,
-                    "retryCycleStartTime": outcome.retry_cycle_start_time,
-                }),
-            )
-            .await?;
+            let status = json!({
+                "lastOperation": outcome.last_operation,
+                "lastErrors": outcome.last_errors,
+                "retryCycleStartTime": outcome.retry_cycle_start_time,
+            });
+            self.patch_status_as_owner(shoot, |_| Some(status.clone())).await?;
             if outcome.failed {
                 return Ok(RequeueAction::await_change());
             }
             return Err(ShootError::Flow { shoot: shoot.name_any(), summary: result.summary() });
         }
         // Hand over only while this seed still owns the shoot, and only to the seed the
-        // latest spec names (guarded by the resourceVersion, so no stale write wins).
-        let ns = shoot.namespace().unwrap_or_default();
-        let kube_err = |what| move |source| ShootError::Kube { what, shoot: shoot.name_any(), source };
-        let Some(latest) = self.shoots(&ns).get_opt(&shoot.name_any()).await.map_err(kube_err("reading the shoot"))?
-        else {
-            return Ok(RequeueAction::await_change());
-        };
-        if latest.status.as_ref().and_then(|s| s.seed_name.as_deref()) != Some(self.config.seed.name.as_str()) {
-            tracing::warn!("the shoot changed owner during the migration; not handing over");
+        // latest spec names (if it names another one at all).
+        let own = self.config.seed.name.clone();
+        let handed_over = self
+            .patch_status_as_owner(shoot, |latest| {
+                let destination = latest.spec.seed_name.clone().filter(|d| *d != own)?;
+                tracing::info!(%destination, "control plane migrated; handing the shoot over");
+                Some(json!({ "lastOperation": outcome.last_operation, "lastErrors": [], "seedName": destination }))
+            })
+            .await?;
+        if !handed_over {
+            tracing::warn!(%destination, "not handed over: the shoot changed owner or no longer names another seed");
             return Ok(RequeueAction::await_change());
         }
-        let Some(destination) = latest.spec.seed_name.clone().filter(|d| *d != self.config.seed.name) else {
-            tracing::warn!(%destination, "the shoot no longer names another seed; not handing over");
-            return Ok(RequeueAction::await_change());
-        };
-        tracing::info!(%destination, "control plane migrated; handing the shoot over");
-        let patch = json!({
-            "metadata": { "resourceVersion": latest.resource_version() },
-            "status": { "lastOperation": outcome.last_operation, "lastErrors": [], "seedName": destination },
-        });
-        self.shoots(&ns)
-            .patch_status(&shoot.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .map_err(kube_err("handing the shoot over"))?;
         self.backoff.reset(&backoff_key(shoot));
         Ok(RequeueAction::await_change())
     }

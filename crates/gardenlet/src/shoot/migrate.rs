@@ -61,19 +61,26 @@ where
     Ok(())
 }
 
+/// Runs `$task::<K>` for the Worker first (its state, the machines, is what a destination
+/// must adopt), then for every other namespaced extension kind in parallel.
+macro_rules! worker_then_the_rest {
+    ($ctx:expr, $task:ident) => {{
+        $task::<Worker>($ctx.clone()).await?;
+        let (a, b, c, d, e, f, g) = tokio::join!(
+            $task::<Infrastructure>($ctx.clone()),
+            $task::<ControlPlane>($ctx.clone()),
+            $task::<Network>($ctx.clone()),
+            $task::<OperatingSystemConfig>($ctx.clone()),
+            $task::<DNSRecord>($ctx.clone()),
+            $task::<ContainerRuntime>($ctx.clone()),
+            $task::<Extension>($ctx.clone()),
+        );
+        a.and(b).and(c).and(d).and(e).and(f).and(g)
+    }};
+}
+
 async fn migrate_extensions(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    // Workers first: their state (the machines) is what a destination must adopt.
-    migrate_all::<Worker>(ctx.clone()).await?;
-    let (a, b, c, d, e, f, g) = tokio::join!(
-        migrate_all::<Infrastructure>(ctx.clone()),
-        migrate_all::<ControlPlane>(ctx.clone()),
-        migrate_all::<Network>(ctx.clone()),
-        migrate_all::<OperatingSystemConfig>(ctx.clone()),
-        migrate_all::<DNSRecord>(ctx.clone()),
-        migrate_all::<ContainerRuntime>(ctx.clone()),
-        migrate_all::<Extension>(ctx.clone()),
-    );
-    a.and(b).and(c).and(d).and(e).and(f).and(g)
+    worker_then_the_rest!(ctx, migrate_all)
 }
 
 /// Scales a Deployment to zero and waits until no replica is left (absent is fine).
@@ -266,17 +273,7 @@ async fn migrate_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskErro
 }
 
 async fn delete_migrated(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    delete_all::<Worker>(ctx.clone()).await?;
-    let (a, b, c, d, e, f, g) = tokio::join!(
-        delete_all::<Infrastructure>(ctx.clone()),
-        delete_all::<ControlPlane>(ctx.clone()),
-        delete_all::<Network>(ctx.clone()),
-        delete_all::<OperatingSystemConfig>(ctx.clone()),
-        delete_all::<DNSRecord>(ctx.clone()),
-        delete_all::<ContainerRuntime>(ctx.clone()),
-        delete_all::<Extension>(ctx.clone()),
-    );
-    a.and(b).and(c).and(d).and(e).and(f).and(g)
+    worker_then_the_rest!(ctx, delete_all)
 }
 
 /// Builds the migration flow for one shoot (see the module documentation).
