@@ -142,19 +142,7 @@ impl TwoSeeds {
     }
 
     async fn wait_shoot(&self, what: &str, timeout: Duration, check: impl Fn(&Shoot) -> bool) -> Shoot {
-        let started = Instant::now();
-        loop {
-            if let Some(s) = self.shoots().get_opt("mover").await.unwrap()
-                && check(&s)
-            {
-                return s;
-            }
-            if started.elapsed() > timeout {
-                let s = self.shoots().get_opt("mover").await.unwrap();
-                panic!("{what} not reached within {timeout:?}; shoot status: {:#?}", s.and_then(|s| s.status));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        support::shoots::wait_shoot(&self.shoots(), "mover", what, timeout, check).await
     }
 
     async fn create_on_a(&self) {

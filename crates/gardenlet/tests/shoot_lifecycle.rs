@@ -98,19 +98,7 @@ impl Harness {
     }
 
     async fn wait_shoot(&self, what: &str, timeout: Duration, check: impl Fn(&Shoot) -> bool) -> Shoot {
-        let started = Instant::now();
-        loop {
-            if let Some(s) = self.shoots().get_opt("demo").await.unwrap()
-                && check(&s)
-            {
-                return s;
-            }
-            if started.elapsed() > timeout {
-                let s = self.shoots().get_opt("demo").await.unwrap();
-                panic!("{what} not reached within {timeout:?}; shoot status: {:#?}", s.and_then(|s| s.status));
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        support::shoots::wait_shoot(&self.shoots(), "demo", what, timeout, check).await
     }
 }
 

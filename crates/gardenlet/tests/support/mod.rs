@@ -4,5 +4,6 @@
 #![allow(dead_code)]
 
 pub mod actuators;
+pub mod shoots;
 pub mod simulator;
 pub mod standin;
