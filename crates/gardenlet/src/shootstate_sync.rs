@@ -11,7 +11,7 @@ use api::helpers::names::TechnicalId;
 use futures::StreamExt;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 
 /// etcd refuses requests above 1.5 MiB by default; stay well below so the gardenlet section
 /// and the request envelope always fit.
@@ -106,10 +106,30 @@ pub async fn sync_object<K: ExtensionKind>(
         return Ok(false);
     }
     let states: Api<ShootState> = Api::namespaced(garden.clone(), &garden_namespace);
-    let Some(state) = states.get_opt(&shoot).await.map_err(err("reading the ShootState"))? else {
-        return Ok(false);
-    };
     let deleted = obj.meta().deletion_timestamp.is_some() && !migrated(obj);
+    let state = match states.get_opt(&shoot).await.map_err(err("reading the ShootState"))? {
+        Some(state) => state,
+        // An extension can report state before gardenlet wrote the shoot's secrets (and so
+        // created the ShootState): create it, or that state would wait for its next change.
+        None if !deleted && entry_of(obj).is_some() => {
+            let mut fresh = ShootState::new(&shoot, Default::default());
+            fresh.metadata.namespace = Some(garden_namespace.clone());
+            fresh.metadata.owner_references = owning.controller_owner_ref(&()).map(|mut o| {
+                o.controller = Some(false);
+                o.block_owner_deletion = Some(false);
+                vec![o]
+            });
+            match states.create(&Default::default(), &fresh).await {
+                Ok(created) => created,
+                // Created meanwhile by someone else: use theirs.
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    states.get(&shoot).await.map_err(err("reading the ShootState"))?
+                }
+                Err(e) => return Err(err("creating the ShootState")(e)),
+            }
+        }
+        None => return Ok(false),
+    };
     let entry = if deleted { None } else { entry_of(obj) };
     // An object without state that is not being deleted (one a restore just created and has
     // not given its state yet) must not erase the saved state.

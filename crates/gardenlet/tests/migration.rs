@@ -322,11 +322,25 @@ async fn a_forced_restore_without_the_source_completes_and_the_source_stays_out(
     seeds.create_on_a().await;
     let garden = seeds.garden.clone();
     let secrets_before = persistent_secrets(&seeds.a.client).await;
-    // Give the ShootState sync a moment to have every state (it runs on change).
+    // The ShootState sync (it runs on change) must have every state: the bad case has nothing else.
     let states_before = extension_states(&seeds.a.client).await;
     let shoot_states = Api::<ShootState>::namespaced(garden.clone(), "garden-dev");
+    let expected: BTreeMap<String, serde_json::Value> =
+        states_before.iter().map(|(k, v)| (k.trim_start_matches("ext::").to_string(), v.clone())).collect();
+    let saved = |st: &ShootState| -> BTreeMap<String, serde_json::Value> {
+        st.spec
+            .extensions
+            .iter()
+            .map(|e| {
+                (
+                    format!("{}/{}", e.kind, e.name.as_deref().unwrap_or_default()),
+                    serde_json::to_value(&e.state).unwrap(),
+                )
+            })
+            .collect()
+    };
     let started = Instant::now();
-    while shoot_states.get("mover").await.unwrap().spec.extensions.len() < states_before.len() - 1 {
+    while saved(&shoot_states.get("mover").await.unwrap()) != expected {
         assert!(started.elapsed() < Duration::from_secs(60), "the ShootState sync never caught up");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -107,3 +107,25 @@ async fn an_oversized_state_is_refused_and_names_the_offender() {
     assert_eq!(after.resource_version(), before.resource_version(), "nothing written");
     assert!(sync_object(&client, &infra, 1024 * 1024, "local").await.unwrap(), "fits under a larger limit");
 }
+
+#[tokio::test]
+async fn a_state_reported_before_the_shoot_state_exists_creates_it_and_another_seeds_shoot_is_left_alone() {
+    let (_env, client) = setup().await;
+    let states: Api<ShootState> = Api::namespaced(client.clone(), "garden-dev");
+    states.delete("demo", &Default::default()).await.unwrap();
+    let infra = set_status(&client, serde_json::json!({"state": {"network": "early"}})).await;
+    assert!(sync_object(&client, &infra, 1024 * 1024, "local").await.unwrap());
+    let created = states.get("demo").await.unwrap();
+    assert_eq!(created.spec.extensions[0].state.as_ref().unwrap().0["network"], "early");
+    let owner = created.metadata.owner_references.unwrap_or_default();
+    assert_eq!(owner.iter().map(|o| o.kind.as_str()).collect::<Vec<_>>(), ["Shoot"], "collected with the shoot");
+
+    // Once another seed owns the shoot, this seed's leftovers no longer speak for it.
+    let shoots: Api<api::core::Shoot> = Api::namespaced(client.clone(), "garden-dev");
+    let owned = serde_json::json!({"status": {"seedName": "other"}});
+    shoots.patch_status("demo", &PatchParams::default(), &Patch::Merge(&owned)).await.unwrap();
+    let infra = set_status(&client, serde_json::json!({"state": {"network": "stale"}})).await;
+    assert!(!sync_object(&client, &infra, 1024 * 1024, "local").await.unwrap());
+    let kept = states.get("demo").await.unwrap();
+    assert_eq!(kept.spec.extensions[0].state.as_ref().unwrap().0["network"], "early");
+}
