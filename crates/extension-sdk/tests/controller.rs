@@ -24,6 +24,15 @@ fn infras(client: &extension_sdk::kube::Client) -> Api<Infrastructure> {
     Infrastructure::api(client.clone(), Some(NS))
 }
 
+/// Waits for an Event in the test namespace with this reason.
+async fn event_with_reason(client: &extension_sdk::kube::Client, reason: &str) -> Event {
+    let events: Api<Event> = Api::namespaced(client.clone(), NS);
+    eventually(&format!("an event with reason {reason}"), || async {
+        events.list(&ListParams::default()).await.ok()?.items.into_iter().find(|e| e.reason.as_deref() == Some(reason))
+    })
+    .await
+}
+
 #[tokio::test]
 async fn only_objects_of_the_configured_type_and_class_are_handled() {
     bounded(async {
@@ -186,17 +195,7 @@ async fn a_non_retryable_error_ends_up_in_last_error_codes_with_an_event_and_a_m
         assert_eq!(status.observed_generation, obj.metadata.generation);
         assert!(running.metrics.errors("Infrastructure", "CreateFailed") >= 1);
 
-        let events: Api<Event> = Api::namespaced(tc.client.clone(), NS);
-        let event = eventually("a Warning event", || async {
-            events
-                .list(&ListParams::default())
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some("CreateFailed"))
-        })
-        .await;
+        let event = event_with_reason(&tc.client, "CreateFailed").await;
         assert_eq!(event.type_.as_deref(), Some("Warning"));
         let note = event.note.unwrap_or_default();
         assert!(note.contains("403 Forbidden") && !note.contains("TOPSECRET"), "{note}");
@@ -418,17 +417,7 @@ async fn a_malformed_object_is_reported_and_does_not_break_the_watch() {
         infras(&tc.client).create(&PostParams::default(), &infra("good")).await.unwrap();
         wait_state(&infras(&tc.client), "good", T::Create, S::Succeeded).await;
         assert!(running.metrics.errors("Infrastructure", "InvalidObject") >= 1);
-        let events: Api<Event> = Api::namespaced(tc.client.clone(), NS);
-        let event = eventually("an InvalidObject event", || async {
-            events
-                .list(&ListParams::default())
-                .await
-                .ok()?
-                .items
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some("InvalidObject"))
-        })
-        .await;
+        let event = event_with_reason(&tc.client, "InvalidObject").await;
         assert_eq!(event.regarding.and_then(|r| r.name).as_deref(), Some("bad"));
         running.stop().await;
     })
