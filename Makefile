@@ -2,16 +2,16 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
-.PHONY: test envtest lint fmt crds
+.PHONY: test envtest lint fmt crds local-up local-down images e2e
 
 ## Provision the control-plane binaries (cached) and run every test, integration tests included.
 test:
 	@assets=$$(hack/setup-envtest.sh); \
 	export KUBEBUILDER_ASSETS="$$assets"; \
 	if cargo nextest --version >/dev/null 2>&1; then \
-		cargo nextest run --workspace --all-targets --no-fail-fast; \
+		cargo nextest run --workspace --exclude e2e --all-targets --no-fail-fast; \
 	else \
-		cargo test --workspace --all-targets --no-fail-fast; \
+		cargo test --workspace --exclude e2e --all-targets --no-fail-fast; \
 	fi
 
 ## Print the KUBEBUILDER_ASSETS directory (provisioning it first if needed).
@@ -29,3 +29,24 @@ fmt:
 ## Regenerate crds/ from the API types.
 crds:
 	cargo run -q -p api --bin crdgen
+
+## Build the images the local cluster runs (buildah; cached under ~/.cache/gardener-rs/images).
+images:
+	@hack/setup-local.sh
+	@assets=$$(hack/setup-envtest.sh --node); hack/images.sh "$$assets" >/dev/null
+
+## Start (or repair) the local cluster; writes .local/kubeconfig. See docs/local-setup.md.
+local-up:
+	@hack/setup-local.sh
+	@assets=$$(hack/setup-envtest.sh --node); \
+	images=$$(hack/images.sh "$$assets"); \
+	cargo run -q -p local-cluster -- up --assets "$$assets" --images "$$images"; \
+	mkdir -p .local/bin && ln -sf "$$assets/kubectl" .local/bin/kubectl
+
+## Remove the local cluster and restore the host.
+local-down:
+	@cargo run -q -p local-cluster -- down
+
+## End-to-end tests: bring the local cluster up, test it, tear it down, check the host is as before.
+e2e:
+	@hack/e2e.sh

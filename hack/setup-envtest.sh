@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Provides etcd, etcdctl, kube-apiserver, kube-controller-manager and kube-scheduler for
-# the integration tests (etcdctl restores etcd snapshots in the migration tests) and prints the directory holding them (the envtest convention:
-# export KUBEBUILDER_ASSETS=$(hack/setup-envtest.sh)).
+# the integration tests (etcdctl restores etcd snapshots in the migration tests) and prints the
+# directory holding them (the envtest convention: export KUBEBUILDER_ASSETS=$(hack/setup-envtest.sh)).
+#
+# With --node it also provides kubelet, kube-proxy and kubectl from the same source build, for
+# the local cluster (`make local-up`). The offline build always builds all eight, so one build
+# serves both.
 #
 # Order of preference:
 #   1. an existing $KUBEBUILDER_ASSETS that holds all four binaries;
@@ -12,6 +16,11 @@
 set -euo pipefail
 
 BINARIES=(etcd etcdctl kube-apiserver kube-controller-manager kube-scheduler)
+NODE_BINARIES=(kubelet kube-proxy kubectl)
+if [ "${1:-}" = "--node" ]; then
+  BINARIES+=("${NODE_BINARIES[@]}")
+  ENVTEST_OFFLINE=1 # the official envtest bundle has no kubelet or kube-proxy
+fi
 CACHE="${ENVTEST_CACHE:-${HOME}/.cache/gardener-rs/envtest}"
 ENVTEST_K8S_VERSION="${ENVTEST_K8S_VERSION:-1.30.0}"
 
@@ -100,10 +109,12 @@ SRC
     cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 vendor/github.com/modern-go/reflect2
     rm -f vendor/github.com/modern-go/reflect2/go.mod
     rm -rf _output
-    PATH="/usr/lib/go-1.19/bin:$PATH" make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler" \
+    PATH="/usr/lib/go-1.19/bin:$PATH" make \
+      WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubelet cmd/kube-proxy cmd/kubectl" \
       KUBE_BUILD_PLATFORMS=linux/amd64 >&2
     mkdir -p "$dest"
-    cp _output/bin/kube-apiserver _output/bin/kube-controller-manager _output/bin/kube-scheduler "$dest/"
+    cp _output/bin/kube-apiserver _output/bin/kube-controller-manager _output/bin/kube-scheduler \
+      _output/bin/kubelet _output/bin/kube-proxy _output/bin/kubectl "$dest/"
   )
   cp /usr/bin/etcd "$dest/etcd"
   cp /usr/bin/etcdctl "$dest/etcdctl"

@@ -1,0 +1,81 @@
+//! The cluster's add-ons, run by `local-cluster addons` as one host process next to the
+//! kubelet: cluster DNS ([`dns`], records computed by [`records`]) and the host-path storage
+//! provisioner ([`storage`]). Both watch the API server through shared reflectors and act on
+//! changes only.
+
+pub mod dns;
+pub mod records;
+pub mod storage;
+
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::settings::{CLUSTER_DOMAIN, DNS_PORT, NODE_IP};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Endpoints, Service};
+use kube::Api;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs DNS and storage until the process ends, as the add-ons user (`config/addons.kubeconfig`).
+pub async fn run(layout: &Layout) -> Result<()> {
+    let client = crate::up::client_from(&layout.config_file("addons.kubeconfig")).await?;
+    let zones = dns::Zones::new(CLUSTER_DOMAIN)?;
+
+    let (services, svc_writer) = reflector::store::<Service>();
+    let (endpoints, ep_writer) = reflector::store::<Endpoints>();
+    let changed = Arc::new(tokio::sync::Notify::new());
+    let svc_stream = {
+        let changed = changed.clone();
+        reflector(svc_writer, watcher(Api::<Service>::all(client.clone()), watcher::Config::default()))
+            .default_backoff()
+            .touched_objects()
+            .for_each(move |_| {
+                changed.notify_one();
+                futures::future::ready(())
+            })
+    };
+    let ep_stream = {
+        let changed = changed.clone();
+        reflector(ep_writer, watcher(Api::<Endpoints>::all(client.clone()), watcher::Config::default()))
+            .default_backoff()
+            .touched_objects()
+            .for_each(move |_| {
+                changed.notify_one();
+                futures::future::ready(())
+            })
+    };
+    let updater = {
+        let zones = zones.clone();
+        async move {
+            let mut current = records::Records::new();
+            let mut serial: u32 = 1;
+            loop {
+                changed.notified().await;
+                // Coalesce a burst of events (a rollout touches many Endpoints) into one rebuild.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let next = dns::snapshot(&services, &endpoints, CLUSTER_DOMAIN);
+                if next != current {
+                    serial = serial.wrapping_add(1);
+                    match zones.replace(&next, serial) {
+                        Ok(()) => {
+                            tracing::debug!(names = next.len(), serial, "DNS zone updated");
+                            current = next;
+                        }
+                        Err(e) => tracing::warn!(error = %crate::report(&e), "DNS zone update"),
+                    }
+                }
+            }
+        }
+    };
+    let server = dns::serve(zones, SocketAddr::from((NODE_IP, DNS_PORT)));
+    let storage = storage::run(client, layout.volumes());
+    tokio::select! {
+        r = server => r,
+        r = storage => r,
+        () = svc_stream => Err(Error::Dns("the Service watch ended".into())),
+        () = ep_stream => Err(Error::Dns("the Endpoints watch ended".into())),
+        () = updater => Ok(()),
+    }
+}

@@ -1,0 +1,39 @@
+//! The local garden's cluster: a real single-node Kubernetes made of upstream binaries (etcd,
+//! kube-apiserver, kube-controller-manager, kube-scheduler, containerd, kubelet, kube-proxy)
+//! running as host processes, plus the project's own add-ons (cluster DNS, host-path storage).
+//!
+//! * [`up`] brings it up (idempotent; repairs what died), [`down`] removes every trace;
+//! * [`render`] and [`pki`] produce its configuration; [`host`] knows what it changes on the
+//!   host and puts it back; [`process`] starts, finds and stops its processes by PID;
+//! * [`addons`] runs DNS and storage; [`manifests`] are the objects `up` applies;
+//! * [`dnsclient`] asks the cluster DNS a question (readiness, tests).
+
+pub mod addons;
+pub mod dnsclient;
+pub mod down;
+pub mod error;
+pub mod host;
+pub mod images;
+pub mod layout;
+pub mod manifests;
+pub mod pki;
+pub mod process;
+pub mod render;
+pub mod settings;
+pub mod up;
+pub mod wait;
+
+pub use error::{Error, Result};
+pub use layout::Layout;
+
+/// An error and its causes, one per line, for people.
+pub fn report(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        out.push_str("\n  caused by: ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}

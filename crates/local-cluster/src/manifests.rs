@@ -1,0 +1,51 @@
+//! The objects `up` applies (server-side apply, field manager `local-cluster`): the `kube-dns`
+//! Service in front of the host's DNS server, the default StorageClass, and the add-ons' RBAC,
+//! which grants exactly what the DNS server and the provisioner use.
+
+use crate::pki::ADDONS_USER;
+use crate::settings::{DNS_PORT, DNS_SERVICE_IP, NODE_IP, PROVISIONER, STORAGE_CLASS};
+use serde_json::{Value, json};
+
+pub fn all() -> Vec<Value> {
+    vec![
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": { "name": "local-cluster:addons" },
+            "rules": [
+                { "apiGroups": [""], "resources": ["services", "endpoints", "persistentvolumeclaims"], "verbs": ["list", "watch"] },
+                { "apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["list", "watch", "create", "delete"] }
+            ]
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": { "name": "local-cluster:addons" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "local-cluster:addons" },
+            "subjects": [ { "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ADDONS_USER } ]
+        }),
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": { "name": "kube-dns", "namespace": "kube-system",
+                          "labels": { "k8s-app": "kube-dns", "kubernetes.io/name": "ClusterDNS" } },
+            "spec": { "clusterIP": DNS_SERVICE_IP.to_string(), "ports": [
+                { "name": "dns", "port": 53, "protocol": "UDP", "targetPort": DNS_PORT },
+                { "name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": DNS_PORT }
+            ] }
+        }),
+        json!({
+            "apiVersion": "v1", "kind": "Endpoints",
+            "metadata": { "name": "kube-dns", "namespace": "kube-system", "labels": { "k8s-app": "kube-dns" } },
+            "subsets": [ { "addresses": [ { "ip": NODE_IP.to_string() } ], "ports": [
+                { "name": "dns", "port": DNS_PORT, "protocol": "UDP" },
+                { "name": "dns-tcp", "port": DNS_PORT, "protocol": "TCP" }
+            ] } ]
+        }),
+        json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": { "name": STORAGE_CLASS,
+                          "annotations": { "storageclass.kubernetes.io/is-default-class": "true" } },
+            "provisioner": PROVISIONER,
+            "reclaimPolicy": "Delete",
+            "volumeBindingMode": "WaitForFirstConsumer"
+        }),
+    ]
+}

@@ -1,0 +1,325 @@
+//! Pure rendering of every configuration file and command line of the local cluster, from the
+//! [`Layout`] and the binaries' directory. Nothing here touches the host.
+
+use crate::layout::Layout;
+use crate::pki::{self, Files};
+use crate::settings::*;
+use std::path::Path;
+
+fn p(path: impl AsRef<Path>) -> String {
+    path.as_ref().display().to_string()
+}
+
+/// etcd: TLS for clients and peers, on loopback only.
+pub fn etcd_args(layout: &Layout, pki: &Files) -> Vec<String> {
+    let client = format!("https://127.0.0.1:{ETCD_CLIENT_PORT}");
+    let peer = format!("https://127.0.0.1:{ETCD_PEER_PORT}");
+    let cert = p(pki.path(pki::ETCD_SERVER, "tls.crt"));
+    let key = p(pki.path(pki::ETCD_SERVER, "tls.key"));
+    let ca = p(pki.path(pki::ETCD_CA, "ca.crt"));
+    vec![
+        "--name=local".into(),
+        format!("--data-dir={}", p(layout.etcd_data())),
+        format!("--listen-client-urls={client}"),
+        format!("--advertise-client-urls={client}"),
+        format!("--listen-peer-urls={peer}"),
+        format!("--initial-advertise-peer-urls={peer}"),
+        format!("--initial-cluster=local={peer}"),
+        format!("--cert-file={cert}"),
+        format!("--key-file={key}"),
+        format!("--trusted-ca-file={ca}"),
+        "--client-cert-auth=true".into(),
+        format!("--peer-cert-file={cert}"),
+        format!("--peer-key-file={key}"),
+        format!("--peer-trusted-ca-file={ca}"),
+        "--peer-client-cert-auth=true".into(),
+        "--snapshot-count=10000".into(),
+    ]
+}
+
+/// kube-apiserver on the node address: `Node,RBAC`, `NodeRestriction`, bootstrap tokens, and a
+/// client certificate for the kubelet (logs, exec).
+pub fn apiserver_args(pki: &Files) -> Vec<String> {
+    let ca = p(pki.path(pki::CA, "ca.crt"));
+    vec![
+        format!("--advertise-address={NODE_IP}"),
+        format!("--bind-address={NODE_IP}"),
+        format!("--secure-port={APISERVER_PORT}"),
+        "--insecure-port=0".into(),
+        format!("--etcd-servers=https://127.0.0.1:{ETCD_CLIENT_PORT}"),
+        format!("--etcd-cafile={}", p(pki.path(pki::ETCD_CA, "ca.crt"))),
+        format!("--etcd-certfile={}", p(pki.path(pki::APISERVER_ETCD_CLIENT, "tls.crt"))),
+        format!("--etcd-keyfile={}", p(pki.path(pki::APISERVER_ETCD_CLIENT, "tls.key"))),
+        format!("--tls-cert-file={}", p(pki.path(pki::APISERVER, "tls.crt"))),
+        format!("--tls-private-key-file={}", p(pki.path(pki::APISERVER, "tls.key"))),
+        format!("--client-ca-file={ca}"),
+        "--authorization-mode=Node,RBAC".into(),
+        "--enable-admission-plugins=NodeRestriction".into(),
+        "--enable-bootstrap-token-auth=true".into(),
+        format!("--kubelet-client-certificate={}", p(pki.path(pki::APISERVER_KUBELET_CLIENT, "tls.crt"))),
+        format!("--kubelet-client-key={}", p(pki.path(pki::APISERVER_KUBELET_CLIENT, "tls.key"))),
+        format!("--kubelet-certificate-authority={ca}"),
+        "--kubelet-preferred-address-types=InternalIP".into(),
+        format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+        format!("--service-account-issuer=https://kubernetes.default.svc.{CLUSTER_DOMAIN}"),
+        format!("--service-account-key-file={}", p(pki.path(pki::SERVICE_ACCOUNT, "sa.pub"))),
+        format!("--service-account-signing-key-file={}", p(pki.path(pki::SERVICE_ACCOUNT, "sa.key"))),
+        "--allow-privileged=true".into(),
+        "--profiling=false".into(),
+    ]
+}
+
+fn kubeconfig_flags(layout: &Layout, component: &str) -> Vec<String> {
+    let kubeconfig = p(layout.config_file(&format!("{component}.kubeconfig")));
+    vec![
+        format!("--kubeconfig={kubeconfig}"),
+        format!("--authentication-kubeconfig={kubeconfig}"),
+        format!("--authorization-kubeconfig={kubeconfig}"),
+    ]
+}
+
+/// kube-controller-manager: signs CSRs with the cluster CA, one credential per controller.
+pub fn controller_manager_args(layout: &Layout, pki: &Files) -> Vec<String> {
+    let mut args = kubeconfig_flags(layout, pki::KCM);
+    args.extend([
+        "--bind-address=127.0.0.1".into(),
+        format!("--secure-port={KCM_PORT}"),
+        "--port=0".into(),
+        "--leader-elect=false".into(),
+        "--use-service-account-credentials=true".into(),
+        "--controllers=*,bootstrapsigner,tokencleaner".into(),
+        format!("--cluster-signing-cert-file={}", p(pki.path(pki::CA, "ca.crt"))),
+        format!("--cluster-signing-key-file={}", p(pki.path(pki::CA, "ca.key"))),
+        format!("--root-ca-file={}", p(pki.path(pki::CA, "ca.crt"))),
+        format!("--service-account-private-key-file={}", p(pki.path(pki::SERVICE_ACCOUNT, "sa.key"))),
+        format!("--service-cluster-ip-range={SERVICE_CIDR}"),
+        "--profiling=false".into(),
+    ]);
+    args
+}
+
+pub fn scheduler_args(layout: &Layout) -> Vec<String> {
+    let mut args = kubeconfig_flags(layout, pki::SCHEDULER);
+    args.extend([
+        "--bind-address=127.0.0.1".into(),
+        format!("--secure-port={SCHEDULER_PORT}"),
+        "--port=0".into(),
+        "--leader-elect=false".into(),
+        "--profiling=false".into(),
+    ]);
+    args
+}
+
+/// containerd: private root, state, socket and runc root; the CRI with the settings this kind
+/// of machine needs (`restrict_oom_score_adj`, netns under the state directory), the project's
+/// own CNI configuration directory, and a registry configuration that sends every pull to a
+/// closed local port so that nothing is ever fetched from outside.
+pub fn containerd_config(layout: &Layout) -> String {
+    let dir = layout.containerd();
+    let d = |sub: &str| p(dir.join(sub));
+    format!(
+        r#"version = 2
+root = "{root}"
+state = "{state}"
+[grpc]
+  address = "{sock}"
+[ttrpc]
+  address = "{sock}.ttrpc"
+[debug]
+  level = "warn"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{opt}"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{SANDBOX_IMAGE}"
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  disable_apparmor = true
+  enable_selinux = false
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "{cni}"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{certs}"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      BinaryName = "/usr/sbin/runc"
+      Root = "{runc}"
+      SystemdCgroup = false
+"#,
+        root = d("root"),
+        state = d("state"),
+        sock = p(layout.containerd_socket()),
+        opt = d("opt"),
+        cni = p(layout.cni_conf()),
+        certs = d("certs.d"),
+        runc = d("runc"),
+    )
+}
+
+/// `hosts.toml` for `certs.d/_default`: every registry resolves to a closed loopback port, so
+/// a missing image fails at once with a clear error instead of leaving the machine.
+pub fn registry_hosts() -> String {
+    "server = \"http://127.0.0.1:1\"\n\n[host.\"http://127.0.0.1:1\"]\n  capabilities = [\"pull\", \"resolve\"]\n".into()
+}
+
+/// One bridge for every pod, host-local IPAM, no masquerade (pods talk to the node address and
+/// to each other only), hairpin so a pod reaches itself through its Service.
+pub fn cni_config(layout: &Layout) -> String {
+    serde_json::json!({
+        "cniVersion": "0.4.0",
+        "name": "local-cluster",
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": CNI_BRIDGE,
+                "isGateway": true,
+                "ipMasq": false,
+                "hairpinMode": true,
+                "ipam": {
+                    "type": "host-local",
+                    "dataDir": p(layout.cni_data()),
+                    "ranges": [[{ "subnet": POD_CIDR }]],
+                    "routes": [{ "dst": "0.0.0.0/0" }]
+                }
+            },
+            { "type": "portmap", "capabilities": { "portMappings": true } }
+        ]
+    })
+    .to_string()
+}
+
+/// The kubelet's configuration: serving certificate (so the API server can reach it for logs
+/// and exec), webhook authentication and authorization, cgroupfs, no swap check, fast status
+/// updates, cluster DNS, a `resolv.conf` that resolves nothing outward, and image GC off (the
+/// images are built locally and cannot be pulled again).
+pub fn kubelet_config(layout: &Layout, pki: &Files) -> String {
+    format!(
+        r#"apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: {NODE_IP}
+port: {KUBELET_PORT}
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: {KUBELET_HEALTHZ_PORT}
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: {ca}
+authorization:
+  mode: Webhook
+tlsCertFile: {cert}
+tlsPrivateKeyFile: {key}
+cgroupDriver: cgroupfs
+failSwapOn: false
+nodeStatusUpdateFrequency: 2s
+nodeStatusReportFrequency: 10s
+clusterDNS:
+- {DNS_SERVICE_IP}
+clusterDomain: {CLUSTER_DOMAIN}
+resolvConf: {resolv}
+podCIDR: {POD_CIDR}
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: "1%"
+  nodefs.inodesFree: "1%"
+  imagefs.available: "1%"
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+maxPods: 110
+"#,
+        ca = p(pki.path(pki::CA, "ca.crt")),
+        cert = p(pki.path(pki::KUBELET_SERVING, "tls.crt")),
+        key = p(pki.path(pki::KUBELET_SERVING, "tls.key")),
+        resolv = p(layout.resolv_conf()),
+    )
+}
+
+pub fn kubelet_args(layout: &Layout) -> Vec<String> {
+    let sock = p(layout.containerd_socket());
+    vec![
+        format!("--config={}", p(layout.config_file("kubelet.yaml"))),
+        format!("--kubeconfig={}", p(layout.config_file("kubelet.kubeconfig"))),
+        format!("--root-dir={}", p(layout.kubelet())),
+        format!("--cert-dir={}", p(layout.kubelet().join("pki"))),
+        "--container-runtime=remote".into(),
+        format!("--container-runtime-endpoint=unix://{sock}"),
+        format!("--node-ip={NODE_IP}"),
+        format!("--hostname-override={NODE_NAME}"),
+        format!("--pod-infra-container-image={SANDBOX_IMAGE}"),
+        "--v=1".into(),
+    ]
+}
+
+/// kube-proxy in iptables mode; it leaves the conntrack sysctls alone.
+pub fn kube_proxy_config(layout: &Layout) -> String {
+    format!(
+        r#"apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: {kubeconfig}
+mode: iptables
+bindAddress: {NODE_IP}
+hostnameOverride: {NODE_NAME}
+clusterCIDR: {CLUSTER_CIDR}
+healthzBindAddress: 127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}
+metricsBindAddress: 127.0.0.1:{KUBE_PROXY_METRICS_PORT}
+nodePortAddresses:
+- {NODE_CIDR}
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+"#,
+        kubeconfig = p(layout.config_file("kube-proxy.kubeconfig")),
+    )
+}
+
+pub fn kube_proxy_args(layout: &Layout) -> Vec<String> {
+    vec![format!("--config={}", p(layout.config_file("kube-proxy.yaml")))]
+}
+
+/// The host's resolver for pods with `dnsPolicy: Default`: nothing outside answers.
+pub fn resolv_conf() -> String {
+    format!("nameserver {DNS_SERVICE_IP}\noptions ndots:1\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configs_parse_and_name_our_paths() {
+        let layout = Layout::new("/s");
+        let pki = Files::new("/s/pki");
+        let kubelet: serde_yaml::Value = serde_yaml::from_str(&kubelet_config(&layout, &pki)).expect("kubelet yaml");
+        assert_eq!(kubelet["address"].as_str(), Some("10.250.0.1"));
+        assert_eq!(kubelet["readOnlyPort"].as_u64(), Some(0));
+        assert_eq!(kubelet["authentication"]["anonymous"]["enabled"].as_bool(), Some(false));
+        let proxy: serde_yaml::Value = serde_yaml::from_str(&kube_proxy_config(&layout)).expect("proxy yaml");
+        assert_eq!(proxy["conntrack"]["maxPerCore"].as_u64(), Some(0));
+        let cni: serde_json::Value = serde_json::from_str(&cni_config(&layout)).expect("cni json");
+        assert_eq!(cni["plugins"][0]["ipMasq"], serde_json::json!(false));
+        assert_eq!(cni["plugins"][0]["ipam"]["dataDir"], "/s/cni/ipam");
+        let containerd = containerd_config(&layout);
+        assert!(containerd.contains("restrict_oom_score_adj = true"));
+        assert!(containerd.contains(r#"address = "/s/containerd/containerd.sock""#));
+    }
+
+    #[test]
+    fn the_apiserver_authorizes_nodes_and_uses_tls_to_etcd() {
+        let args = apiserver_args(&Files::new("/p"));
+        assert!(args.contains(&"--authorization-mode=Node,RBAC".to_string()));
+        assert!(args.iter().any(|a| a.starts_with("--etcd-servers=https://")));
+        assert!(args.contains(&"--kubelet-certificate-authority=/p/ca/ca.crt".to_string()));
+    }
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Builds every image the local cluster runs, from the Containerfiles in images/, with buildah
+# (Debian's package), and writes each as an OCI archive into the image cache
+# ($IMAGE_CACHE, default ~/.cache/gardener-rs/images). `local-garden up` imports the archives
+# into the node's containerd under their real names. Prints the cache directory.
+#
+# Images whose inputs (Containerfile, binaries) did not change are not rebuilt.
+# Needs the Kubernetes binaries: hack/setup-envtest.sh --node (run by `make images`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ASSETS="${1:?usage: hack/images.sh <directory with the Kubernetes binaries>}"
+CACHE="${IMAGE_CACHE:-${HOME}/.cache/gardener-rs/images}"
+K8S_VERSION="v1.20.2"
+PAUSE_VERSION="3.6" # the sandbox image containerd 1.6 expects
+BUSYBOX_VERSION="1.35.0"
+
+log() { echo "images: $*" >&2; }
+die() { echo "images: error: $*" >&2; exit 1; }
+
+command -v buildah >/dev/null || die "buildah is missing; run hack/setup-local.sh (installs Debian's buildah)"
+command -v gcc >/dev/null || die "gcc is missing; apt-get install gcc"
+if [ ! -x /bin/busybox ] || ldd /bin/busybox >/dev/null 2>&1; then
+  die "a static /bin/busybox is missing; run hack/setup-local.sh (installs Debian's busybox-static)"
+fi
+
+# A private, overlay-free storage: nothing mounted, nothing shared with other buildah users.
+STORE="${CACHE}/.buildah"
+BUILDAH=(buildah --root "$STORE/root" --runroot "$STORE/run" --storage-driver vfs)
+mkdir -p "$CACHE"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Copies a dynamically linked binary and the libraries it loads into a root file system.
+stage_with_libs() {
+  local binary="$1" root="$2" dest="$3" lib
+  install -D -m 0755 "$binary" "$root$dest"
+  for lib in $(ldd "$binary" | grep -o '/[^ ]*'); do
+    install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
+  done
+}
+
+# build NAME CONTEXT CONTAINERFILE [buildah args...]: builds and archives when inputs changed.
+build() {
+  local name="$1" context="$2" file="$3"; shift 3
+  local archive digest
+  archive="$CACHE/$(echo "$name" | tr '/:' '__').tar"
+  digest=$( (cat "$file"; echo "$name $*"; find "$context" -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-64)
+  if [ -f "$archive" ] && [ "$(cat "$archive.inputs" 2>/dev/null)" = "$digest" ]; then
+    log "$name: up to date"; return
+  fi
+  log "$name: building"
+  "${BUILDAH[@]}" bud --quiet --network none --layers=false -f "$file" -t "$name" "$@" "$context" >/dev/null
+  rm -f "$archive"
+  "${BUILDAH[@]}" push --quiet "$name" "oci-archive:$archive:$name" >/dev/null
+  "${BUILDAH[@]}" rmi "$name" >/dev/null
+  echo "$digest" >"$archive.inputs"
+}
+
+# pause
+mkdir -p "$work/pause"
+gcc -static -O2 -s -o "$work/pause/pause" images/pause/pause.c
+build "registry.k8s.io/pause:$PAUSE_VERSION" "$work/pause" images/pause/Containerfile
+
+# Kubernetes components (static Go binaries)
+for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
+  [ -x "$ASSETS/$c" ] || die "$ASSETS/$c is missing; run hack/setup-envtest.sh --node"
+  mkdir -p "$work/$c"; cp "$ASSETS/$c" "$work/$c/"
+  build "registry.k8s.io/$c:$K8S_VERSION" "$work/$c" images/kube-component/Containerfile --build-arg "COMPONENT=$c"
+done
+
+# etcd, tagged with the version of the Debian build it holds
+etcd_version=$("$ASSETS/etcd" --version | sed -n 's/^etcd Version: //p')
+[ -n "$etcd_version" ] || die "cannot read the version of $ASSETS/etcd"
+mkdir -p "$work/etcd/rootfs/bin"
+stage_with_libs "$ASSETS/etcd" "$work/etcd/rootfs" /usr/local/bin/etcd
+stage_with_libs "$ASSETS/etcdctl" "$work/etcd/rootfs" /usr/local/bin/etcdctl
+cp /bin/busybox "$work/etcd/rootfs/bin/busybox"
+for tool in sh rm mv ls cat mkdir; do ln -s busybox "$work/etcd/rootfs/bin/$tool"; done
+build "registry.k8s.io/etcd:${etcd_version}-0" "$work/etcd" images/etcd/Containerfile
+
+# busybox, for tests and debugging
+mkdir -p "$work/busybox/rootfs/bin" "$work/busybox/rootfs/tmp" "$work/busybox/rootfs/www"
+cp /bin/busybox "$work/busybox/rootfs/bin/busybox"
+for tool in sh httpd wget nslookup cat echo ls sleep hostname timeout mkdir; do ln -s busybox "$work/busybox/rootfs/bin/$tool"; done
+chmod 1777 "$work/busybox/rootfs/tmp"
+build "gardener-rs.local/busybox:$BUSYBOX_VERSION" "$work/busybox" images/busybox/Containerfile
+
+echo "$CACHE"
