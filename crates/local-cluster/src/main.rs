@@ -53,7 +53,9 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log_level).unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
-    let layout = Layout::new(&cli.state_dir);
+    // Absolute, since the processes run with the state directory as their working directory.
+    let state_dir = std::path::absolute(&cli.state_dir).unwrap_or(cli.state_dir.clone());
+    let layout = Layout::new(state_dir);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => return fail(&e),
