@@ -101,6 +101,10 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     ]);
     start(layout, &addons, &format!("{NODE_IP}:{DNS_PORT}"))?;
 
+    wait::until("kubelet healthy", options.timeout, layout, &["kubelet"], || async {
+        Ok(http_get(&format!("127.0.0.1:{KUBELET_HEALTHZ_PORT}"), "/healthz").is_some_and(|s| s.starts_with("HTTP/1.1 200")))
+    })
+    .await?;
     let nodes: Api<Node> = Api::all(client.clone());
     wait::until(&format!("node {NODE_NAME} Ready"), options.timeout, layout, &["kubelet", "containerd"], || {
         let nodes = nodes.clone();
@@ -113,7 +117,7 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     // kube-proxy and the kubelet put their FORWARD jumps in front of the guard; move it back to
     // the top once kube-proxy has synced (it does not reorder afterwards).
     wait::until("kube-proxy healthy", options.timeout, layout, &["kube-proxy"], || async {
-        Ok(reqwest_free_get(&format!("127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}"), "/healthz").is_some_and(|s| s.starts_with("HTTP/1.1 200")))
+        Ok(http_get(&format!("127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}"), "/healthz").is_some_and(|s| s.starts_with("HTTP/1.1 200")))
     })
     .await?;
     network::ensure_egress_guard()?;
@@ -291,7 +295,7 @@ pub fn pod_ready(pod: &Pod) -> bool {
 }
 
 /// A plain HTTP GET on loopback (health endpoints); the status line and body, or `None`.
-fn reqwest_free_get(address: &str, path: &str) -> Option<String> {
+fn http_get(address: &str, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect_timeout(&address.parse().ok()?, Duration::from_secs(1)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;

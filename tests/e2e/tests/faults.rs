@@ -67,6 +67,20 @@ async fn a_killed_kubelet_and_containerd_are_repaired_by_up_without_losing_data(
     assert_ne!(pid_of("containerd"), containerd);
     let node = Api::<Node>::all(client.clone()).get(NODE_NAME).await.expect("node");
     assert!(local_cluster::up::node_ready(&node));
+    // The repaired node runs new pods.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "default");
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {"terminationGracePeriodSeconds": 1, "containers": [{"name": "c", "image": "gardener-rs.local/busybox:1.35.0", "command": ["sleep", "3600"]}]}
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod).await.expect("pod created");
+    let ready = kube::runtime::wait::await_condition(pods.clone(), &name, |p: Option<&k8s_openapi::api::core::v1::Pod>| {
+        p.is_some_and(local_cluster::up::pod_ready)
+    });
+    let became_ready = tokio::time::timeout(TIMEOUT, ready).await;
+    let _ = pods.delete(&name, &Default::default()).await;
+    assert!(matches!(became_ready, Ok(Ok(_))), "a pod on the repaired node did not become Ready: {became_ready:?}");
     let kept = cms.get(&name).await.expect("the ConfigMap survived");
     assert_eq!(kept.data.and_then(|d| d.get("k").cloned()).as_deref(), Some("v"));
     cms.delete(&name, &Default::default()).await.expect("cleanup");
