@@ -16,8 +16,10 @@ pub enum Answer {
 
 /// Asks `server` for the A records of `name`.
 pub fn query_a(server: SocketAddr, name: &str, timeout: Duration) -> std::io::Result<Answer> {
-    let qname = Name::from_ascii(name).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
-    let id: u16 = (std::process::id() as u16) ^ (std::time::SystemTime::now().elapsed().map(|d| d.subsec_nanos()).unwrap_or(7) as u16);
+    let qname =
+        Name::from_ascii(name).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    let id: u16 = (std::process::id() as u16)
+        ^ (std::time::SystemTime::now().elapsed().map(|d| d.subsec_nanos()).unwrap_or(7) as u16);
     let mut msg = Message::new(id, MessageType::Query, OpCode::Query);
     msg.metadata.recursion_desired = true;
     msg.add_query(Query::query(qname, RecordType::A));

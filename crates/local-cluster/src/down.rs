@@ -25,7 +25,8 @@ pub fn run(layout: &Layout) -> Result<Vec<String>> {
         return Ok(Vec::new());
     }
     let _lock = process::lock(&layout.lock(), "down")?;
-    let before: Option<Snapshot> = std::fs::read_to_string(layout.host_snapshot()).ok().and_then(|t| serde_json::from_str(&t).ok());
+    let before: Option<Snapshot> =
+        std::fs::read_to_string(layout.host_snapshot()).ok().and_then(|t| serde_json::from_str(&t).ok());
     let mut problems = Vec::new();
 
     for name in ["addons", "kube-proxy", "kubelet"] {
@@ -47,12 +48,11 @@ pub fn run(layout: &Layout) -> Result<Vec<String>> {
         Some(before) => {
             problems.extend(network::remove_iptables(before));
             for (name, value) in &before.sysctls {
-                if let Some(value) = value {
-                    if crate::host::snapshot::read_sysctl(name).as_deref() != Some(value.as_str()) {
-                        if let Err(e) = network::set_sysctl(name, value) {
-                            problems.push(crate::report(&e));
-                        }
-                    }
+                if let Some(value) = value
+                    && crate::host::snapshot::read_sysctl(name).as_deref() != Some(value.as_str())
+                    && let Err(e) = network::set_sysctl(name, value)
+                {
+                    problems.push(crate::report(&e));
                 }
             }
             problems.extend(cleanup::remove_cgroups(before));
@@ -79,7 +79,8 @@ fn remove_containers(layout: &Layout) {
         return;
     }
     let sock = sock.display().to_string();
-    let ctr = |args: &[&str]| process::run("ctr", &[&["--address", sock.as_str(), "--namespace", "k8s.io"], args].concat());
+    let ctr =
+        |args: &[&str]| process::run("ctr", &[&["--address", sock.as_str(), "--namespace", "k8s.io"], args].concat());
     let tasks = ctr(&["tasks", "ls", "-q"]).unwrap_or_default();
     for id in tasks.lines().filter(|l| !l.is_empty()) {
         let _ = ctr(&["tasks", "kill", "--signal", "SIGKILL", id]);

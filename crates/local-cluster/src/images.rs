@@ -14,7 +14,8 @@ pub fn import_all(layout: &Layout, dir: &Path) -> Result<Vec<String>> {
     let entries = std::fs::read_dir(dir).map_err(Error::io("reading the image cache (run `make images`)", dir))?;
     let sock = layout.containerd_socket().display().to_string();
     let mut imported = Vec::new();
-    let mut archives: Vec<_> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "tar")).collect();
+    let mut archives: Vec<_> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "tar")).collect();
     archives.sort();
     for archive in archives {
         let inputs = std::fs::read_to_string(archive.with_extension("tar.inputs")).unwrap_or_default();

@@ -91,7 +91,10 @@ fn main() -> ExitCode {
             Err(e) => fail(&e),
         },
         Command::Compare { before } => {
-            let snap: Snapshot = match std::fs::read_to_string(&before).map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+            let snap: Snapshot = match std::fs::read_to_string(&before)
+                .map_err(|e| e.to_string())
+                .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+            {
                 Ok(s) => s,
                 Err(e) => {
                     eprintln!("error: reading {}: {e}", before.display());

@@ -139,10 +139,13 @@ impl Files {
         for (key, value) in &secret.data {
             write_private(&dir.join(key), value)?;
         }
-        let meta =
-            Meta { type_: secret.type_.clone(), labels: secret.labels.clone(), keys: secret.data.keys().cloned().collect() };
-        let text =
-            serde_json::to_string_pretty(&meta).map_err(|source| Error::Json { what: "encoding PKI metadata".into(), source })?;
+        let meta = Meta {
+            type_: secret.type_.clone(),
+            labels: secret.labels.clone(),
+            keys: secret.data.keys().cloned().collect(),
+        };
+        let text = serde_json::to_string_pretty(&meta)
+            .map_err(|source| Error::Json { what: "encoding PKI metadata".into(), source })?;
         write_private(&dir.join(META), &text)
     }
 }

@@ -61,7 +61,8 @@ pub fn ensure(layout: &Layout, spec: &Spec) -> Result<(i32, bool)> {
         });
     }
     let log_path = layout.log(spec.name);
-    let log = OpenOptions::new().create(true).append(true).open(&log_path).map_err(Error::io("opening log", &log_path))?;
+    let log =
+        OpenOptions::new().create(true).append(true).open(&log_path).map_err(Error::io("opening log", &log_path))?;
     let err = log.try_clone().map_err(Error::io("opening log", &log_path))?;
     let mut cmd = Command::new(&spec.binary);
     cmd.args(&spec.args)

@@ -164,7 +164,8 @@ state = "{state}"
 /// `hosts.toml` for `certs.d/_default`: every registry resolves to a closed loopback port, so
 /// a missing image fails at once with a clear error instead of leaving the machine.
 pub fn registry_hosts() -> String {
-    "server = \"http://127.0.0.1:1\"\n\n[host.\"http://127.0.0.1:1\"]\n  capabilities = [\"pull\", \"resolve\"]\n".into()
+    "server = \"http://127.0.0.1:1\"\n\n[host.\"http://127.0.0.1:1\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+        .into()
 }
 
 /// One bridge for every pod, host-local IPAM, no masquerade (pods talk to the node address and

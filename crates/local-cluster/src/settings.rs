@@ -63,14 +63,8 @@ pub const SYSCTLS: &[&str] = &[
 
 /// Directories the kubelet, libcni and containerd write outside the state directory. Those
 /// that did not exist before the first start are removed at teardown.
-pub const OUTSIDE_DIRS: &[&str] = &[
-    "/var/lib/kubelet",
-    "/var/log/pods",
-    "/var/log/containers",
-    "/var/lib/cni",
-    "/run/containerd",
-    "/etc/kubernetes",
-];
+pub const OUTSIDE_DIRS: &[&str] =
+    &["/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/containerd", "/etc/kubernetes"];
 
 /// The API server's address as clients use it.
 pub fn apiserver_url() -> String {

@@ -40,7 +40,8 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     preflight(options)?;
     if !layout.host_snapshot().exists() {
         let snap = Snapshot::capture();
-        let text = serde_json::to_string_pretty(&snap).map_err(|source| Error::Json { what: "encoding the host snapshot".into(), source })?;
+        let text = serde_json::to_string_pretty(&snap)
+            .map_err(|source| Error::Json { what: "encoding the host snapshot".into(), source })?;
         std::fs::write(layout.host_snapshot(), text).map_err(Error::io("writing", layout.host_snapshot()))?;
     }
 
@@ -73,18 +74,35 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
         }
     })
     .await?;
-    start(layout, &Spec::new("kube-controller-manager", bin("kube-controller-manager"), render::controller_manager_args(layout, &pki)), &format!("127.0.0.1:{KCM_PORT}"))?;
-    start(layout, &Spec::new("kube-scheduler", bin("kube-scheduler"), render::scheduler_args(layout)), &format!("127.0.0.1:{SCHEDULER_PORT}"))?;
+    start(
+        layout,
+        &Spec::new(
+            "kube-controller-manager",
+            bin("kube-controller-manager"),
+            render::controller_manager_args(layout, &pki),
+        ),
+        &format!("127.0.0.1:{KCM_PORT}"),
+    )?;
+    start(
+        layout,
+        &Spec::new("kube-scheduler", bin("kube-scheduler"), render::scheduler_args(layout)),
+        &format!("127.0.0.1:{SCHEDULER_PORT}"),
+    )?;
 
     step("objects");
     apply(&client).await?;
 
     step("node");
-    let containerd = Spec::new("containerd", "/usr/bin/containerd", vec!["--config".into(), layout.config_file("containerd.toml").display().to_string()]);
+    let containerd = Spec::new(
+        "containerd",
+        "/usr/bin/containerd",
+        vec!["--config".into(), layout.config_file("containerd.toml").display().to_string()],
+    );
     process::ensure(layout, &containerd)?;
     let sock = layout.containerd_socket();
     wait::until("containerd's socket", options.timeout, layout, &["containerd"], || {
-        let ready = sock.exists() && process::run("ctr", &["--address", &sock.display().to_string(), "version"]).is_ok();
+        let ready =
+            sock.exists() && process::run("ctr", &["--address", &sock.display().to_string(), "version"]).is_ok();
         async move { Ok(ready) }
     })
     .await?;
@@ -92,17 +110,24 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     if !imported.is_empty() {
         tracing::info!(?imported, "images imported");
     }
-    let kubelet = Spec::new("kubelet", bin("kubelet"), render::kubelet_args(layout)).env("AWS_EC2_METADATA_DISABLED", "true");
+    let kubelet =
+        Spec::new("kubelet", bin("kubelet"), render::kubelet_args(layout)).env("AWS_EC2_METADATA_DISABLED", "true");
     start(layout, &kubelet, &format!("{NODE_IP}:{KUBELET_PORT}"))?;
-    start(layout, &Spec::new("kube-proxy", bin("kube-proxy"), render::kube_proxy_args(layout)), &format!("127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}"))?;
-    let addons = Spec::new("addons", std::env::current_exe().map_err(Error::io("finding the own binary", "/proc/self/exe"))?, vec![
-        "addons".into(),
-        format!("--state-dir={}", layout.root().display()),
-    ]);
+    start(
+        layout,
+        &Spec::new("kube-proxy", bin("kube-proxy"), render::kube_proxy_args(layout)),
+        &format!("127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}"),
+    )?;
+    let addons = Spec::new(
+        "addons",
+        std::env::current_exe().map_err(Error::io("finding the own binary", "/proc/self/exe"))?,
+        vec!["addons".into(), format!("--state-dir={}", layout.root().display())],
+    );
     start(layout, &addons, &format!("{NODE_IP}:{DNS_PORT}"))?;
 
     wait::until("kubelet healthy", options.timeout, layout, &["kubelet"], || async {
-        Ok(http_get(&format!("127.0.0.1:{KUBELET_HEALTHZ_PORT}"), "/healthz").is_some_and(|s| s.starts_with("HTTP/1.1 200")))
+        Ok(http_get(&format!("127.0.0.1:{KUBELET_HEALTHZ_PORT}"), "/healthz")
+            .is_some_and(|s| s.starts_with("HTTP/1.1 200")))
     })
     .await?;
     let nodes: Api<Node> = Api::all(client.clone());
@@ -117,7 +142,8 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     // kube-proxy and the kubelet put their FORWARD jumps in front of the guard; move it back to
     // the top once kube-proxy has synced (it does not reorder afterwards).
     wait::until("kube-proxy healthy", options.timeout, layout, &["kube-proxy"], || async {
-        Ok(http_get(&format!("127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}"), "/healthz").is_some_and(|s| s.starts_with("HTTP/1.1 200")))
+        Ok(http_get(&format!("127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}"), "/healthz")
+            .is_some_and(|s| s.starts_with("HTTP/1.1 200")))
     })
     .await?;
     network::ensure_egress_guard()?;
@@ -125,7 +151,11 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     step("system");
     let dns = SocketAddr::from((NODE_IP, DNS_PORT));
     wait::until("cluster DNS", options.timeout, layout, &["addons"], || async move {
-        let answer = crate::dnsclient::query_a(dns, &format!("kubernetes.default.svc.{CLUSTER_DOMAIN}."), Duration::from_secs(1));
+        let answer = crate::dnsclient::query_a(
+            dns,
+            &format!("kubernetes.default.svc.{CLUSTER_DOMAIN}."),
+            Duration::from_secs(1),
+        );
         Ok(matches!(answer, Ok(crate::dnsclient::Answer::Addresses(a)) if a == vec![KUBERNETES_SERVICE_IP]))
     })
     .await?;
@@ -147,7 +177,8 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     .await?;
 
     // The admin kubeconfig goes last: its presence means the cluster came up.
-    let admin = std::fs::read_to_string(pki.path(pki::ADMIN, "kubeconfig")).map_err(Error::io("reading", pki.path(pki::ADMIN, "kubeconfig")))?;
+    let admin = std::fs::read_to_string(pki.path(pki::ADMIN, "kubeconfig"))
+        .map_err(Error::io("reading", pki.path(pki::ADMIN, "kubeconfig")))?;
     pki::write_private(&layout.kubeconfig(), &admin)?;
     eprintln!(
         "local-cluster: up in {:.1} s; export KUBECONFIG={}",
@@ -169,9 +200,20 @@ fn preflight(options: &Options) -> Result<()> {
             return Err(Error::MissingBinary { binary: name.into(), path, fix: SETUP.into() });
         }
     }
-    for path in ["/usr/bin/containerd", "/usr/bin/ctr", "/usr/sbin/runc", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local", "/usr/lib/cni/portmap"] {
+    for path in [
+        "/usr/bin/containerd",
+        "/usr/bin/ctr",
+        "/usr/sbin/runc",
+        "/usr/lib/cni/bridge",
+        "/usr/lib/cni/host-local",
+        "/usr/lib/cni/portmap",
+    ] {
         if !Path::new(path).is_file() {
-            return Err(Error::MissingBinary { binary: path.rsplit('/').next().unwrap_or(path).into(), path: path.into(), fix: SETUP.into() });
+            return Err(Error::MissingBinary {
+                binary: path.rsplit('/').next().unwrap_or(path).into(),
+                path: path.into(),
+                fix: SETUP.into(),
+            });
         }
     }
     for tool in ["iptables", "ip6tables", "ip", "nft"] {
@@ -188,13 +230,22 @@ fn preflight(options: &Options) -> Result<()> {
     }
     let filesystems = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
     if !filesystems.contains("overlay") {
-        return Err(Error::MissingKernelFeature { feature: "overlayfs", detail: "containerd's snapshotter needs it; load it with `modprobe overlay`".into() });
+        return Err(Error::MissingKernelFeature {
+            feature: "overlayfs",
+            detail: "containerd's snapshotter needs it; load it with `modprobe overlay`".into(),
+        });
     }
     if !Path::new("/proc/sys/net/bridge/bridge-nf-call-iptables").exists() {
-        return Err(Error::MissingKernelFeature { feature: "br_netfilter", detail: "Services between pods on one bridge need it; load it with `modprobe br_netfilter`".into() });
+        return Err(Error::MissingKernelFeature {
+            feature: "br_netfilter",
+            detail: "Services between pods on one bridge need it; load it with `modprobe br_netfilter`".into(),
+        });
     }
     if !Path::new("/sys/fs/cgroup/memory").is_dir() && !Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
-        return Err(Error::MissingKernelFeature { feature: "the memory cgroup", detail: "the kubelet needs a mounted memory cgroup controller".into() });
+        return Err(Error::MissingKernelFeature {
+            feature: "the memory cgroup",
+            detail: "the kubelet needs a mounted memory cgroup controller".into(),
+        });
     }
     Ok(())
 }
@@ -242,10 +293,10 @@ fn write_if_changed(path: &Path, text: &str, private: bool) -> Result<()> {
 /// Starts `spec` unless it runs; a port another process holds is reported before starting.
 fn start(layout: &Layout, spec: &Spec, address: &str) -> Result<()> {
     if process::running(layout, spec.name).is_none() {
-        if let Ok(addr) = address.parse::<SocketAddr>() {
-            if TcpListener::bind(addr).is_err() {
-                return Err(Error::PortTaken { component: spec.name, address: address.to_string(), port: addr.port() });
-            }
+        if let Ok(addr) = address.parse::<SocketAddr>()
+            && TcpListener::bind(addr).is_err()
+        {
+            return Err(Error::PortTaken { component: spec.name, address: address.to_string(), port: addr.port() });
         }
         let (pid, _) = process::ensure(layout, spec)?;
         tracing::info!(component = spec.name, pid, "started");
@@ -263,7 +314,8 @@ pub async fn admin_client(layout: &Layout, pki: &Files) -> Result<Client> {
 pub async fn client_from(path: &Path) -> Result<Client> {
     let boxed = |e: Box<dyn std::error::Error + Send + Sync>| Error::Kubeconfig { path: path.to_path_buf(), source: e };
     let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| boxed(Box::new(e)))?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.map_err(|e| boxed(Box::new(e)))?;
+    let config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.map_err(|e| boxed(Box::new(e)))?;
     Client::try_from(config).map_err(|e| boxed(Box::new(e)))
 }
 
@@ -275,7 +327,8 @@ async fn apply(client: &Client) -> Result<()> {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-        let (resource, caps) = kube::discovery::pinned_kind(client, &gvk).await.map_err(Error::kube(format!("discovering {kind}")))?;
+        let (resource, caps) =
+            kube::discovery::pinned_kind(client, &gvk).await.map_err(Error::kube(format!("discovering {kind}")))?;
         let api: Api<kube::api::DynamicObject> = match (caps.scope, obj["metadata"]["namespace"].as_str()) {
             (kube::discovery::Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, &resource),
             _ => Api::all_with(client.clone(), &resource),
@@ -286,12 +339,20 @@ async fn apply(client: &Client) -> Result<()> {
 }
 
 pub fn node_ready(node: &Node) -> bool {
-    node.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 pub fn pod_ready(pod: &Pod) -> bool {
     let succeeded = pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded");
-    succeeded || pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    succeeded
+        || pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// A plain HTTP GET on loopback (health endpoints); the status line and body, or `None`.

@@ -10,7 +10,13 @@ use std::time::{Duration, Instant};
 
 /// Calls `probe` every `interval` until it returns `Ok(true)`; `alive` names processes that must
 /// keep running meanwhile.
-pub async fn until<F, Fut>(what: &str, timeout: Duration, layout: &Layout, alive: &[&'static str], mut probe: F) -> Result<()>
+pub async fn until<F, Fut>(
+    what: &str,
+    timeout: Duration,
+    layout: &Layout,
+    alive: &[&'static str],
+    mut probe: F,
+) -> Result<()>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = std::result::Result<bool, String>>,

@@ -5,6 +5,8 @@
 //!
 //! The tests need a running cluster; without one they fail and name `make e2e`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
@@ -94,7 +96,8 @@ pub struct TestNamespace {
 impl TestNamespace {
     pub async fn create(client: &Client, prefix: &str) -> Self {
         let name = format!("{prefix}-{}", std::process::id());
-        let ns: Namespace = serde_json::from_value(serde_json::json!({ "metadata": { "name": name } })).expect("namespace");
+        let ns: Namespace =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": name } })).expect("namespace");
         Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.expect("namespace created");
         Self { name }
     }

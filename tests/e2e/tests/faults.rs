@@ -2,6 +2,8 @@
 //! one at a time: they stop parts of the cluster): a concurrent `up`, a port taken by
 //! another process, and a killed kubelet and containerd repaired by `up` without data loss.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
 use e2e::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, PostParams};
@@ -52,7 +54,8 @@ async fn a_killed_kubelet_and_containerd_are_repaired_by_up_without_losing_data(
     let client = client().await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let name = format!("survivor-{}", std::process::id());
-    let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "data": {"k": "v"}})).expect("cm");
+    let cm: ConfigMap =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "data": {"k": "v"}})).expect("cm");
     cms.create(&PostParams::default(), &cm).await.expect("created");
 
     let kubelet = pid_of("kubelet");
@@ -75,9 +78,10 @@ async fn a_killed_kubelet_and_containerd_are_repaired_by_up_without_losing_data(
     }))
     .expect("pod");
     pods.create(&PostParams::default(), &pod).await.expect("pod created");
-    let ready = kube::runtime::wait::await_condition(pods.clone(), &name, |p: Option<&k8s_openapi::api::core::v1::Pod>| {
-        p.is_some_and(local_cluster::up::pod_ready)
-    });
+    let ready =
+        kube::runtime::wait::await_condition(pods.clone(), &name, |p: Option<&k8s_openapi::api::core::v1::Pod>| {
+            p.is_some_and(local_cluster::up::pod_ready)
+        });
     let became_ready = tokio::time::timeout(TIMEOUT, ready).await;
     let _ = pods.delete(&name, &Default::default()).await;
     assert!(matches!(became_ready, Ok(Ok(_))), "a pod on the repaired node did not become Ready: {became_ready:?}");

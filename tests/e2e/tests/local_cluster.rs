@@ -3,6 +3,8 @@
 //! server, Service names resolved from the host, volumes that outlive their pod, and no way
 //! out of the machine.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
 use e2e::*;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod, Service};
 use kube::api::{Api, DeleteParams};

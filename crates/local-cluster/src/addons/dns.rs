@@ -76,8 +76,13 @@ fn catalog(domain: &str, records: &Records) -> Result<Catalog> {
 
 fn catalog_with_serial(domain: &str, records: &Records, serial: u32) -> Result<Catalog> {
     let origin = name(domain)?;
-    let mut zone = InMemoryZoneHandler::<hickory_server::net::runtime::TokioRuntimeProvider>::empty(origin.clone(), ZoneType::Primary, AxfrPolicy::Deny);
-    let soa = SOA::new(name(&format!("ns.dns.{domain}"))?, name(&format!("hostmaster.{domain}"))?, serial, 60, 10, 3600, TTL);
+    let mut zone = InMemoryZoneHandler::<hickory_server::net::runtime::TokioRuntimeProvider>::empty(
+        origin.clone(),
+        ZoneType::Primary,
+        AxfrPolicy::Deny,
+    );
+    let soa =
+        SOA::new(name(&format!("ns.dns.{domain}"))?, name(&format!("hostmaster.{domain}"))?, serial, 60, 10, 3600, TTL);
     zone.upsert_mut(Record::from_rdata(origin.clone(), TTL, RData::SOA(soa)), serial);
     for (fqdn, datas) in records {
         let owner = name(fqdn)?;
@@ -97,8 +102,12 @@ fn catalog_with_serial(domain: &str, records: &Records, serial: u32) -> Result<C
 
 /// Serves `zones` on UDP and TCP at `listen` until the process ends.
 pub async fn serve(zones: Zones, listen: SocketAddr) -> Result<()> {
-    let udp = tokio::net::UdpSocket::bind(listen).await.map_err(|e| Error::Dns(format!("binding UDP {listen}: {e}").into()))?;
-    let tcp = tokio::net::TcpListener::bind(listen).await.map_err(|e| Error::Dns(format!("binding TCP {listen}: {e}").into()))?;
+    let udp = tokio::net::UdpSocket::bind(listen)
+        .await
+        .map_err(|e| Error::Dns(format!("binding UDP {listen}: {e}").into()))?;
+    let tcp = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| Error::Dns(format!("binding TCP {listen}: {e}").into()))?;
     let mut server = hickory_server::Server::new(zones);
     server.register_socket(udp);
     server.register_listener(tcp, Duration::from_secs(5), 64 * 1024);

@@ -22,10 +22,8 @@ pub type Records = BTreeMap<String, Vec<Data>>;
 
 /// All records for `services` and their `endpoints` (matched by namespace and name).
 pub fn compute(domain: &str, services: &[Service], endpoints: &[Endpoints]) -> Records {
-    let eps: BTreeMap<(String, String), &Endpoints> = endpoints
-        .iter()
-        .filter_map(|e| Some(((e.metadata.namespace.clone()?, e.metadata.name.clone()?), e)))
-        .collect();
+    let eps: BTreeMap<(String, String), &Endpoints> =
+        endpoints.iter().filter_map(|e| Some(((e.metadata.namespace.clone()?, e.metadata.name.clone()?), e))).collect();
     let mut out = Records::new();
     for svc in services {
         let (Some(ns), Some(name)) = (svc.metadata.namespace.as_deref(), svc.metadata.name.as_deref()) else {

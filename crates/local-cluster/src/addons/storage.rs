@@ -170,7 +170,10 @@ mod tests {
     fn only_released_volumes_of_ours_with_delete_policy_go() {
         let mut pv = desired_volume(&claim(OURS), Path::new("/v")).expect("a volume");
         assert!(!is_released(&pv));
-        pv.status = Some(k8s_openapi::api::core::v1::PersistentVolumeStatus { phase: Some("Released".into()), ..Default::default() });
+        pv.status = Some(k8s_openapi::api::core::v1::PersistentVolumeStatus {
+            phase: Some("Released".into()),
+            ..Default::default()
+        });
         assert!(is_released(&pv));
         pv.metadata.annotations = None;
         assert!(!is_released(&pv));

@@ -11,10 +11,8 @@ use std::time::Duration;
 /// Unmounts every mount point under one of `roots`, deepest first (lazily, so a busy mount
 /// does not stop the teardown).
 pub fn unmount_under(roots: &[&Path]) -> Vec<String> {
-    let mut points: Vec<String> = snapshot::mount_points()
-        .into_iter()
-        .filter(|m| roots.iter().any(|r| Path::new(m).starts_with(r)))
-        .collect();
+    let mut points: Vec<String> =
+        snapshot::mount_points().into_iter().filter(|m| roots.iter().any(|r| Path::new(m).starts_with(r))).collect();
     points.sort_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
     points.dedup();
     let mut failures = Vec::new();
@@ -85,10 +83,11 @@ pub fn stop_processes_naming(marker: &str) -> usize {
 pub fn remove_outside_dirs(before: &Snapshot) -> Vec<String> {
     let mut failures = Vec::new();
     for (dir, existed) in &before.dirs {
-        if !existed && Path::new(dir).exists() {
-            if let Err(e) = std::fs::remove_dir_all(dir) {
-                failures.push(format!("removing {dir}: {e}"));
-            }
+        if !existed
+            && Path::new(dir).exists()
+            && let Err(e) = std::fs::remove_dir_all(dir)
+        {
+            failures.push(format!("removing {dir}: {e}"));
         }
     }
     failures

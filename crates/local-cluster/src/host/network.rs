@@ -146,10 +146,10 @@ pub fn remove_iptables(before: &Snapshot) -> Vec<String> {
         .unwrap_or_default();
     for table in tables_now.difference(&before.nft_tables) {
         let words: Vec<&str> = table.split_whitespace().collect();
-        if let ["table", family, name] = words.as_slice() {
-            if let Err(e) = run("nft", &["delete", "table", family, name]) {
-                failures.push(e.to_string());
-            }
+        if let ["table", family, name] = words.as_slice()
+            && let Err(e) = run("nft", &["delete", "table", family, name])
+        {
+            failures.push(e.to_string());
         }
     }
     failures
@@ -178,10 +178,10 @@ pub fn remove_links() -> Vec<String> {
         }
     }
     for link in [CNI_BRIDGE, BRIDGE] {
-        if run("ip", &["link", "show", link]).is_ok() {
-            if let Err(e) = run("ip", &["link", "del", link]) {
-                failures.push(e.to_string());
-            }
+        if run("ip", &["link", "show", link]).is_ok()
+            && let Err(e) = run("ip", &["link", "del", link])
+        {
+            failures.push(e.to_string());
         }
     }
     failures
@@ -211,7 +211,16 @@ mod tests {
         assert_eq!(
             cmds,
             vec![
-                v(&["-D", "FORWARD", "-m", "comment", "--comment", "kubernetes forwarding rules", "-j", "KUBE-FORWARD"]),
+                v(&[
+                    "-D",
+                    "FORWARD",
+                    "-m",
+                    "comment",
+                    "--comment",
+                    "kubernetes forwarding rules",
+                    "-j",
+                    "KUBE-FORWARD"
+                ]),
                 v(&["-F", "KUBE-FORWARD"]),
                 v(&["-X", "KUBE-FORWARD"]),
             ]

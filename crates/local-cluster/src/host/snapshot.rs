@@ -192,7 +192,10 @@ mod tests {
     #[test]
     fn parses_links_and_addresses() {
         assert_eq!(link_name("5: veth1@if4: <BROADCAST> mtu 1500").as_deref(), Some("veth1"));
-        assert_eq!(address("2: eth0    inet 192.0.2.2/24 brd 192.0.2.255 scope global eth0").as_deref(), Some("eth0 192.0.2.2/24"));
+        assert_eq!(
+            address("2: eth0    inet 192.0.2.2/24 brd 192.0.2.255 scope global eth0").as_deref(),
+            Some("eth0 192.0.2.2/24")
+        );
         assert_eq!(unescape_mount("/a\\040b"), "/a b");
     }
 
