@@ -24,6 +24,7 @@ work=$(mktemp -d)
 
 finish() {
   local status=$?
+  trap - EXIT
   if [ -e .local ]; then
     [ "$status" = 0 ] || { log "collecting logs"; tail -n 30 .local/logs/*.log >&2 || true; }
     log "tearing down"
@@ -45,3 +46,10 @@ else
   cargo test -p e2e --test local_cluster
   cargo test -p e2e --test faults -- --test-threads=1
 fi
+
+log "tearing down"
+"$bin" down
+log "a half-finished up (killed after 4 s), then down twice"
+timeout -s KILL 4 "$bin" up --assets "$assets" --images "$images" || true
+"$bin" down
+"$bin" down

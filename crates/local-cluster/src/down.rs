@@ -32,7 +32,9 @@ pub fn run(layout: &Layout) -> Result<Vec<String>> {
     for name in ["addons", "kube-proxy", "kubelet"] {
         process::stop(layout, name, GRACE);
     }
+    tracing::debug!(elapsed = ?started.elapsed(), "node agents stopped");
     remove_containers(layout);
+    tracing::debug!(elapsed = ?started.elapsed(), "containers removed");
     process::stop(layout, "containerd", GRACE);
     // Shims outlive containerd; they name its socket on their command line.
     cleanup::stop_processes_naming(&layout.containerd_socket().display().to_string());
@@ -40,6 +42,7 @@ pub fn run(layout: &Layout) -> Result<Vec<String>> {
         process::stop(layout, name, GRACE);
     }
 
+    tracing::debug!(elapsed = ?started.elapsed(), "processes stopped");
     let kubelet_default = Path::new("/var/lib/kubelet");
     let run_containerd = Path::new("/run/containerd");
     problems.extend(cleanup::unmount_under(&[layout.root(), kubelet_default, run_containerd]));
@@ -85,11 +88,13 @@ fn remove_containers(layout: &Layout) {
     for id in tasks.lines().filter(|l| !l.is_empty()) {
         let _ = ctr(&["tasks", "kill", "--signal", "SIGKILL", id]);
     }
+    // containerd's CRI removes a task as soon as it exits; wait for that, then delete what is left.
     let deadline = Instant::now() + GRACE;
-    for id in tasks.lines().filter(|l| !l.is_empty()) {
-        while ctr(&["tasks", "delete", id]).is_err() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
+    while Instant::now() < deadline && !ctr(&["tasks", "ls", "-q"]).unwrap_or_default().trim().is_empty() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for id in ctr(&["tasks", "ls", "-q"]).unwrap_or_default().lines().filter(|l| !l.is_empty()) {
+        let _ = ctr(&["tasks", "delete", "--force", id]);
     }
     let containers = ctr(&["containers", "ls", "-q"]).unwrap_or_default();
     for id in containers.lines().filter(|l| !l.is_empty()) {

@@ -13,8 +13,9 @@ struct Cli {
     /// The state directory: configuration, PKI, data, logs and PID files of the cluster.
     #[arg(long, global = true, default_value = ".local")]
     state_dir: PathBuf,
-    /// Log level filter (RUST_LOG syntax).
-    #[arg(long, global = true, default_value = "info")]
+    /// Log level filter (RUST_LOG syntax). The client's own connection errors are off by
+    /// default: the readiness waits report what they last saw.
+    #[arg(long, global = true, default_value = "info,kube_client=off")]
     log_level: String,
     #[command(subcommand)]
     command: Command,

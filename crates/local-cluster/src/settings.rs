@@ -37,8 +37,6 @@ pub const KCM_PORT: u16 = 10257;
 pub const SCHEDULER_PORT: u16 = 10259;
 /// Cluster DNS on the node address; the `kube-dns` Service forwards to it.
 pub const DNS_PORT: u16 = 53;
-/// The add-ons' health endpoint (loopback).
-pub const ADDONS_HEALTH_PORT: u16 = 10290;
 
 /// The default StorageClass and the provisioner name it names.
 pub const STORAGE_CLASS: &str = "local-path";

@@ -65,6 +65,24 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     start(layout, &etcd, &format!("127.0.0.1:{ETCD_CLIENT_PORT}"))?;
     let apiserver = Spec::new("kube-apiserver", bin("kube-apiserver"), render::apiserver_args(&pki));
     start(layout, &apiserver, &format!("{NODE_IP}:{APISERVER_PORT}"))?;
+    // containerd starts and the images are imported while the API server starts.
+    let containerd = Spec::new(
+        "containerd",
+        "/usr/bin/containerd",
+        vec!["--config".into(), layout.config_file("containerd.toml").display().to_string()],
+    );
+    process::ensure(layout, &containerd)?;
+    let sock = layout.containerd_socket();
+    wait::until("containerd's socket", options.timeout, layout, &["containerd"], || {
+        let ready =
+            sock.exists() && process::run("ctr", &["--address", &sock.display().to_string(), "version"]).is_ok();
+        async move { Ok(ready) }
+    })
+    .await?;
+    let imported = images::import_all(layout, &options.images)?;
+    if !imported.is_empty() {
+        tracing::info!(?imported, "images imported");
+    }
     let client = admin_client(layout, &pki).await?;
     wait::until("kube-apiserver /readyz", options.timeout, layout, &["etcd", "kube-apiserver"], || {
         let client = client.clone();
@@ -93,23 +111,6 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     apply(&client).await?;
 
     step("node");
-    let containerd = Spec::new(
-        "containerd",
-        "/usr/bin/containerd",
-        vec!["--config".into(), layout.config_file("containerd.toml").display().to_string()],
-    );
-    process::ensure(layout, &containerd)?;
-    let sock = layout.containerd_socket();
-    wait::until("containerd's socket", options.timeout, layout, &["containerd"], || {
-        let ready =
-            sock.exists() && process::run("ctr", &["--address", &sock.display().to_string(), "version"]).is_ok();
-        async move { Ok(ready) }
-    })
-    .await?;
-    let imported = images::import_all(layout, &options.images)?;
-    if !imported.is_empty() {
-        tracing::info!(?imported, "images imported");
-    }
     let kubelet =
         Spec::new("kubelet", bin("kubelet"), render::kubelet_args(layout)).env("AWS_EC2_METADATA_DISABLED", "true");
     start(layout, &kubelet, &format!("{NODE_IP}:{KUBELET_PORT}"))?;
