@@ -50,7 +50,8 @@ build() {
     log "$name: up to date"; return
   fi
   log "$name: building"
-  "${BUILDAH[@]}" bud --quiet --network none --layers=false -f "$file" -t "$name" "$@" "$context" >/dev/null
+  "${BUILDAH[@]}" bud --quiet --network none --layers=false -f "$file" -t "$name" "$@" "$context" >/dev/null ||
+    die "buildah could not build $name from $file (its error is above); check \`df -h $CACHE\` and that $STORE is writable, then rerun \`make images\`"
   rm -f "$archive"
   "${BUILDAH[@]}" push --quiet "$name" "oci-archive:$archive:$name" >/dev/null
   "${BUILDAH[@]}" rmi "$name" >/dev/null

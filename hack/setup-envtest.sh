@@ -109,9 +109,14 @@ SRC
     cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 vendor/github.com/modern-go/reflect2
     rm -f vendor/github.com/modern-go/reflect2/go.mod
     rm -rf _output
-    PATH="/usr/lib/go-1.19/bin:$PATH" make \
+    if ! PATH="/usr/lib/go-1.19/bin:$PATH" make \
       WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubelet cmd/kube-proxy cmd/kubectl" \
-      KUBE_BUILD_PLATFORMS=linux/amd64 >&2
+      KUBE_BUILD_PLATFORMS=linux/amd64 >&2; then
+      log "error: building Kubernetes failed (the Go errors are above). The build needs about 3 GiB of"
+      log "memory and 6 GiB of disk under $work; free them and run hack/setup-envtest.sh again (the"
+      log "unpacked source is kept, so the retry starts from the build)."
+      exit 1
+    fi
     mkdir -p "$dest"
     cp _output/bin/kube-apiserver _output/bin/kube-controller-manager _output/bin/kube-scheduler \
       _output/bin/kubelet _output/bin/kube-proxy _output/bin/kubectl "$dest/"
