@@ -1,70 +1,47 @@
 //! The gardenlet binary: `gardenlet --config <file>`.
 //!
 //! Registers the seed of the configuration file in the garden and runs the seed controller,
-//! the shoot controller and the ShootState sync, with `/healthz`, `/readyz` and `/metrics` (address from `--metrics-addr`,
-//! default `127.0.0.1:8090`), until SIGTERM or Ctrl+C.
+//! the shoot controller and the ShootState sync, with `/healthz`, `/readyz` and `/metrics` on
+//! `--metrics-bind-address`, until SIGTERM or Ctrl+C. See `--help`.
 
+use clap::Parser;
+use extension_sdk::cli::{self, CommonArgs};
 use gardenlet::config::GardenletConfig;
 use gardenlet::seed::SeedController;
 use gardenlet::shoot::controller::{ShootController, default_backoff};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-const USAGE: &str = "usage: gardenlet --config <file> [--metrics-addr <host:port>]";
-
-struct Args {
+/// A seed's gardenlet: registers the seed and runs the control planes of its shoots.
+#[derive(Parser, Debug)]
+#[command(name = "gardenlet", version)]
+struct Cli {
+    /// The gardenlet configuration (YAML): the seed, the garden and seed kubeconfigs, controller
+    /// settings. See docs/gardenlet.md.
+    #[arg(long, value_name = "FILE")]
     config: PathBuf,
-    metrics_addr: std::net::SocketAddr,
+    #[command(flatten)]
+    common: CommonArgs,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut config = None;
-    let mut metrics_addr = "127.0.0.1:8090".to_string();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--config" => config = args.next(),
-            "--metrics-addr" => metrics_addr = args.next().ok_or(USAGE)?,
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other => return Err(format!("unknown argument {other:?}; {USAGE}")),
-        }
-    }
-    Ok(Args {
-        config: config.map(PathBuf::from).ok_or_else(|| format!("--config is required; {USAGE}"))?,
-        metrics_addr: metrics_addr.parse().map_err(|e| format!("--metrics-addr {metrics_addr:?}: {e}"))?,
-    })
-}
-
-async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, Box<dyn std::error::Error>> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
-        }
-        None => kube::Config::infer().await?,
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli.common.init_logging();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return cli::exit_code(Err(e)),
     };
-    Ok(kube::Client::try_from(config)?)
+    cli::exit_code(runtime.block_on(run(cli)))
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,kube=warn".into()),
-        )
-        .init();
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
-    };
-    let config = Arc::new(GardenletConfig::load(&args.config)?);
-    let garden = client(config.garden_kubeconfig.as_deref()).await?;
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Arc::new(GardenletConfig::load(&cli.config)?);
+    // The configuration's garden kubeconfig wins over --kubeconfig, which wins over inference.
+    let garden = cli::client(config.garden_kubeconfig.as_deref().or(cli.common.kubeconfig.as_deref())).await?;
     let seed = match config.seed_kubeconfig.as_deref() {
-        Some(path) => client(Some(path)).await?,
+        Some(path) => cli::client(Some(path)).await?,
         None => garden.clone(),
     };
     let gardener = api::common::Gardener {
@@ -74,7 +51,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let mut runner_config = extension_sdk::runner::RunnerConfig::new("gardenlet", "garden");
-    runner_config.http_addr = Some(args.metrics_addr);
+    runner_config.http_addr = Some(cli.common.metrics_bind_address());
     // The seed controller renews its own heartbeat Lease per seed.
     runner_config.heartbeat_interval = None;
     let mut runner = extension_sdk::runner::Runner::new(garden.clone(), runner_config)?;

@@ -1,46 +1,41 @@
 //! `gardener-extension-provider-local`: runs the provider-local controllers with the SDK's
 //! runner (HTTP endpoints, leader election, heartbeat, graceful shutdown). See `--help`.
 
-use extension_sdk::kube::Client;
+use clap::Parser;
+use extension_sdk::cli;
 use extension_sdk::{LeaderElectionConfig, Runner, RunnerConfig};
-use provider_local::cli;
+use provider_local::cli::Cli;
+use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let options = match cli::parse(std::env::args().skip(1), std::env::var("NAMESPACE").ok()) {
-        Ok(o) if o.help => {
-            print!("{}", cli::USAGE);
-            return Ok(());
-        }
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{e}\n\n{}", cli::USAGE);
-            std::process::exit(2);
-        }
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli.common.init_logging();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return cli::exit_code(Err(e)),
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,kube=warn".into()),
-        )
-        .init();
+    cli::exit_code(runtime.block_on(run(cli)))
+}
 
-    let client = Client::try_default().await?;
-    let mut config = RunnerConfig::new("provider-local", options.namespace.clone());
-    config.http_addr = options.http_addr;
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let settings = cli.settings();
+    let client = cli.common.client().await?;
+    let mut config = RunnerConfig::new("provider-local", cli.leader_election_namespace.clone());
+    config.http_addr = Some(cli.common.metrics_bind_address());
     config.metrics_prefix = "provider_local".into();
-    if options.leader_election {
+    if cli.leader_election {
         let identity = std::env::var("POD_NAME")
             .or_else(|_| std::env::var("HOSTNAME"))
             .unwrap_or_else(|_| format!("provider-local-{}", std::process::id()));
         config = config.leader_election(LeaderElectionConfig::new(
-            options.leader_election_id.clone(),
-            options.namespace.clone(),
+            cli.leader_election_id.clone(),
+            cli.leader_election_namespace.clone(),
             identity,
         ));
     }
-    tracing::info!(controllers = ?options.settings.controllers, backup_root = %options.settings.backup.root.display(), "starting");
+    tracing::info!(controllers = ?settings.controllers, backup_root = %settings.backup.root.display(), "starting");
     let mut runner = Runner::new(client.clone(), config)?;
-    provider_local::register(&mut runner, &client, &options.settings);
+    provider_local::register(&mut runner, &client, &settings);
     runner.run_until_signal().await?;
     Ok(())
 }

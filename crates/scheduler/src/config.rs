@@ -142,6 +142,13 @@ pub enum ConfigError {
     Parse(#[source] serde_yaml::Error),
     #[error("invalid configuration: {field}: {message}")]
     Invalid { field: String, message: String },
+    /// A parse or validation error of a file, with the file's path.
+    #[error("configuration file {path}")]
+    File {
+        path: String,
+        #[source]
+        source: Box<ConfigError>,
+    },
 }
 
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
@@ -153,7 +160,7 @@ impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
-        Self::from_yaml(&text)
+        Self::from_yaml(&text).map_err(|e| ConfigError::File { path: path.display().to_string(), source: Box::new(e) })
     }
 
     /// Parses (YAML or JSON) and validates a configuration. An empty document is the default.

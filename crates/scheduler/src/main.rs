@@ -1,53 +1,24 @@
-//! `gardener-scheduler --config <file> [--kubeconfig <file>]`: runs the scheduler until SIGINT or
-//! SIGTERM. Without `--kubeconfig` the in-cluster configuration (or `$KUBECONFIG`) is used.
+//! `gardener-scheduler`: runs the scheduler until SIGINT or SIGTERM. See `--help`.
 
+use clap::Parser;
+use extension_sdk::cli::{self, CommonArgs};
 use futures::FutureExt;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use scheduler::Config;
 use scheduler::http::{self, Readiness};
 use scheduler::metrics::Metrics;
 use std::path::PathBuf;
-use tracing_subscriber::EnvFilter;
+use std::process::ExitCode;
 
-const USAGE: &str = "usage: gardener-scheduler [--config <file>] [--kubeconfig <file>]
-
-  --config <file>      scheduler configuration (YAML or JSON); defaults apply without it
-  --kubeconfig <file>  kubeconfig of the garden cluster; in-cluster or $KUBECONFIG without it
-";
-
-#[derive(Debug, Default)]
-struct Args {
+/// Places new shoots on seeds.
+#[derive(Parser, Debug)]
+#[command(name = "gardener-scheduler", version)]
+struct Cli {
+    /// The scheduler configuration (YAML or JSON); defaults apply without it. See
+    /// docs/scheduler.md.
+    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    kubeconfig: Option<PathBuf>,
-}
-
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut parsed = Args::default();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) => (f.to_string(), Some(v.to_string())),
-            None => (arg.clone(), None),
-        };
-        let mut value = || inline.clone().or_else(|| args.next()).ok_or_else(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--config" => parsed.config = Some(PathBuf::from(value()?)),
-            "--kubeconfig" => parsed.kubeconfig = Some(PathBuf::from(value()?)),
-            "-h" | "--help" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(parsed)
-}
-
-async fn client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, Box<dyn std::error::Error>> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kubeconfig = Kubeconfig::read_from(path)?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?
-        }
-        None => kube::Config::infer().await?,
-    };
-    Ok(kube::Client::try_from(config)?)
+    #[command(flatten)]
+    common: CommonArgs,
 }
 
 async fn shutdown_signal() {
@@ -69,28 +40,27 @@ async fn shutdown_signal() {
     tracing::info!("shutting down");
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = match parse_args(std::env::args().skip(1)) {
-        Ok(args) => args,
-        Err(message) => {
-            if !message.is_empty() {
-                eprintln!("{message}\n");
-            }
-            eprint!("{USAGE}");
-            std::process::exit(if message.is_empty() { 0 } else { 2 });
-        }
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli.common.init_logging();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => return cli::exit_code(Err(e)),
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
-        .init();
+    cli::exit_code(runtime.block_on(run(cli)))
+}
 
-    let config = match &args.config {
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let mut config = match &cli.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    // An explicit flag wins over the configuration file.
+    if let Some(address) = cli.common.metrics_bind_address {
+        config.bind_address = address;
+    }
     tracing::info!(strategy = ?config.strategy, bind_address = %config.bind_address, "starting gardener-scheduler");
-    let client = client(args.kubeconfig.as_ref()).await?;
+    let client = cli.common.client().await?;
     let metrics = Metrics::new()?;
     let readiness = Readiness::default();
     let shutdown = shutdown_signal().shared();
@@ -100,24 +70,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     scheduler::controller::run(client, config, metrics, readiness, shutdown).await?;
     server.await??;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(list: &[&str]) -> Result<Args, String> {
-        parse_args(list.iter().map(|s| s.to_string()))
-    }
-
-    #[test]
-    fn arguments() {
-        let a = args(&["--config", "c.yaml", "--kubeconfig=k"]).unwrap();
-        assert_eq!(a.config, Some(PathBuf::from("c.yaml")));
-        assert_eq!(a.kubeconfig, Some(PathBuf::from("k")));
-        assert!(args(&[]).unwrap().config.is_none());
-        assert_eq!(args(&["--config"]).unwrap_err(), "--config needs a value");
-        assert!(args(&["--verbose"]).unwrap_err().contains("--verbose"));
-        assert_eq!(args(&["--help"]).unwrap_err(), "");
-    }
 }

@@ -1,0 +1,197 @@
+//! What every binary of the project shares on its command line and around `main`: the flags
+//! with the same name and meaning everywhere (`--kubeconfig`, `--metrics-bind-address`,
+//! `--log-level`, `--log-format`; each binary adds `--config` and its own), logging set up from
+//! them, one way to build the client, and errors printed for people (the message and its causes,
+//! one per line) with a non-zero exit code.
+//!
+//! ```no_run
+//! use clap::Parser;
+//! #[derive(Parser, Debug)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     common: extension_sdk::cli::CommonArgs,
+//! }
+//! fn main() -> std::process::ExitCode {
+//!     let cli = Cli::parse();
+//!     cli.common.init_logging();
+//!     extension_sdk::cli::exit_code(Ok::<(), std::io::Error>(()))
+//! }
+//! ```
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The output format of the logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// Flags shared by every binary.
+#[derive(Clone, Debug, clap::Args)]
+pub struct CommonArgs {
+    /// Kubeconfig of the cluster to talk to. Without it: $KUBECONFIG, ~/.kube/config, or the
+    /// in-cluster service account.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Address of the HTTP server with /healthz, /readyz and /metrics [default: 0.0.0.0:8080,
+    /// or what the configuration file says].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_bind_address: Option<SocketAddr>,
+    /// Log filter: a level (error, warn, info, debug, trace) or per-module directives
+    /// (`info,kube=warn`).
+    #[arg(long, value_name = "FILTER", env = "RUST_LOG", default_value = "info,kube=warn")]
+    pub log_level: String,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Building the client failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("reading the kubeconfig {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error("using the kubeconfig {path}")]
+    Kubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    #[error(
+        "finding a cluster configuration (no --kubeconfig given: tried $KUBECONFIG, ~/.kube/config and the in-cluster service account)"
+    )]
+    Infer(#[source] kube::config::InferConfigError),
+    #[error("creating the client")]
+    Client(#[source] kube::Error),
+}
+
+/// The default of `--metrics-bind-address`: every interface, so a kubelet's probes reach it.
+pub const DEFAULT_METRICS_BIND_ADDRESS: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 8080);
+
+impl CommonArgs {
+    /// `--metrics-bind-address`, or [`DEFAULT_METRICS_BIND_ADDRESS`].
+    pub fn metrics_bind_address(&self) -> SocketAddr {
+        self.metrics_bind_address.unwrap_or(DEFAULT_METRICS_BIND_ADDRESS)
+    }
+
+    /// Sets up logging to stderr. A filter that does not parse falls back to `info` and says so.
+    pub fn init_logging(&self) {
+        let (filter, bad) = match tracing_subscriber::EnvFilter::try_new(&self.log_level) {
+            Ok(f) => (f, None),
+            Err(e) => (tracing_subscriber::EnvFilter::new("info"), Some(e)),
+        };
+        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        match self.log_format {
+            LogFormat::Text => builder.init(),
+            LogFormat::Json => builder.json().init(),
+        }
+        if let Some(e) = bad {
+            tracing::warn!(filter = %self.log_level, error = %e, "--log-level does not parse; logging at info");
+        }
+    }
+
+    /// The client for `--kubeconfig`, or the inferred configuration without it.
+    pub async fn client(&self) -> Result<kube::Client, ClientError> {
+        client(self.kubeconfig.as_deref()).await
+    }
+}
+
+/// A client from a kubeconfig file, or from the inferred configuration when `path` is `None`.
+pub async fn client(path: Option<&std::path::Path>) -> Result<kube::Client, ClientError> {
+    let config = match path {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|source| ClientError::Read { path: path.to_path_buf(), source })?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .map_err(|source| ClientError::Kubeconfig { path: path.to_path_buf(), source })?
+        }
+        None => kube::Config::infer().await.map_err(ClientError::Infer)?,
+    };
+    kube::Client::try_from(config).map_err(ClientError::Client)
+}
+
+/// An error and its causes, one per line.
+pub fn report(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        // Some errors repeat their source's message in their own; print it once.
+        if !out.ends_with(&text) {
+            out.push_str("\n  caused by: ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// The process's exit code for `main`'s result; an error is printed for people first.
+pub fn exit_code<E>(result: Result<(), E>) -> ExitCode
+where
+    E: Into<Box<dyn std::error::Error + 'static>>,
+{
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let e: Box<dyn std::error::Error + 'static> = e.into();
+            eprintln!("error: {}", report(e.as_ref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonArgs,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading the configuration file /x.yaml")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn shared_flags_and_defaults() {
+        let cli = Cli::try_parse_from(["bin"]).expect("defaults");
+        assert_eq!(cli.common.metrics_bind_address(), SocketAddr::from(([0, 0, 0, 0], 8080)));
+        assert_eq!(cli.common.log_format, LogFormat::Text);
+        let cli = Cli::try_parse_from([
+            "bin",
+            "--kubeconfig=k",
+            "--metrics-bind-address",
+            "127.0.0.1:9",
+            "--log-format=json",
+        ])
+        .expect("flags");
+        assert_eq!(cli.common.kubeconfig, Some(PathBuf::from("k")));
+        assert_eq!(cli.common.metrics_bind_address().port(), 9);
+        assert_eq!(cli.common.log_format, LogFormat::Json);
+        let bad = Cli::try_parse_from(["bin", "--metrics-bind-address=nope"]).expect_err("a bad address");
+        assert!(bad.to_string().contains("--metrics-bind-address"), "{bad}");
+    }
+
+    #[test]
+    fn reports_walk_the_cause_chain_without_debug_output() {
+        let e = Outer(std::io::Error::from(std::io::ErrorKind::NotFound));
+        let text = report(&e);
+        assert_eq!(text, "reading the configuration file /x.yaml\n  caused by: entity not found");
+        assert!(!text.contains("Os {"));
+    }
+}
