@@ -51,6 +51,34 @@ pub struct CommonArgs {
     pub log_format: LogFormat,
 }
 
+/// Leader election flags, shared by every binary that runs more than one replica.
+#[derive(Clone, Debug, clap::Args)]
+pub struct LeaderElectionArgs {
+    /// Run the controllers only while holding the leader Lease (one active replica).
+    #[arg(long = "leader-election", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub enabled: bool,
+    /// Namespace of the leader Lease.
+    #[arg(long = "leader-election-namespace", value_name = "NS", env = "NAMESPACE", default_value = "garden")]
+    pub namespace: String,
+    /// Name of the leader Lease [default: <component>-leader-election].
+    #[arg(long = "leader-election-id", value_name = "NAME")]
+    pub id: Option<String>,
+}
+
+impl LeaderElectionArgs {
+    /// The runner's leader election for `component`, or `None` when disabled. The identity is
+    /// the pod's name (`POD_NAME`, else `HOSTNAME`), else the component and the process ID.
+    pub fn config(&self, component: &str) -> Option<crate::LeaderElectionConfig> {
+        self.enabled.then(|| {
+            let identity = std::env::var("POD_NAME")
+                .or_else(|_| std::env::var("HOSTNAME"))
+                .unwrap_or_else(|_| format!("{component}-{}", std::process::id()));
+            let id = self.id.clone().unwrap_or_else(|| format!("{component}-leader-election"));
+            crate::LeaderElectionConfig::new(id, self.namespace.clone(), identity)
+        })
+    }
+}
+
 /// Building the client failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {

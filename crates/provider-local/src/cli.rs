@@ -2,7 +2,7 @@
 //! The flags every binary shares come from the SDK's [`CommonArgs`].
 
 use crate::{CONTROLLERS, Settings};
-use extension_sdk::cli::CommonArgs;
+use extension_sdk::cli::{CommonArgs, LeaderElectionArgs};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,15 +38,8 @@ pub struct Cli {
     /// Service type of bastions.
     #[arg(long, default_value = "ClusterIP", value_parser = ["ClusterIP", "NodePort", "LoadBalancer"])]
     pub bastion_service_type: String,
-    /// Run the controllers only while holding the leader Lease.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
-    pub leader_election: bool,
-    /// Namespace of the leader Lease.
-    #[arg(long, value_name = "NS", env = "NAMESPACE", default_value = "garden")]
-    pub leader_election_namespace: String,
-    /// Name of the leader Lease.
-    #[arg(long, value_name = "NAME", default_value = "provider-local-leader-election")]
-    pub leader_election_id: String,
+    #[command(flatten)]
+    pub leader_election: LeaderElectionArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -82,7 +75,9 @@ mod tests {
     #[test]
     fn defaults() {
         let cli = parse(&[]).expect("defaults");
-        assert!(cli.leader_election);
+        assert!(cli.leader_election.enabled);
+        let le = cli.leader_election.config("provider-local").expect("on by default");
+        assert_eq!(le.lease_name, "provider-local-leader-election");
         assert_eq!(cli.settings().controllers.len(), CONTROLLERS.len());
         assert_eq!(cli.common.metrics_bind_address().port(), 8080);
     }
@@ -107,8 +102,8 @@ mod tests {
         assert_eq!(s.concurrency, 2);
         assert_eq!(s.backup.root, PathBuf::from("/srv/backup"));
         assert_eq!(s.backup.deletion_grace, Duration::from_secs(30));
-        assert!(!cli.leader_election);
-        assert_eq!(cli.leader_election_namespace, "extension-provider-local");
+        assert!(cli.leader_election.config("provider-local").is_none());
+        assert_eq!(cli.leader_election.namespace, "extension-provider-local");
         assert_eq!(s.machine_image.as_deref(), Some("kindest/node:v1.33.0"));
     }
 

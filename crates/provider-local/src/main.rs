@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use extension_sdk::cli;
-use extension_sdk::{LeaderElectionConfig, Runner, RunnerConfig};
+use extension_sdk::{Runner, RunnerConfig};
 use provider_local::cli::Cli;
 use std::process::ExitCode;
 
@@ -20,18 +20,11 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let settings = cli.settings();
     let client = cli.common.client().await?;
-    let mut config = RunnerConfig::new("provider-local", cli.leader_election_namespace.clone());
+    let mut config = RunnerConfig::new("provider-local", cli.leader_election.namespace.clone());
     config.http_addr = Some(cli.common.metrics_bind_address());
     config.metrics_prefix = "provider_local".into();
-    if cli.leader_election {
-        let identity = std::env::var("POD_NAME")
-            .or_else(|_| std::env::var("HOSTNAME"))
-            .unwrap_or_else(|_| format!("provider-local-{}", std::process::id()));
-        config = config.leader_election(LeaderElectionConfig::new(
-            cli.leader_election_id.clone(),
-            cli.leader_election_namespace.clone(),
-            identity,
-        ));
+    if let Some(le) = cli.leader_election.config("provider-local") {
+        config = config.leader_election(le);
     }
     tracing::info!(controllers = ?settings.controllers, backup_root = %settings.backup.root.display(), "starting");
     let mut runner = Runner::new(client.clone(), config)?;

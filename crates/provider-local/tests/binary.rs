@@ -8,10 +8,9 @@
 use extension_sdk::k8s_openapi::api::coordination::v1::Lease;
 use extension_sdk::kube::Api;
 use extension_sdk::testing::TestCluster;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use extension_sdk::testing::testenv::binary::{Binary, free_address, http_get};
+use std::process::{Command, Output};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gardener-extension-provider-local");
 
@@ -19,59 +18,27 @@ fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).env_remove("NAMESPACE").output().expect("the binary runs")
 }
 
-fn get(addr: SocketAddr, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
-}
-
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap()
-}
-
-struct Running(Child);
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn main_serves_readyz_takes_the_lease_and_releases_it_on_sigterm() {
     let cluster = TestCluster::start().await.expect("a test API server");
     cluster.namespace("extension-provider-local").await.expect("namespace");
-    let addr = free_port();
+    let addr = free_address().unwrap();
     let backup = tempfile::tempdir().unwrap();
-    let child = Command::new(BIN)
-        .args([
-            "--kubeconfig",
-            cluster.env.kubeconfig_path().to_str().unwrap(),
-            "--metrics-bind-address",
-            &addr.to_string(),
-            "--leader-election-namespace=extension-provider-local",
-            "--backup-root",
-            backup.path().to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("started");
-    let mut child = Running(child);
-
-    let start = Instant::now();
-    loop {
-        if get(addr, "/readyz").is_some_and(|r| r.starts_with("HTTP/1.0 200") || r.starts_with("HTTP/1.1 200")) {
-            break;
-        }
-        assert!(child.0.try_wait().unwrap().is_none(), "the binary exited early");
-        assert!(start.elapsed() < Duration::from_secs(60), "/readyz never answered 200");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let metrics = get(addr, "/metrics").expect("/metrics answers");
+    let args: Vec<String> = [
+        "--kubeconfig",
+        cluster.env.kubeconfig_path().to_str().unwrap(),
+        "--metrics-bind-address",
+        &addr.to_string(),
+        "--leader-election-namespace=extension-provider-local",
+        "--backup-root",
+        backup.path().to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut child = Binary::spawn(BIN, &args).expect("started");
+    child.wait_ready(addr, Duration::from_secs(60)).await.unwrap();
+    let metrics = http_get(addr, "/metrics").expect("/metrics answers");
     assert!(metrics.contains(" 200 ") && metrics.contains("text/plain; version=0.0.4"), "{metrics}");
 
     let leases: Api<Lease> = Api::namespaced(cluster.client.clone(), "extension-provider-local");
@@ -79,18 +46,7 @@ async fn main_serves_readyz_takes_the_lease_and_releases_it_on_sigterm() {
     let holder = lease.spec.and_then(|s| s.holder_identity).unwrap_or_default();
     assert!(!holder.is_empty(), "the Lease has a holder");
 
-    let pid = child.0.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(start.elapsed() < Duration::from_secs(30), "SIGTERM did not stop the binary");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let mut stderr = String::new();
-    child.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    let (status, stderr) = child.stop(Duration::from_secs(30)).await.unwrap();
     assert!(status.success(), "clean exit after SIGTERM: {status}\n{stderr}");
     let lease = leases.get("provider-local-leader-election").await.expect("the Lease is still there");
     let holder = lease.spec.and_then(|s| s.holder_identity).unwrap_or_default();

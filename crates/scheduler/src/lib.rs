@@ -6,11 +6,12 @@
 //! * [`config`], [`metrics`], [`http`]: the configuration file, the process's metrics and its
 //!   `/healthz`, `/readyz` and `/metrics` endpoints.
 
+pub mod app;
 pub mod config;
 pub mod controller;
 pub mod decide;
-pub mod http;
 pub mod metrics;
+pub mod readiness;
 
 pub use config::{Config, Strategy};
 pub use decide::{Refusal, SeedName, ShootCounter, decide};

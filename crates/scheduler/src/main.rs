@@ -1,11 +1,10 @@
 //! `gardener-scheduler`: runs the scheduler until SIGINT or SIGTERM. See `--help`.
 
 use clap::Parser;
+use extension_sdk::cli::LeaderElectionArgs;
 use extension_sdk::cli::{self, CommonArgs};
-use futures::FutureExt;
+use extension_sdk::{Runner, RunnerConfig};
 use scheduler::Config;
-use scheduler::http::{self, Readiness};
-use scheduler::metrics::Metrics;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,26 +17,9 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(flatten)]
+    leader_election: LeaderElectionArgs,
+    #[command(flatten)]
     common: CommonArgs,
-}
-
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
-    }
-    tracing::info!("shutting down");
 }
 
 fn main() -> ExitCode {
@@ -50,6 +32,9 @@ fn main() -> ExitCode {
     cli::exit_code(runtime.block_on(run(cli)))
 }
 
+/// The component name: leader Lease, metrics and logs.
+const NAME: &str = "gardener-scheduler";
+
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let mut config = match &cli.config {
         Some(path) => Config::load(path)?,
@@ -61,13 +46,17 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     }
     tracing::info!(strategy = ?config.strategy, bind_address = %config.bind_address, "starting gardener-scheduler");
     let client = cli.common.client().await?;
-    let metrics = Metrics::new()?;
-    let readiness = Readiness::default();
-    let shutdown = shutdown_signal().shared();
 
-    let listener = tokio::net::TcpListener::bind(config.bind_address).await?;
-    let server = tokio::spawn(http::serve(listener, metrics.clone(), readiness.clone(), shutdown.clone()));
-    scheduler::controller::run(client, config, metrics, readiness, shutdown).await?;
-    server.await??;
+    // The SDK's runner serves /healthz, /readyz and /metrics, holds the leader Lease, and stops
+    // the controller on SIGTERM (releasing the Lease).
+    let mut runner_config = RunnerConfig::new(NAME, cli.leader_election.namespace.clone());
+    runner_config.http_addr = Some(config.bind_address);
+    runner_config.heartbeat_interval = None;
+    if let Some(le) = cli.leader_election.config(NAME) {
+        runner_config = runner_config.leader_election(le);
+    }
+    let mut runner = Runner::new(client.clone(), runner_config)?;
+    scheduler::app::add_to(&mut runner, client, config)?;
+    runner.run_until_signal().await?;
     Ok(())
 }

@@ -21,8 +21,13 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// The metrics in a registry of their own.
     pub fn new() -> Result<Self, prometheus::Error> {
-        let registry = Registry::new();
+        Self::with_registry(Registry::new())
+    }
+
+    /// The metrics, registered in `registry` (the process runner's, in the binary).
+    pub fn with_registry(registry: Registry) -> Result<Self, prometheus::Error> {
         let decisions = IntCounterVec::new(
             Opts::new("scheduler_decisions_total", "Scheduling decisions, by result (scheduled, unschedulable)."),
             &["result"],

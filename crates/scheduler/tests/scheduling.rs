@@ -49,14 +49,7 @@ async fn shoots_land_where_they_should_and_refusals_are_explained() {
         .unwrap();
 
     let running = start_scheduler(&client, quick_config());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(scheduler::http::serve(
-        listener,
-        running.metrics.clone(),
-        running.readiness.clone(),
-        std::future::pending(),
-    ));
+    let addr = running.addr;
 
     let mut garden_shoot = tolerating(shoot("garden-shoot", "eu-west-1"), TAINT_PROTECTED);
     garden_shoot.spec.seed_selector = Some(serde_json::from_value(json!({"matchLabels": {"role": "garden"}})).unwrap());

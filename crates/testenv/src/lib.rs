@@ -10,6 +10,7 @@
 //! its processes and removes its directory, also when a test panics.
 
 mod assets;
+pub mod binary;
 mod certs;
 mod crds;
 mod process;

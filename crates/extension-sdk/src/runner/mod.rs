@@ -167,6 +167,16 @@ impl Runner {
         }));
     }
 
+    /// Adds a task that reports its own readiness: it gets the flag that `/readyz` reads and
+    /// sets it once its caches have synced.
+    pub fn add_task_with_readiness<F, Fut>(&mut self, task: F)
+    where
+        F: FnOnce(Stop, Arc<AtomicBool>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.tasks.push(Box::new(move |stop, ready| task(stop, ready).boxed()));
+    }
+
     /// Runs until SIGTERM or Ctrl+C.
     pub async fn run_until_signal(self) -> Result<(), RunnerError> {
         self.run(shutdown_signal()).await

@@ -14,8 +14,8 @@ pub mod reconcile;
 pub mod state;
 
 use crate::config::Config;
-use crate::http::Readiness;
 use crate::metrics::Metrics;
+use crate::readiness::Readiness;
 use api::common::ConditionStatus;
 use api::core::seed::RESOURCE_SHOOTS;
 use api::core::{CloudProfile, Seed, Shoot};

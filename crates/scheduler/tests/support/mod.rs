@@ -19,8 +19,8 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use scheduler::Config;
 use scheduler::config::BackoffConfig;
-use scheduler::http::Readiness;
 use scheduler::metrics::Metrics;
+use scheduler::readiness::Readiness;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -52,10 +52,13 @@ pub fn quick_config() -> Config {
     Config { backoff: BackoffConfig { initial_seconds: 0.2, max_seconds: 2.0, jitter: 0.2 }, ..Config::default() }
 }
 
-/// The scheduler running in this process; stopped when dropped.
+/// The scheduler running in this process under the SDK's runner (as the binary runs it, but
+/// without leader election); stopped when dropped.
 pub struct Running {
     pub metrics: Metrics,
     pub readiness: Readiness,
+    /// The runner's `/healthz`, `/readyz` and `/metrics`.
+    pub addr: std::net::SocketAddr,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -66,13 +69,18 @@ impl Drop for Running {
 }
 
 pub fn start_scheduler(client: &Client, config: Config) -> Running {
-    let metrics = Metrics::new().unwrap();
-    let readiness = Readiness::default();
-    let (m, r, c) = (metrics.clone(), readiness.clone(), client.clone());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+    let mut runner_config = extension_sdk::RunnerConfig::new("gardener-scheduler", "default");
+    runner_config.heartbeat_interval = None;
+    let mut runner = extension_sdk::Runner::new(client.clone(), runner_config).unwrap().with_listener(listener);
+    let (metrics, readiness) = scheduler::app::add_to(&mut runner, client.clone(), config).unwrap();
     let task = tokio::spawn(async move {
-        scheduler::controller::run(c, config, m, r, std::future::pending()).await.unwrap();
+        runner.run(std::future::pending()).await.unwrap();
     });
-    Running { metrics, readiness, task }
+    Running { metrics, readiness, addr, task }
 }
 
 fn condition(type_: &str, status: ConditionStatus) -> Condition {
