@@ -102,7 +102,13 @@ async fn main() {
     let port = testenv::free_port(std::net::Ipv4Addr::LOCALHOST.into()).unwrap();
     let log = std::fs::File::create(dir.path().join("gardenlet.log")).unwrap();
     let mut gardenlet = std::process::Command::new(env!("CARGO_BIN_EXE_gardenlet"))
-        .args(["--config", &config.display().to_string(), "--metrics-bind-address", &format!("127.0.0.1:{port}")])
+        .args([
+            "--config",
+            &config.display().to_string(),
+            "--metrics-bind-address",
+            &format!("127.0.0.1:{port}"),
+            "--leader-election=false",
+        ])
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()

@@ -5,7 +5,7 @@
 //! `--metrics-bind-address`, until SIGTERM or Ctrl+C. See `--help`.
 
 use clap::Parser;
-use extension_sdk::cli::{self, CommonArgs};
+use extension_sdk::cli::{self, CommonArgs, LeaderElectionArgs};
 use gardenlet::config::GardenletConfig;
 use gardenlet::seed::SeedController;
 use gardenlet::shoot::controller::{ShootController, default_backoff};
@@ -22,6 +22,8 @@ struct Cli {
     /// settings. See docs/gardenlet.md.
     #[arg(long, value_name = "FILE")]
     config: PathBuf,
+    #[command(flatten)]
+    leader_election: LeaderElectionArgs,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -50,10 +52,16 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         version: env!("CARGO_PKG_VERSION").into(),
     };
 
-    let mut runner_config = extension_sdk::runner::RunnerConfig::new("gardenlet", "garden");
+    let mut runner_config =
+        extension_sdk::runner::RunnerConfig::new("gardenlet", cli.leader_election.namespace.clone());
     runner_config.http_addr = Some(cli.common.metrics_bind_address());
     // The seed controller renews its own heartbeat Lease per seed.
     runner_config.heartbeat_interval = None;
+    // One Lease per seed (`gardenlet-<seed>-leader-election`): the gardenlets of different seeds
+    // share the garden's namespace but never each other's Lease.
+    if let Some(le) = cli.leader_election.config(&format!("gardenlet-{}", config.seed.name)) {
+        runner_config = runner_config.leader_election(le);
+    }
     let mut runner = extension_sdk::runner::Runner::new(garden.clone(), runner_config)?;
     let seed_controller =
         SeedController::new(garden.clone(), config.seed.clone(), config.controllers.seed_heartbeat(), gardener);
