@@ -17,7 +17,7 @@ images=$(hack/images.sh "$assets")
 cargo build -q -p local-cluster
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 bin="$target_dir/debug/local-cluster"
-export E2E_ASSETS="$assets" E2E_IMAGES="$images" E2E_LOCAL_CLUSTER="$bin"
+export E2E_ASSETS="$assets" E2E_IMAGES="$images" E2E_LOCAL_CLUSTER="$bin" LOCAL_CLUSTER_STATE="$PWD/.local"
 
 work=$(mktemp -d)
 "$bin" snapshot >"$work/host-before.json"

@@ -45,7 +45,8 @@ build() {
   local name="$1" context="$2" file="$3"; shift 3
   local archive digest
   archive="$CACHE/$(echo "$name" | tr '/:' '__').tar"
-  digest=$( (cat "$file"; echo "$name $*"; find "$context" -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-64)
+  # Paths relative to the context: the context is a fresh temporary directory every run.
+  digest=$( (cat "$file"; echo "$name $*"; cd "$context" && find . -type f -print0 | sort -z | xargs -0 sha256sum; find . -type l -printf '%p -> %l\n' | sort) | sha256sum | cut -c1-64)
   if [ -f "$archive" ] && [ "$(cat "$archive.inputs" 2>/dev/null)" = "$digest" ]; then
     log "$name: up to date"; return
   fi

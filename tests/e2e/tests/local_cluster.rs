@@ -230,3 +230,42 @@ async fn a_connection_to_an_address_outside_the_machine_fails_at_once() {
         assert!(guard_rejections() > before, "the egress guard refused it (counter before {before})");
     }
 }
+
+#[tokio::test]
+async fn the_control_plane_images_run_under_their_real_names() {
+    let client = client().await;
+    let ns = TestNamespace::create(&client, "e2e-images").await;
+    let images = [
+        ("apiserver", "registry.k8s.io/kube-apiserver:v1.20.2", "kube-apiserver --version", "Kubernetes v1.20.2"),
+        (
+            "kcm",
+            "registry.k8s.io/kube-controller-manager:v1.20.2",
+            "kube-controller-manager --version",
+            "Kubernetes v1.20.2",
+        ),
+        ("scheduler", "registry.k8s.io/kube-scheduler:v1.20.2", "kube-scheduler --version", "Kubernetes v1.20.2"),
+        ("proxy", "registry.k8s.io/kube-proxy:v1.20.2", "kube-proxy --version", "Kubernetes v1.20.2"),
+        (
+            "etcd",
+            "registry.k8s.io/etcd:3.4.23-0",
+            "sh -c 'etcd --version && etcdctl version'",
+            "etcdctl version: 3.4.23",
+        ),
+    ];
+    for (name, image, command, _) in &images {
+        let words: Vec<String> = if command.starts_with("sh -c") {
+            vec!["sh".into(), "-c".into(), command.trim_start_matches("sh -c ").trim_matches('\'').into()]
+        } else {
+            command.split_whitespace().map(str::to_string).collect()
+        };
+        let pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": image, "command": words}]}
+        });
+        apply(&ns.name, &serde_json::to_string(&pod).expect("pod json"));
+    }
+    for (name, image, _, want) in &images {
+        let logs = completed_logs(&client, &ns, name).await;
+        assert!(logs.contains(want), "{image} printed {logs:?}\n{}", ns.describe());
+    }
+}
