@@ -149,20 +149,21 @@ pub async fn client(path: Option<&std::path::Path>) -> Result<kube::Client, Clie
     kube::Client::try_from(config).map_err(ClientError::Client)
 }
 
-/// An error and its causes, one per line.
+/// An error and its causes, one per line (the parts of [`crate::events::error_chain`]).
 pub fn report(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        // Some errors repeat their source's message in their own; print it once.
-        if !out.ends_with(&text) {
-            out.push_str("\n  caused by: ");
-            out.push_str(&text);
-        }
-        source = s.source();
+    crate::events::chain_parts(error).join("\n  caused by: ")
+}
+
+/// Runs `main`'s asynchronous body on a new multi-threaded runtime and turns its result into
+/// the exit code ([`exit_code`]).
+pub fn block_on<E>(body: impl std::future::Future<Output = Result<(), E>>) -> ExitCode
+where
+    E: Into<Box<dyn std::error::Error + 'static>>,
+{
+    match tokio::runtime::Runtime::new() {
+        Ok(runtime) => exit_code(runtime.block_on(body)),
+        Err(e) => exit_code(Err(e)),
     }
-    out
 }
 
 /// The process's exit code for `main`'s result; an error is printed for people first.

@@ -14,6 +14,12 @@ pub const MAX_MESSAGE_BYTES: usize = 1024;
 /// The error's message and every source below it, joined with ": " (a source whose message the
 /// previous one already ends with is skipped, as wrapped errors often repeat themselves).
 pub fn error_chain(err: &(dyn StdError + 'static)) -> String {
+    chain_parts(err).join(": ")
+}
+
+/// The messages of the error and of every source below it, without repetitions (see
+/// [`error_chain`]).
+pub fn chain_parts(err: &(dyn StdError + 'static)) -> Vec<String> {
     let mut parts: Vec<String> = vec![err.to_string()];
     let mut current = err.source();
     while let Some(e) = current {
@@ -23,7 +29,7 @@ pub fn error_chain(err: &(dyn StdError + 'static)) -> String {
         }
         current = e.source();
     }
-    parts.join(": ")
+    parts
 }
 
 /// Removes PEM blocks and bearer tokens from a message.

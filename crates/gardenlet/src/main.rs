@@ -31,11 +31,7 @@ struct Cli {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cli.common.init_logging();
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => return cli::exit_code(Err(e)),
-    };
-    cli::exit_code(runtime.block_on(run(cli)))
+    cli::block_on(run(cli))
 }
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {

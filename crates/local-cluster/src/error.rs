@@ -43,12 +43,8 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    #[error("the admin kubeconfig {path}")]
-    Kubeconfig {
-        path: PathBuf,
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    #[error("connecting to the local cluster")]
+    Client(#[from] extension_sdk::cli::ClientError),
     #[error("{what}")]
     Json {
         what: String,

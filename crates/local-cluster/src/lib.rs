@@ -27,13 +27,4 @@ pub use error::{Error, Result};
 pub use layout::Layout;
 
 /// An error and its causes, one per line, for people.
-pub fn report(error: &dyn std::error::Error) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        out.push_str("\n  caused by: ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
+pub use extension_sdk::cli::report;

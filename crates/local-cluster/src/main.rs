@@ -1,8 +1,8 @@
 //! `local-cluster`: the local garden's single-node Kubernetes cluster. See `docs/local-setup.md`.
 
 use clap::{Parser, Subcommand};
+use local_cluster::Layout;
 use local_cluster::host::snapshot::{self, Snapshot};
-use local_cluster::{Layout, report};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -59,14 +59,14 @@ fn main() -> ExitCode {
     let layout = Layout::new(state_dir);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(e),
     };
     match cli.command {
         Command::Up { assets, images, timeout } => {
             let options = local_cluster::up::Options { assets, images, timeout: Duration::from_secs(timeout) };
             match runtime.block_on(local_cluster::up::run(&layout, &options)) {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(&e),
+                Err(e) => fail(e),
             }
         }
         Command::Down => match local_cluster::down::run(&layout) {
@@ -78,18 +78,18 @@ fn main() -> ExitCode {
                 }
                 ExitCode::FAILURE
             }
-            Err(e) => fail(&e),
+            Err(e) => fail(e),
         },
         Command::Addons => match runtime.block_on(local_cluster::addons::run(&layout)) {
             Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail(&e),
+            Err(e) => fail(e),
         },
         Command::Snapshot => match serde_json::to_string_pretty(&Snapshot::capture()) {
             Ok(text) => {
                 println!("{text}");
                 ExitCode::SUCCESS
             }
-            Err(e) => fail(&e),
+            Err(e) => fail(e),
         },
         Command::Compare { before } => {
             let snap: Snapshot = match std::fs::read_to_string(&before)
@@ -117,7 +117,6 @@ fn main() -> ExitCode {
     }
 }
 
-fn fail(error: &dyn std::error::Error) -> ExitCode {
-    eprintln!("error: {}", report(error));
-    ExitCode::FAILURE
+fn fail<E: Into<Box<dyn std::error::Error + 'static>>>(error: E) -> ExitCode {
+    extension_sdk::cli::exit_code(Err(error))
 }

@@ -83,7 +83,7 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     if !imported.is_empty() {
         tracing::info!(?imported, "images imported");
     }
-    let client = admin_client(layout, &pki).await?;
+    let client = client_from(&pki.path(pki::ADMIN, "kubeconfig")).await?;
     wait::until("kube-apiserver /readyz", options.timeout, layout, &["etcd", "kube-apiserver"], || {
         let client = client.clone();
         async move {
@@ -305,19 +305,9 @@ fn start(layout: &Layout, spec: &Spec, address: &str) -> Result<()> {
     Ok(())
 }
 
-/// A client for the admin kubeconfig in the PKI directory.
-pub async fn admin_client(layout: &Layout, pki: &Files) -> Result<Client> {
-    let _ = layout;
-    client_from(&pki.path(pki::ADMIN, "kubeconfig")).await
-}
-
-/// A client from a kubeconfig file.
+/// A client from a kubeconfig file (the project's one client builder).
 pub async fn client_from(path: &Path) -> Result<Client> {
-    let boxed = |e: Box<dyn std::error::Error + Send + Sync>| Error::Kubeconfig { path: path.to_path_buf(), source: e };
-    let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| boxed(Box::new(e)))?;
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.map_err(|e| boxed(Box::new(e)))?;
-    Client::try_from(config).map_err(|e| boxed(Box::new(e)))
+    Ok(extension_sdk::cli::client(Some(path)).await?)
 }
 
 async fn apply(client: &Client) -> Result<()> {

@@ -10,11 +10,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cli.common.init_logging();
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(e) => return cli::exit_code(Err(e)),
-    };
-    cli::exit_code(runtime.block_on(run(cli)))
+    cli::block_on(run(cli))
 }
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {

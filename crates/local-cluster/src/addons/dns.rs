@@ -35,14 +35,13 @@ impl std::fmt::Debug for Zones {
 
 impl Zones {
     pub fn new(domain: &str) -> Result<Self> {
-        let catalog = catalog(domain, &Records::new())?;
+        let catalog = catalog(domain, &Records::new(), 1)?;
         Ok(Self { current: Arc::new(RwLock::new(Arc::new(catalog))), domain: domain.to_string() })
     }
 
     /// Replaces the zone's records.
     pub fn replace(&self, records: &Records, serial: u32) -> Result<()> {
-        let mut catalog = catalog_with_serial(&self.domain, records, serial)?;
-        catalog.set_nsid(None);
+        let catalog = catalog(&self.domain, records, serial)?;
         if let Ok(mut current) = self.current.write() {
             *current = Arc::new(catalog);
         }
@@ -70,11 +69,7 @@ fn name(fqdn: &str) -> Result<Name> {
         .map_err(|e| Error::Dns(format!("{fqdn:?} is not a DNS name: {e}").into()))
 }
 
-fn catalog(domain: &str, records: &Records) -> Result<Catalog> {
-    catalog_with_serial(domain, records, 1)
-}
-
-fn catalog_with_serial(domain: &str, records: &Records, serial: u32) -> Result<Catalog> {
+fn catalog(domain: &str, records: &Records, serial: u32) -> Result<Catalog> {
     let origin = name(domain)?;
     let mut zone = InMemoryZoneHandler::<hickory_server::net::runtime::TokioRuntimeProvider>::empty(
         origin.clone(),

@@ -26,26 +26,8 @@ pub async fn run(layout: &Layout) -> Result<()> {
     let (services, svc_writer) = reflector::store::<Service>();
     let (endpoints, ep_writer) = reflector::store::<Endpoints>();
     let changed = Arc::new(tokio::sync::Notify::new());
-    let svc_stream = {
-        let changed = changed.clone();
-        reflector(svc_writer, watcher(Api::<Service>::all(client.clone()), watcher::Config::default()))
-            .default_backoff()
-            .touched_objects()
-            .for_each(move |_| {
-                changed.notify_one();
-                futures::future::ready(())
-            })
-    };
-    let ep_stream = {
-        let changed = changed.clone();
-        reflector(ep_writer, watcher(Api::<Endpoints>::all(client.clone()), watcher::Config::default()))
-            .default_backoff()
-            .touched_objects()
-            .for_each(move |_| {
-                changed.notify_one();
-                futures::future::ready(())
-            })
-    };
+    let svc_stream = watch_into(Api::<Service>::all(client.clone()), svc_writer, changed.clone());
+    let ep_stream = watch_into(Api::<Endpoints>::all(client.clone()), ep_writer, changed.clone());
     let updater = {
         let zones = zones.clone();
         async move {
@@ -78,4 +60,20 @@ pub async fn run(layout: &Layout) -> Result<()> {
         () = ep_stream => Err(Error::Dns("the Endpoints watch ended".into())),
         () = updater => Ok(()),
     }
+}
+
+/// Keeps `writer`'s store in step with `api` and wakes `changed` on every touched object.
+async fn watch_into<K>(api: Api<K>, writer: reflector::store::Writer<K>, changed: Arc<tokio::sync::Notify>)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .touched_objects()
+        .for_each(|_| {
+            changed.notify_one();
+            futures::future::ready(())
+        })
+        .await;
 }

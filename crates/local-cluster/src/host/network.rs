@@ -125,11 +125,11 @@ fn shell_words(s: &str) -> Vec<String> {
 /// goes on).
 pub fn remove_iptables(before: &Snapshot) -> Vec<String> {
     let mut failures = Vec::new();
-    let now = Snapshot { iptables: capture(), ..Default::default() };
+    let now = snapshot::capture_iptables();
     for bin in IPTABLES {
         for table in TABLES {
             let key = format!("{bin}/{table}");
-            let Some(rules) = now.iptables.get(&key) else { continue };
+            let Some(rules) = now.get(&key) else { continue };
             let old = before.iptables.get(&key).cloned().unwrap_or_default();
             for args in iptables_cleanup(&old, rules) {
                 let mut full = vec!["-w", "-t", table];
@@ -141,10 +141,7 @@ pub fn remove_iptables(before: &Snapshot) -> Vec<String> {
         }
     }
     // Tables that iptables-nft created for kube-proxy's and the kubelet's canary chains.
-    let tables_now: BTreeSet<String> = run("nft", &["list", "tables"])
-        .map(|o| o.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect())
-        .unwrap_or_default();
-    for table in tables_now.difference(&before.nft_tables) {
+    for table in snapshot::nft_tables().difference(&before.nft_tables) {
         let words: Vec<&str> = table.split_whitespace().collect();
         if let ["table", family, name] = words.as_slice()
             && let Err(e) = run("nft", &["delete", "table", family, name])
@@ -153,18 +150,6 @@ pub fn remove_iptables(before: &Snapshot) -> Vec<String> {
         }
     }
     failures
-}
-
-fn capture() -> std::collections::BTreeMap<String, Vec<String>> {
-    let mut out = std::collections::BTreeMap::new();
-    for bin in IPTABLES {
-        for table in TABLES {
-            if let Ok(rules) = run(bin, &["-w", "-t", table, "-S"]) {
-                out.insert(format!("{bin}/{table}"), rules.lines().map(str::to_string).collect());
-            }
-        }
-    }
-    out
 }
 
 /// Deletes the pod bridge's remaining veths, the pod bridge and the node bridge.

@@ -50,9 +50,7 @@ impl Snapshot {
         Self {
             sysctls: SYSCTLS.iter().map(|s| (s.to_string(), read_sysctl(s))).collect(),
             iptables: capture_iptables(),
-            nft_tables: process::run("nft", &["list", "tables"])
-                .map(|out| out.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect())
-                .unwrap_or_default(),
+            nft_tables: nft_tables(),
             links: process::run("ip", &["-o", "link", "show"])
                 .map(|out| out.lines().filter_map(link_name).collect())
                 .unwrap_or_default(),
@@ -78,7 +76,15 @@ pub fn sysctl_path(name: &str) -> String {
     format!("/proc/sys/{}", name.replace('.', "/"))
 }
 
-fn capture_iptables() -> BTreeMap<String, Vec<String>> {
+/// `nft list tables`, one "table <family> <name>" per entry.
+pub fn nft_tables() -> BTreeSet<String> {
+    process::run("nft", &["list", "tables"])
+        .map(|out| out.lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// Every iptables and ip6tables table as `-S` prints it, keyed "iptables/nat".
+pub fn capture_iptables() -> BTreeMap<String, Vec<String>> {
     let mut out = BTreeMap::new();
     for bin in IPTABLES {
         for table in TABLES {
