@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds every image the local cluster runs, from the Containerfiles in images/, with buildah
-# (Debian's package), and writes each as an OCI archive into the image cache
+# (Debian's package): the Kubernetes components and our own binaries (built here with cargo,
+# profile $IMAGE_PROFILE, default dev, stripped). Writes each as an OCI archive into the image cache
 # ($IMAGE_CACHE, default ~/.cache/gardener-rs/images). `local-garden up` imports the archives
 # into the node's containerd under their real names. Prints the cache directory.
 #
@@ -87,5 +88,23 @@ cp /bin/busybox "$work/busybox/rootfs/bin/busybox"
 for tool in sh httpd wget nslookup cat echo ls sleep hostname timeout mkdir; do ln -s busybox "$work/busybox/rootfs/bin/$tool"; done
 chmod 1777 "$work/busybox/rootfs/tmp"
 build "gardener-rs.local/busybox:$BUSYBOX_VERSION" "$work/busybox" images/busybox/Containerfile
+
+# Our binaries: gardener-rs.local/<binary>:v<version>, the version their --version prints.
+# The dev profile is what `make test` already built, so CI compiles nothing twice; stripped, the
+# binaries are 30-50 MB. IMAGE_PROFILE=release gives smaller, faster binaries for a real install.
+profile="${IMAGE_PROFILE:-dev}"
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+out_dir="$target_dir/$([ "$profile" = dev ] && echo debug || echo "$profile")"
+log "cargo build --profile $profile (our binaries)"
+cargo build -q --profile "$profile" --bin gardenlet --bin gardener-scheduler --bin gardener-extension-provider-local >&2
+for bin in gardenlet gardener-scheduler gardener-extension-provider-local; do
+  version=$("$out_dir/$bin" --version | awk '{print $2}')
+  [ -n "$version" ] || die "cannot read the version of $out_dir/$bin"
+  root="$work/$bin/rootfs"
+  stage_with_libs "$out_dir/$bin" "$root" "/usr/local/bin/$bin"
+  strip "$root/usr/local/bin/$bin"
+  ln -s "usr/local/bin/$bin" "$root/entrypoint"
+  build "gardener-rs.local/$bin:v$version" "$work/$bin" images/gardener-component/Containerfile
+done
 
 echo "$CACHE"

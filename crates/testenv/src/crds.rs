@@ -18,18 +18,28 @@ pub async fn install_crds(client: &kube::Client, crds: &[CustomResourceDefinitio
             .await
             .map_err(|source| Error::Kube { what: format!("applying CRD {name}"), source })?;
     }
+    let names: Vec<String> = crds.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
+    wait_established(client, &names).await
+}
+
+/// Waits until every CRD in `names` exists and is `Established` (e.g. after a Helm install).
+pub async fn wait_established(client: &kube::Client, names: &[String]) -> Result<(), Error> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let started = Instant::now();
-    for crd in crds {
-        let name = crd.metadata.name.clone().unwrap_or_default();
+    for name in names {
         loop {
-            let current =
-                api.get(&name).await.map_err(|source| Error::Kube { what: format!("reading CRD {name}"), source })?;
-            if is_established(&current) {
+            let current = api
+                .get_opt(name)
+                .await
+                .map_err(|source| Error::Kube { what: format!("reading CRD {name}"), source })?;
+            if current.as_ref().is_some_and(is_established) {
                 break;
             }
             if started.elapsed() > ESTABLISH_TIMEOUT {
-                let conditions =
-                    current.status.and_then(|s| s.conditions).map(|c| format!("{c:?}")).unwrap_or_default();
+                let conditions = current
+                    .and_then(|c| c.status)
+                    .and_then(|s| s.conditions)
+                    .map_or_else(|| "the CRD does not exist".into(), |c| format!("{c:?}"));
                 return Err(Error::NotReady {
                     what: format!("CRD {name} Established"),
                     timeout: ESTABLISH_TIMEOUT,

@@ -13,10 +13,11 @@ mod assets;
 pub mod binary;
 mod certs;
 mod crds;
+pub mod helm;
 mod process;
 
 pub use assets::{Assets, SETUP_COMMAND};
-pub use crds::{install_crds, is_established};
+pub use crds::{install_crds, is_established, wait_established};
 /// Low-level building block for tests that start control-plane binaries themselves.
 pub use process::ProcessGuard as Process;
 
@@ -52,6 +53,8 @@ pub enum Error {
     NotReady { what: String, timeout: Duration, log_tail: String },
     #[error("building a client from the test kubeconfig")]
     Kubeconfig(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("{what} failed:\n{stderr}")]
+    Helm { what: String, stderr: String },
     #[error("{what}")]
     Kube {
         what: String,
@@ -222,6 +225,22 @@ impl TestEnv {
     /// A new client with admin (`system:masters`) credentials.
     pub async fn client(&self) -> Result<kube::Client, Error> {
         client_from(&self.kubeconfig).await
+    }
+
+    /// A client that acts as the ServiceAccount `namespace/name` (impersonation by the admin,
+    /// with the groups the apiserver gives a service account token), so a component's
+    /// controllers run with exactly the RBAC bound to its ServiceAccount.
+    pub async fn client_as_service_account(&self, namespace: &str, name: &str) -> Result<kube::Client, Error> {
+        let mut config = kube::Config::from_custom_kubeconfig(self.kubeconfig.clone(), &KubeConfigOptions::default())
+            .await
+            .map_err(|e| Error::Kubeconfig(Box::new(e)))?;
+        config.auth_info.impersonate = Some(format!("system:serviceaccount:{namespace}:{name}"));
+        config.auth_info.impersonate_groups = Some(vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{namespace}"),
+            "system:authenticated".into(),
+        ]);
+        kube::Client::try_from(config).map_err(|e| Error::Kubeconfig(Box::new(e)))
     }
 
     /// The admin kubeconfig (certificates embedded).

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Helm for scripts and tests, through helm-sdkpy (Helm's own Go library; Helm itself is not in
+Debian). Install it with hack/setup-helm.sh.
+
+    helm.py lint CHART
+    helm.py install|upgrade RELEASE CHART [--namespace NS] [--values FILE]... [--set-json K=JSON]...
+                            [--kubeconfig FILE] [--no-wait] [--timeout SECONDS]
+    helm.py uninstall RELEASE [--namespace NS] [--kubeconfig FILE]
+    helm.py status RELEASE [--namespace NS] [--kubeconfig FILE]
+
+`upgrade` installs when the release does not exist yet. Results go to stdout as JSON, progress
+and errors to stderr; the exit code is 0 only on success. `lint` fails on any error or warning
+message Helm reports, not only on errors.
+"""
+
+import argparse
+import asyncio
+import json
+import sys
+
+try:
+    import yaml  # PyYAML: values files
+except ImportError:  # pragma: no cover
+    yaml = None
+
+try:
+    import helm_sdkpy as helm
+except ImportError:
+    sys.exit("helm.py: helm-sdkpy is missing; run hack/setup-helm.sh")
+
+
+def deep_merge(base, override):
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            deep_merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def set_path(values, dotted, value):
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        values = values.setdefault(key, {})
+    values[keys[-1]] = value
+
+
+def load_values(args):
+    values = {}
+    for path in args.values or []:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        loaded = json.loads(text) if path.endswith(".json") or yaml is None else yaml.safe_load(text)
+        deep_merge(values, loaded or {})
+    for item in args.set_json or []:
+        key, _, raw = item.partition("=")
+        set_path(values, key, json.loads(raw))
+    return values
+
+
+async def main():
+    parser = argparse.ArgumentParser(prog="helm.py", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    lint = sub.add_parser("lint")
+    lint.add_argument("chart")
+    for name in ("install", "upgrade"):
+        p = sub.add_parser(name)
+        p.add_argument("release")
+        p.add_argument("chart")
+        p.add_argument("--values", "-f", action="append")
+        p.add_argument("--set-json", action="append")
+        p.add_argument("--no-wait", action="store_true")
+        p.add_argument("--timeout", type=int, default=300)
+    for name in ("uninstall", "status"):
+        p = sub.add_parser(name)
+        p.add_argument("release")
+    for p in sub.choices.values():
+        p.add_argument("--namespace", "-n", default="garden")
+        p.add_argument("--kubeconfig")
+    args = parser.parse_args()
+
+    config = helm.Configuration(namespace=args.namespace, kubeconfig=args.kubeconfig)
+    if args.command == "lint":
+        result = await helm.Lint(config).run(args.chart)
+        print(json.dumps(result, indent=2))
+        # Helm's support.Message severities: 1 info, 2 warning, 4 error.
+        bad = [m for m in result.get("Messages") or [] if m.get("Severity", 0) > 1]
+        if bad or result.get("Errors"):
+            sys.exit(f"helm.py: {args.chart} does not lint clean")
+        return
+    if args.command in ("install", "upgrade"):
+        values = load_values(args)
+        wait = not args.no_wait
+        installed = any(r.get("name") == args.release for r in (await helm.List(config).run(all=True)) or [])
+        if args.command == "upgrade" and installed:
+            result = await helm.Upgrade(config).run(args.release, args.chart, values=values, wait=wait, timeout=args.timeout)
+        else:
+            result = await helm.Install(config).run(
+                args.release, args.chart, values=values, wait=wait, timeout=args.timeout, create_namespace=True
+            )
+    elif args.command == "uninstall":
+        result = await helm.Uninstall(config).run(args.release)
+    else:
+        result = await helm.Status(config).run(args.release)
+    print(json.dumps(result, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except helm.HelmError as e:
+        sys.exit(f"helm.py: {e}")
