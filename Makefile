@@ -6,6 +6,7 @@ SHELL := /bin/bash
 
 ## Provision the control-plane binaries (cached) and run every test, integration tests included.
 test:
+	@hack/setup-helm.sh
 	@assets=$$(hack/setup-envtest.sh); \
 	export KUBEBUILDER_ASSETS="$$assets"; \
 	if cargo nextest --version >/dev/null 2>&1; then \
@@ -35,13 +36,15 @@ images:
 	@hack/setup-local.sh
 	@assets=$$(hack/setup-envtest.sh --node); hack/images.sh "$$assets" >/dev/null
 
-## Start (or repair) the local cluster; writes .local/kubeconfig. See docs/local-setup.md.
+## Start (or repair) the local cluster and install the garden on it (charts/, with Helm);
+## writes .local/kubeconfig. See docs/local-setup.md and docs/deployment.md.
 local-up:
 	@hack/setup-local.sh
 	@assets=$$(hack/setup-envtest.sh --node); \
 	images=$$(hack/images.sh "$$assets"); \
 	cargo run -q -p local-cluster -- up --assets "$$assets" --images "$$images"; \
-	mkdir -p .local/bin && ln -sf "$$assets/kubectl" .local/bin/kubectl
+	mkdir -p .local/bin && ln -sf "$$assets/kubectl" .local/bin/kubectl; \
+	hack/local-garden.sh
 
 ## Remove the local cluster and restore the host.
 local-down:

@@ -118,7 +118,9 @@ impl CommonArgs {
             Ok(f) => (f, None),
             Err(e) => (tracing_subscriber::EnvFilter::new("info"), Some(e)),
         };
-        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+        // Colours only on a terminal: a pod's log (or a file) gets plain text.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
         match self.log_format {
             LogFormat::Text => builder.init(),
             LogFormat::Json => builder.json().init(),

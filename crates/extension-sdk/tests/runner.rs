@@ -125,7 +125,8 @@ async fn only_the_lease_holder_reconciles_and_the_other_takes_over_after_shutdow
         let (winner, loser) = if leader == "a" { (a, b) } else { (b, a) };
         assert_eq!(Counts::get(&winner.actuator.counts.reconcile), 1, "the leader reconciles");
         assert_eq!(loser.actuator.counts.total(), 0, "the other instance does not");
-        assert_eq!(get(loser.addr, "/readyz").await, (503, "not the leader".to_string()));
+        // The standby is ready (to take over), and says why it does nothing.
+        assert_eq!(get(loser.addr, "/readyz").await, (200, "standby: another instance holds the leader Lease".to_string()));
         eventually("the leader to be ready", || async { (get(winner.addr, "/readyz").await.0 == 200).then_some(()) })
             .await;
 

@@ -76,7 +76,9 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         wait_timeout: Duration::from_secs(10 * 60),
         backoff: default_backoff(),
     };
-    runner.add_task(move |stop| shoots.run(stop));
+    // /readyz waits for the shoot cache (the seed controller and the ShootState sync keep no
+    // cache of their own that a request could miss).
+    runner.add_task_with_readiness(move |stop, ready| shoots.run_with_ready(stop, ready));
     tracing::info!(seed = %config.seed.name, "gardenlet started");
     runner.run_until_signal().await?;
     Ok(())

@@ -21,9 +21,11 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    /// Ready when every cache synced and leadership is held.
+    /// Ready when this instance leads and every cache synced, or when it stands by: a standby
+    /// replica runs no controllers (so has no caches) and is ready to take over, and reporting
+    /// it unready would hold up rolling updates and count against PodDisruptionBudgets.
     pub fn is_ready(&self) -> bool {
-        self.leader.load(Ordering::Acquire) && self.caches.iter().all(|c| c.load(Ordering::Acquire))
+        !self.leader.load(Ordering::Acquire) || self.caches.iter().all(|c| c.load(Ordering::Acquire))
     }
 }
 
@@ -43,10 +45,10 @@ pub fn router(registry: Registry, readiness: Readiness) -> Router {
 }
 
 async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    if state.readiness.is_ready() {
+    if !state.readiness.leader.load(Ordering::Acquire) {
+        (StatusCode::OK, "standby: another instance holds the leader Lease")
+    } else if state.readiness.is_ready() {
         (StatusCode::OK, "ok")
-    } else if !state.readiness.leader.load(Ordering::Acquire) {
-        (StatusCode::SERVICE_UNAVAILABLE, "not the leader")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
     }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 /// Container images of the control plane; `{version}` in a reference is replaced with the
 /// shoot's Kubernetes version.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 pub struct Images {
     pub etcd: String,
     pub kube_apiserver: String,

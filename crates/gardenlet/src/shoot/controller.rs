@@ -428,10 +428,26 @@ impl ShootController {
 
     /// Runs until `shutdown` resolves. Concurrency comes from the configuration.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static) {
+        self.run_with_ready(shutdown, Arc::default()).await
+    }
+
+    /// [`Self::run`], setting `ready` once the shoot cache has synced (what `/readyz` reports).
+    pub async fn run_with_ready(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+        ready: Arc<std::sync::atomic::AtomicBool>,
+    ) {
         let concurrency = self.config.controllers.shoot_concurrent_syncs;
         let shoots: Api<Shoot> = Api::all(self.garden.clone());
         let this = Arc::new(self);
-        Controller::new(shoots, watcher::Config::default())
+        let controller = Controller::new(shoots, watcher::Config::default());
+        let store = controller.store();
+        let synced = tokio::spawn(async move {
+            if store.wait_until_ready().await.is_ok() {
+                ready.store(true, std::sync::atomic::Ordering::Release);
+            }
+        });
+        controller
             .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
             .graceful_shutdown_on(shutdown)
             .run(Self::reconcile, error_policy, this)
@@ -441,6 +457,7 @@ impl ShootController {
                 }
             })
             .await;
+        synced.abort();
     }
 }
 
