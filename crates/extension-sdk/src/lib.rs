@@ -21,6 +21,7 @@ pub use kube;
 
 pub mod actuator;
 pub mod backoff;
+pub mod cache;
 pub mod cli;
 pub mod cluster;
 pub mod controller;

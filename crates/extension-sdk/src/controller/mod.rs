@@ -16,7 +16,7 @@ use crate::events::Events;
 use crate::kinds::ExtensionResource;
 use crate::metrics::Metrics;
 use api::extensions::{Cluster, ExtensionClass};
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use kube::api::ListParams;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
@@ -189,19 +189,7 @@ impl<K: ExtensionResource, A: Actuator<K>> ExtensionController<K, A> {
                     .collect::<Vec<_>>()
             });
         }
-        let ready_store = store.clone();
-        let ready_flag = ready.clone();
-        // kube-runtime 5's `Store::wait_until_ready` does not wake a waiter that started before
-        // the initial list completed, so readiness is checked without waiting on it.
-        let readiness = tokio::spawn(async move {
-            loop {
-                if let Some(r) = ready_store.wait_until_ready().now_or_never() {
-                    ready_flag.store(r.is_ok(), Ordering::Release);
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        });
+        let readiness = crate::cache::flag_when_synced(store.clone(), ready.clone());
         let kind = ctx.kind.clone();
         tracing::info!(kind = %kind, types = ?ctx.config.types, mode = ?ctx.config.mode, "starting extension controller");
         controller

@@ -441,12 +441,7 @@ impl ShootController {
         let shoots: Api<Shoot> = Api::all(self.garden.clone());
         let this = Arc::new(self);
         let controller = Controller::new(shoots, watcher::Config::default());
-        let store = controller.store();
-        let synced = tokio::spawn(async move {
-            if store.wait_until_ready().await.is_ok() {
-                ready.store(true, std::sync::atomic::Ordering::Release);
-            }
-        });
+        let synced = extension_sdk::cache::flag_when_synced(controller.store(), ready);
         controller
             .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
             .graceful_shutdown_on(shutdown)
