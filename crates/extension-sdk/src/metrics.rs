@@ -46,15 +46,21 @@ impl Metrics {
         &self.registry
     }
 
-    pub(crate) fn reconcile_started(&self, kind: &str) {
-        self.reconciliations.with_label_values(&[kind]).inc();
+    pub fn reconcile_started(&self, kind: &str) {
+        self.reconcile_started_by(kind, 1);
     }
 
-    pub(crate) fn reconcile_failed(&self, kind: &str, reason: &str) {
+    /// Counts `n` started reconciliations; `n = 0` creates the series, so that a scrape before
+    /// the first reconcile shows it at zero.
+    pub fn reconcile_started_by(&self, kind: &str, n: u64) {
+        self.reconciliations.with_label_values(&[kind]).inc_by(n);
+    }
+
+    pub fn reconcile_failed(&self, kind: &str, reason: &str) {
         self.errors.with_label_values(&[kind, reason]).inc();
     }
 
-    pub(crate) fn observe_duration(&self, kind: &str, seconds: f64) {
+    pub fn observe_duration(&self, kind: &str, seconds: f64) {
         self.duration.with_label_values(&[kind]).observe(seconds);
     }
 

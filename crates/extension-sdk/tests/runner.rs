@@ -126,7 +126,10 @@ async fn only_the_lease_holder_reconciles_and_the_other_takes_over_after_shutdow
         assert_eq!(Counts::get(&winner.actuator.counts.reconcile), 1, "the leader reconciles");
         assert_eq!(loser.actuator.counts.total(), 0, "the other instance does not");
         // The standby is ready (to take over), and says why it does nothing.
-        assert_eq!(get(loser.addr, "/readyz").await, (200, "standby: another instance holds the leader Lease".to_string()));
+        assert_eq!(
+            get(loser.addr, "/readyz").await,
+            (200, "standby: another instance holds the leader Lease".to_string())
+        );
         eventually("the leader to be ready", || async { (get(winner.addr, "/readyz").await.0 == 200).then_some(()) })
             .await;
 

@@ -4,6 +4,7 @@
 pub mod components;
 pub mod config;
 pub mod flow;
+pub mod metrics;
 pub mod seed;
 pub mod shoot;
 pub mod shootstate_sync;

@@ -69,12 +69,14 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             _ = stop => {}
         }
     });
+    let metrics = gardenlet::metrics::ShootMetrics::new(runner.registry())?;
     let shoots = ShootController {
         garden,
         seed,
         config: config.clone(),
         wait_timeout: Duration::from_secs(10 * 60),
         backoff: default_backoff(),
+        metrics: Some(metrics),
     };
     // /readyz waits for the shoot cache (the seed controller and the ShootState sync keep no
     // cache of their own that a request could miss).

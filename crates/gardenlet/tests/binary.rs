@@ -35,7 +35,10 @@ async fn main_registers_the_seed_leads_and_releases_the_lease_on_sigterm() {
     let started = std::time::Instant::now();
     gardenlet.wait_ready(addr, Duration::from_secs(60)).await.unwrap();
     println!("ready after {:?}", started.elapsed());
-    assert!(http_get(addr, "/metrics").unwrap().contains(" 200 "));
+    let metrics = http_get(addr, "/metrics").unwrap();
+    assert!(metrics.contains(" 200 "), "{metrics}");
+    // The controller's series exist before the first reconcile.
+    assert!(metrics.contains("gardenlet_reconciliations_total{kind=\"Shoot\"} 0"), "{metrics}");
 
     let seeds: Api<Seed> = Api::all(client.clone());
     let mut registered = false;

@@ -94,6 +94,7 @@ impl SeedSide {
             config: self.config.clone(),
             wait_timeout: Duration::from_secs(60),
             backoff: gardenlet::shoot::controller::default_backoff(),
+            metrics: None,
         };
         let sync = gardenlet::shootstate_sync::run_all(
             self.client.clone(),

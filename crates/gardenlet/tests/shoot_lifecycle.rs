@@ -89,6 +89,7 @@ impl Harness {
             config: self.config.clone(),
             wait_timeout: Duration::from_secs(60),
             backoff: gardenlet::shoot::controller::default_backoff(),
+            metrics: None,
         };
         tokio::spawn(controller.run(std::future::pending()))
     }
@@ -254,6 +255,7 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
         config: h.config.clone(),
         wait_timeout: Duration::from_secs(60),
         backoff: gardenlet::shoot::controller::default_backoff(),
+        metrics: None,
     };
     let current = h.shoots().get("demo").await.unwrap();
     controller.reconcile_once(&current).await.unwrap();

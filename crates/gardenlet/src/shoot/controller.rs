@@ -46,6 +46,18 @@ pub enum ShootError {
     Flow { shoot: String, summary: String },
 }
 
+impl ShootError {
+    /// A stable PascalCase reason, for the error metric.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Kube { .. } => "KubeError",
+            Self::Values(_) => "InvalidValues",
+            Self::Graph { .. } => "InvalidFlow",
+            Self::Flow { .. } => "FlowFailed",
+        }
+    }
+}
+
 /// Shared state of the shoot controller.
 pub struct ShootController {
     pub garden: kube::Client,
@@ -55,6 +67,8 @@ pub struct ShootController {
     pub wait_timeout: Duration,
     /// Per-shoot capped exponential backoff of failed operations, reset on success.
     pub backoff: Arc<extension_sdk::backoff::Backoff>,
+    /// Reconcile counts, errors, durations and flow task durations; `None` records nothing.
+    pub metrics: Option<crate::metrics::ShootMetrics>,
 }
 
 impl std::fmt::Debug for ShootController {
@@ -135,6 +149,7 @@ impl ShootController {
             on_progress: Some(Arc::new(move |p: &Progress| {
                 let _ = tx.send(Some(progressed(type_, p.percent, &p.finished.0, &now())));
             })),
+            task_duration: self.metrics.as_ref().map(|m| m.task_duration.clone()),
             ..Default::default()
         };
         let writer = {
@@ -167,6 +182,7 @@ impl ShootController {
             config: self.config.clone(),
             wait_timeout: self.wait_timeout,
             backoff: self.backoff.clone(),
+            metrics: self.metrics.clone(),
         }
     }
 
@@ -420,9 +436,21 @@ impl ShootController {
                 Ok(RequeueAction::await_change())
             }
             Action::RequeueAfter(d) => Ok(RequeueAction::requeue(d)),
-            Action::Reconcile { requested } => this.reconcile_shoot(&shoot, requested).await,
-            Action::Migrate => this.migrate_shoot(&shoot).await,
-            Action::Delete => this.delete_shoot(&shoot).await,
+            action => {
+                let started = std::time::Instant::now();
+                if let Some(m) = &this.metrics {
+                    m.started();
+                }
+                let result = match action {
+                    Action::Reconcile { requested } => this.reconcile_shoot(&shoot, requested).await,
+                    Action::Migrate => this.migrate_shoot(&shoot).await,
+                    _ => this.delete_shoot(&shoot).await,
+                };
+                if let Some(m) = &this.metrics {
+                    m.finished(started.elapsed().as_secs_f64(), result.as_ref().err().map(ShootError::reason));
+                }
+                result
+            }
         }
     }
 

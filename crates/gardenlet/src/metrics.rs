@@ -1,0 +1,44 @@
+//! gardenlet's metrics, in the process registry the runner serves on `/metrics`:
+//! `gardenlet_reconciliations_total{kind="Shoot"}`,
+//! `gardenlet_reconciliation_errors_total{kind, reason}`,
+//! `gardenlet_reconcile_duration_seconds{kind}` (the SDK's controller metrics under gardenlet's
+//! prefix) and `gardenlet_flow_task_duration_seconds{flow, task}` for every task of every flow.
+
+use prometheus::{HistogramOpts, HistogramVec, Registry};
+
+const KIND: &str = "Shoot";
+
+/// The shoot controller's metrics.
+#[derive(Clone, Debug)]
+pub struct ShootMetrics {
+    controller: extension_sdk::metrics::Metrics,
+    /// Per flow task, what the flow engine observes (`RunOptions::task_duration`).
+    pub task_duration: HistogramVec,
+}
+
+impl ShootMetrics {
+    /// Registers the metrics in `registry`. The reconcile counter starts at zero, so a scrape
+    /// before the first reconcile shows it; the histograms appear with their first observation.
+    pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let controller = extension_sdk::metrics::Metrics::new(registry, "gardenlet")?;
+        let task_duration = HistogramVec::new(
+            HistogramOpts::new("gardenlet_flow_task_duration_seconds", "Duration of flow tasks, by flow and task.")
+                .buckets(vec![0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0]),
+            &["flow", "task"],
+        )?;
+        registry.register(Box::new(task_duration.clone()))?;
+        controller.reconcile_started_by(KIND, 0);
+        Ok(Self { controller, task_duration })
+    }
+
+    pub fn started(&self) {
+        self.controller.reconcile_started(KIND);
+    }
+
+    pub fn finished(&self, seconds: f64, failure: Option<&str>) {
+        self.controller.observe_duration(KIND, seconds);
+        if let Some(reason) = failure {
+            self.controller.reconcile_failed(KIND, reason);
+        }
+    }
+}

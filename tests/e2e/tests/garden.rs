@@ -1,0 +1,182 @@
+//! The garden on the local cluster, as `hack/local-garden.sh` installs it with Helm from
+//! `charts/`: every component's pods run our images as an unprivileged user and are Ready, the
+//! seed is registered, each component has exactly one leader that a frozen leader loses to its
+//! standby within the lease duration, and a `helm upgrade` with changed values rolls out.
+//! These tests change the garden's pods, so they run one at a time (`-j 1`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+use e2e::{client, kubectl, repo_root, state_dir};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use kube::{Client, ResourceExt};
+use std::time::{Duration, Instant};
+
+const NS: &str = "garden";
+/// The Deployments, their leader Leases, and the process name (`comm`, 15 characters at most).
+const COMPONENTS: [(&str, &str, &str); 3] = [
+    ("gardener-scheduler", "gardener-scheduler-leader-election", "gardener-schedu"),
+    ("gardenlet", "gardenlet-local-leader-election", "gardenlet"),
+    ("gardener-extension-provider-local", "provider-local-leader-election", "gardener-extens"),
+];
+/// The runner's lease duration (extension_sdk::LeaderElectionConfig::new).
+const LEASE_DURATION: Duration = Duration::from_secs(15);
+
+async fn wait<T, Fut: std::future::Future<Output = Result<T, String>>>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl FnMut() -> Fut,
+) -> T {
+    let start = Instant::now();
+    loop {
+        let last = match probe().await {
+            Ok(v) => return v,
+            Err(e) => e,
+        };
+        if start.elapsed() > timeout {
+            let pods = kubectl(&["-n", NS, "get", "pods,leases", "-o", "wide"]).unwrap_or_else(|e| e);
+            panic!("{what}: not within {timeout:?}; last: {last}\n{pods}");
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn pods_of(client: &Client, name: &str) -> Vec<Pod> {
+    let selector = format!("app.kubernetes.io/name={name}");
+    let pods = Api::<Pod>::namespaced(client.clone(), NS).list(&ListParams::default().labels(&selector)).await.unwrap();
+    pods.items.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect()
+}
+
+async fn holder(client: &Client, lease: &str) -> Option<String> {
+    let lease = Api::<Lease>::namespaced(client.clone(), NS).get_opt(lease).await.ok()??;
+    lease.spec?.holder_identity.filter(|h| !h.is_empty())
+}
+
+/// The host PID of the container process `comm` in the pod with `uid` (cgroup v1 paths name the
+/// pod's UID).
+fn host_pid(uid: &str, comm: &str) -> Option<u32> {
+    let cgroup_uid = uid.replace('-', "_");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        (name.trim() == comm && (cgroup.contains(uid) || cgroup.contains(&cgroup_uid))).then_some(pid)
+    })
+}
+
+fn signal(pid: u32, sig: &str) {
+    let status = std::process::Command::new("kill").args([sig, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+#[tokio::test]
+async fn every_component_runs_ready_unprivileged_with_one_leader_and_the_seed_registered() {
+    let client = client().await;
+    for (name, lease, _) in COMPONENTS {
+        let deployment = Api::<Deployment>::namespaced(client.clone(), NS).get(name).await.unwrap();
+        let status = deployment.status.clone().unwrap_or_default();
+        assert_eq!(status.ready_replicas, Some(2), "{name}: {status:?}");
+        let pods = pods_of(&client, name).await;
+        let names: Vec<String> = pods.iter().map(ResourceExt::name_any).collect();
+        for pod in &pods {
+            let spec = pod.spec.as_ref().unwrap();
+            let container = &spec.containers[0];
+            assert!(
+                container.image.as_deref().unwrap().starts_with(&format!("gardener-rs.local/{name}:v")),
+                "{container:?}"
+            );
+            let security = spec.security_context.as_ref().unwrap();
+            assert_eq!((security.run_as_non_root, security.run_as_user), (Some(true), Some(65532)), "{name}");
+            let container_security = container.security_context.as_ref().unwrap();
+            assert_eq!(container_security.read_only_root_filesystem, Some(true), "{name}");
+            // /metrics answers on the pod's address, where Prometheus would scrape it.
+            let ip = pod.status.as_ref().unwrap().pod_ip.clone().unwrap();
+            let addr = format!("{ip}:8080").parse().unwrap();
+            let metrics = tokio::task::spawn_blocking(move || testenv::binary::http_get(addr, "/metrics"))
+                .await
+                .unwrap()
+                .unwrap_or_default();
+            assert!(metrics.contains("# TYPE"), "{name} /metrics: {metrics}");
+        }
+        let leader = holder(&client, lease).await.unwrap_or_default();
+        assert!(names.contains(&leader), "{name}: the leader {leader:?} is one of its pods {names:?}");
+    }
+    let seed =
+        kubectl(&["get", "seed", "local", "-o", "jsonpath={.status.conditions[?(@.type==\"GardenletReady\")].status}"]);
+    assert_eq!(seed.unwrap().trim(), "True");
+}
+
+#[tokio::test]
+async fn a_frozen_leader_loses_its_lease_to_the_standby_and_steps_down() {
+    let client = client().await;
+    let (name, lease, comm) = COMPONENTS[0];
+    let leader = holder(&client, lease).await.expect("a leader");
+    let pod = pods_of(&client, name).await.into_iter().find(|p| p.name_any() == leader).expect("the leader's pod");
+    let pid = host_pid(&pod.uid().unwrap(), comm).expect("the leader's process on the host");
+
+    // SIGSTOP: the leader can neither renew nor release, like a hung process or a partition.
+    signal(pid, "-STOP");
+    let frozen = Instant::now();
+    let next = wait("the standby to take the lease", LEASE_DURATION * 3, || {
+        let client = client.clone();
+        let leader = leader.clone();
+        async move { holder(&client, lease).await.filter(|h| *h != leader).ok_or_else(|| format!("held by {leader}")) }
+    })
+    .await;
+    let took = frozen.elapsed();
+    eprintln!("{name}: {next} took over {took:.1?} after the leader froze");
+    assert!(took >= LEASE_DURATION - Duration::from_secs(3), "taken over before the lease could expire: {took:?}");
+
+    // Thawed, the old leader finds the lease taken and stops (its container restarts); it does
+    // not take the lease back.
+    signal(pid, "-CONT");
+    wait("the old leader to step down", Duration::from_secs(60), || async {
+        if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            Err(format!("process {pid} still runs"))
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+    assert_eq!(holder(&client, lease).await.as_deref(), Some(next.as_str()));
+    wait("both replicas Ready again", Duration::from_secs(90), || {
+        let client = client.clone();
+        async move {
+            let d = Api::<Deployment>::namespaced(client, NS).get(name).await.map_err(|e| e.to_string())?;
+            let ready = d.status.and_then(|s| s.ready_replicas);
+            if ready == Some(2) { Ok(()) } else { Err(format!("ready replicas {ready:?}")) }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_helm_upgrade_with_changed_values_rolls_out() {
+    let client = client().await;
+    let name = "gardener-extension-provider-local";
+    let before = Api::<Deployment>::namespaced(client.clone(), NS).get(name).await.unwrap();
+    let upgrade = |level: &str| {
+        let root = repo_root();
+        let kubeconfig = state_dir().join("kubeconfig");
+        let status = std::process::Command::new("python3")
+            .current_dir(&root)
+            .args(["hack/helm.py", "upgrade", name, "charts/gardener/provider-local", "--namespace", NS])
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--values", "hack/local-values/provider-local.yaml", "--set-json", &format!("logLevel=\"{level}\"")])
+            .status()
+            .unwrap();
+        assert!(status.success(), "helm upgrade {name} --set logLevel={level}");
+    };
+    upgrade("debug,kube=warn");
+    let after = Api::<Deployment>::namespaced(client.clone(), NS).get(name).await.unwrap();
+    assert!(after.metadata.generation > before.metadata.generation, "the upgrade changed the pod template");
+    // Helm waited for the rollout: every pod runs the new arguments and is Ready.
+    for pod in pods_of(&client, name).await {
+        let args = pod.spec.unwrap().containers[0].args.clone().unwrap_or_default();
+        assert!(args.contains(&"--log-level=debug,kube=warn".to_string()), "{args:?}");
+    }
+    upgrade("info,kube=warn");
+}
