@@ -23,5 +23,7 @@ pub fn add_to(
 
     let (c, project) = (common(crate::project::reconcile::NAME), config.controllers.project.clone());
     runner.add_task_with_readiness(move |stop, ready| crate::project::run(c, project, stop, ready));
+    let (c, seeds) = (common(crate::seed_lifecycle::reconcile::NAME), config.controllers.seed_lifecycle.clone());
+    runner.add_task_with_readiness(move |stop, ready| crate::seed_lifecycle::run(c, seeds, stop, ready));
     Ok(metrics)
 }

@@ -20,6 +20,7 @@ pub mod metrics;
 
 pub mod project;
 pub mod runtime;
+pub mod seed_lifecycle;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::Config;

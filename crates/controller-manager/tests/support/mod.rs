@@ -4,7 +4,8 @@
 
 #![allow(dead_code)]
 
-use api::core::shoot::Provider;
+use api::core::shoot::provider::Machine;
+use api::core::shoot::{Networking, Provider, Worker};
 use api::core::{Shoot, ShootSpec};
 use controller_manager::metrics::Metrics;
 use controller_manager::{Config, ManualClock, app};
@@ -107,13 +108,30 @@ pub async fn namespace(client: &Client, name: &str) {
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
 }
 
-/// A minimal valid `local` shoot.
+/// A `local` shoot with one worker pool and networks disjoint from the test seeds'.
 pub fn shoot(name: &str, namespace: &str) -> Shoot {
     let mut s = Shoot::new(
         name,
         ShootSpec {
             cloud_profile_name: Some("local".into()),
-            provider: Provider { type_: "local".into(), ..Default::default() },
+            provider: Provider {
+                type_: "local".into(),
+                workers: vec![Worker {
+                    name: "pool".into(),
+                    machine: Machine { type_: "local".into(), ..Default::default() },
+                    minimum: 1,
+                    maximum: 2,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            networking: Some(Networking {
+                type_: Some("calico".into()),
+                nodes: Some("10.250.0.0/16".into()),
+                pods: Some("100.96.0.0/11".into()),
+                services: Some("100.64.0.0/13".into()),
+                ..Default::default()
+            }),
             region: "local".into(),
             ..Default::default()
         },
