@@ -25,5 +25,7 @@ pub fn add_to(
     runner.add_task_with_readiness(move |stop, ready| crate::project::run(c, project, stop, ready));
     let (c, seeds) = (common(crate::seed_lifecycle::reconcile::NAME), config.controllers.seed_lifecycle.clone());
     runner.add_task_with_readiness(move |stop, ready| crate::seed_lifecycle::run(c, seeds, stop, ready));
+    let (c, bastions) = (common(crate::bastion::reconcile::NAME), config.controllers.bastion.clone());
+    runner.add_task_with_readiness(move |stop, ready| crate::bastion::run(c, bastions, stop, ready));
     Ok(metrics)
 }

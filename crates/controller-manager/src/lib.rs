@@ -13,6 +13,7 @@
 //! controllers to the SDK's runner (health, readiness, metrics, leader election).
 
 pub mod app;
+pub mod bastion;
 
 pub mod clock;
 pub mod config;
