@@ -17,6 +17,7 @@ pub mod bastion;
 
 pub mod clock;
 pub mod config;
+pub mod hibernation;
 pub mod metrics;
 
 pub mod project;
