@@ -128,12 +128,17 @@ impl SeedController {
                     Err(e) => tracing::warn!(error = %e, "seed registration failed; retrying"),
                 }
             }
+            // The Lease first, and `GardenletReady=True` only after a renewal that worked: the
+            // controller-manager judges liveness by the Lease, and a gardenlet that reports
+            // Ready without renewing would flip the condition back and forth with it.
             if registered {
-                if let Err(e) = self.sync_status().await {
-                    tracing::warn!(error = %e, "seed status update failed");
-                }
-                if let Err(e) = self.renew_lease().await {
-                    tracing::warn!(error = %e, "seed heartbeat failed");
+                match self.renew_lease().await {
+                    Ok(()) => {
+                        if let Err(e) = self.sync_status().await {
+                            tracing::warn!(error = %e, "seed status update failed");
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "seed heartbeat failed; GardenletReady is not renewed either"),
                 }
             }
             tokio::select! {

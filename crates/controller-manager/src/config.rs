@@ -1,0 +1,258 @@
+//! The controller-manager's configuration file (YAML or JSON): per controller its concurrency
+//! and time limits, and where `/healthz`, `/readyz` and `/metrics` listen. Unknown fields are
+//! refused, and every value is checked at startup; an error names the file and the field.
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The whole file. An empty file is the default configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Config {
+    /// Address of `/healthz`, `/readyz` and `/metrics`; `--metrics-bind-address` wins.
+    #[serde(default = "default_bind_address")]
+    pub bind_address: SocketAddr,
+    #[serde(default)]
+    pub controllers: Controllers,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { bind_address: default_bind_address(), controllers: Controllers::default() }
+    }
+}
+
+fn default_bind_address() -> SocketAddr {
+    SocketAddr::from(([0, 0, 0, 0], 10258))
+}
+
+/// Settings per controller.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Controllers {
+    pub project: ProjectConfig,
+    pub seed_lifecycle: SeedLifecycleConfig,
+    pub bastion: BastionConfig,
+    pub shoot_hibernation: HibernationConfig,
+}
+
+/// The Project controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ProjectConfig {
+    /// Projects reconciled at once.
+    pub concurrent_syncs: u16,
+}
+
+impl Default for ProjectConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5 }
+    }
+}
+
+/// The seed lifecycle controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SeedLifecycleConfig {
+    pub concurrent_syncs: u16,
+    /// How long after the last renewal of a gardenlet's heartbeat Lease its Seed becomes
+    /// `GardenletReady=Unknown`. The default is three of gardenlet's default heartbeats (30 s),
+    /// the Lease's own `leaseDurationSeconds`, so one late renewal is not an outage.
+    pub gardenlet_grace_period_seconds: u64,
+    /// How long a Seed stays `GardenletReady=Unknown` before the conditions of its Shoots become
+    /// `Unknown` as well.
+    pub shoot_grace_period_seconds: u64,
+}
+
+impl Default for SeedLifecycleConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5, gardenlet_grace_period_seconds: 90, shoot_grace_period_seconds: 300 }
+    }
+}
+
+impl SeedLifecycleConfig {
+    pub fn gardenlet_grace_period(&self) -> Duration {
+        Duration::from_secs(self.gardenlet_grace_period_seconds)
+    }
+    pub fn shoot_grace_period(&self) -> Duration {
+        Duration::from_secs(self.shoot_grace_period_seconds)
+    }
+}
+
+/// The Bastion controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct BastionConfig {
+    pub concurrent_syncs: u16,
+    /// A Bastion is deleted this long after its creation, however often it was kept alive.
+    pub max_lifetime_seconds: u64,
+    /// A Bastion is deleted this long after its last keep-alive (or its creation, without one).
+    pub heartbeat_timeout_seconds: u64,
+}
+
+impl Default for BastionConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5, max_lifetime_seconds: 24 * 3600, heartbeat_timeout_seconds: 3600 }
+    }
+}
+
+impl BastionConfig {
+    pub fn max_lifetime(&self) -> Duration {
+        Duration::from_secs(self.max_lifetime_seconds)
+    }
+    pub fn heartbeat_timeout(&self) -> Duration {
+        Duration::from_secs(self.heartbeat_timeout_seconds)
+    }
+}
+
+/// The hibernation schedule controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct HibernationConfig {
+    pub concurrent_syncs: u16,
+    /// A schedule tick missed (controller down) is still applied when it is at most this old;
+    /// `null` applies the most recent missed tick however old (looking back at most 7 days).
+    pub trigger_deadline_seconds: Option<u64>,
+}
+
+impl Default for HibernationConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5, trigger_deadline_seconds: Some(2 * 3600) }
+    }
+}
+
+impl HibernationConfig {
+    pub fn trigger_deadline(&self) -> Option<Duration> {
+        self.trigger_deadline_seconds.map(Duration::from_secs)
+    }
+}
+
+/// Why a configuration file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading the configuration file {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parsing the configuration file {path}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("configuration file {path}: {field}: {problem}")]
+    Invalid { path: PathBuf, field: &'static str, problem: String },
+}
+
+impl Config {
+    /// Reads, parses and validates a configuration file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let config = Self::parse(&text).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source })?;
+        config.validate().map_err(|(field, problem)| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            field,
+            problem,
+        })?;
+        Ok(config)
+    }
+
+    /// Parses YAML or JSON; an empty document is the default.
+    pub fn parse(text: &str) -> Result<Self, serde_yaml::Error> {
+        if text.trim().is_empty() { Ok(Self::default()) } else { serde_yaml::from_str(text) }
+    }
+
+    /// Checks what serde cannot; returns the offending field and the problem.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let c = &self.controllers;
+        for (field, value) in [
+            ("controllers.project.concurrentSyncs", c.project.concurrent_syncs),
+            ("controllers.seedLifecycle.concurrentSyncs", c.seed_lifecycle.concurrent_syncs),
+            ("controllers.bastion.concurrentSyncs", c.bastion.concurrent_syncs),
+            ("controllers.shootHibernation.concurrentSyncs", c.shoot_hibernation.concurrent_syncs),
+        ] {
+            if value == 0 {
+                return Err((field, "must be at least 1".into()));
+            }
+        }
+        for (field, value) in [
+            ("controllers.seedLifecycle.gardenletGracePeriodSeconds", c.seed_lifecycle.gardenlet_grace_period_seconds),
+            ("controllers.seedLifecycle.shootGracePeriodSeconds", c.seed_lifecycle.shoot_grace_period_seconds),
+            ("controllers.bastion.maxLifetimeSeconds", c.bastion.max_lifetime_seconds),
+            ("controllers.bastion.heartbeatTimeoutSeconds", c.bastion.heartbeat_timeout_seconds),
+        ] {
+            if value == 0 {
+                return Err((field, "must be at least 1 second".into()));
+            }
+        }
+        if c.shoot_hibernation.trigger_deadline_seconds == Some(0) {
+            return Err((
+                "controllers.shootHibernation.triggerDeadlineSeconds",
+                "must be at least 1 second, or null for no deadline".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_is_the_default() {
+        let c = Config::parse("").unwrap_or_default();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.controllers.seed_lifecycle.gardenlet_grace_period(), Duration::from_secs(90));
+        assert_eq!(c.controllers.bastion.max_lifetime(), Duration::from_secs(86_400));
+        assert_eq!(c.controllers.shoot_hibernation.trigger_deadline(), Some(Duration::from_secs(7200)));
+    }
+
+    #[test]
+    fn a_full_file_parses() {
+        let c = Config::parse(
+            "bindAddress: 127.0.0.1:9000\ncontrollers:\n  project: {concurrentSyncs: 2}\n  seedLifecycle: {gardenletGracePeriodSeconds: 40, shootGracePeriodSeconds: 200}\n  bastion: {maxLifetimeSeconds: 600, heartbeatTimeoutSeconds: 60}\n  shootHibernation: {triggerDeadlineSeconds: null}\n",
+        )
+        .map_err(|e| e.to_string());
+        let c = match c {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(c.validate().is_ok());
+        assert_eq!(c.bind_address.port(), 9000);
+        assert_eq!(c.controllers.project.concurrent_syncs, 2);
+        assert_eq!(c.controllers.seed_lifecycle.shoot_grace_period_seconds, 200);
+        assert_eq!(c.controllers.bastion.heartbeat_timeout(), Duration::from_secs(60));
+        assert_eq!(c.controllers.shoot_hibernation.trigger_deadline(), None);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_field() {
+        let dir = std::env::temp_dir().join(format!("cm-config-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let cases = [
+            ("controllers: {project: {concurrentSyncs: 0}}", "controllers.project.concurrentSyncs"),
+            ("controllers: {bastion: {maxLifetimeSeconds: 0}}", "controllers.bastion.maxLifetimeSeconds"),
+            ("controllers: {shootHibernation: {triggerDeadlineSeconds: 0}}", "triggerDeadlineSeconds"),
+            ("controllers: {seedLifecycle: {gracePeriod: 3}}", "gracePeriod"),
+            ("controllers: {bastion: {maxLifetimeSeconds: -1}}", "maxLifetimeSeconds"),
+            ("bindAddres: 1.2.3.4:5", "bindAddres"),
+        ];
+        for (i, (yaml, field)) in cases.into_iter().enumerate() {
+            let path = dir.join(format!("c{i}.yaml"));
+            let _ = std::fs::write(&path, yaml);
+            let err = match Config::load(&path) {
+                Ok(_) => panic!("{yaml:?} was accepted"),
+                Err(e) => extension_sdk::cli::report(&e),
+            };
+            assert!(err.contains(&path.display().to_string()), "{yaml:?}: {err}");
+            assert!(err.contains(field), "{yaml:?}: {err} does not name {field}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

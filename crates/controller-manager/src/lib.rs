@@ -1,0 +1,28 @@
+//! gardener-controller-manager: the garden's own controllers.
+//!
+//! * [`project`]: a Project's namespace, its members' RoleBindings, its phase, and a deletion
+//!   that waits for the project's shoots to be gone.
+//! * [`seed_lifecycle`]: a Seed whose gardenlet stopped renewing its heartbeat Lease becomes
+//!   `GardenletReady=Unknown`; later the conditions of the seed's shoots become `Unknown` too.
+//! * [`bastion`]: Bastions expire after their maximum lifetime or when their keep-alive goes
+//!   silent, and go away with their Shoot.
+//! * [`hibernation`]: `spec.hibernation.schedules` set and clear `spec.hibernation.enabled`.
+//!
+//! Every controller reads, calls a pure decision (`decide`), and writes only what changed.
+//! Time comes from a [`Clock`], so tests move time instead of sleeping. [`app`] adds the
+//! controllers to the SDK's runner (health, readiness, metrics, leader election).
+
+pub mod app;
+pub mod bastion;
+
+pub mod clock;
+pub mod config;
+pub mod hibernation;
+pub mod metrics;
+
+pub mod project;
+pub mod runtime;
+pub mod seed_lifecycle;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::Config;

@@ -1,0 +1,58 @@
+//! `gardener-controller-manager`: runs the garden's own controllers until SIGINT or SIGTERM.
+//! See `--help` and docs/controller-manager.md.
+
+use clap::Parser;
+use controller_manager::{Config, SystemClock, app};
+use extension_sdk::cli::{self, CommonArgs, LeaderElectionArgs};
+use extension_sdk::{Runner, RunnerConfig};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The garden's own controllers: projects, seed lifecycle, bastion expiry, hibernation
+/// schedules.
+#[derive(Parser, Debug)]
+#[command(name = "gardener-controller-manager", version)]
+struct Cli {
+    /// The configuration file (YAML or JSON); defaults apply without it. See
+    /// docs/controller-manager.md.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    leader_election: LeaderElectionArgs,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// The component name: leader Lease (`gardener-controller-manager-leader-election`), logs.
+const NAME: &str = "gardener-controller-manager";
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    cli.common.init_logging();
+    cli::block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let mut config = match &cli.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    // An explicit flag wins over the configuration file.
+    if let Some(address) = cli.common.metrics_bind_address {
+        config.bind_address = address;
+    }
+    tracing::info!(bind_address = %config.bind_address, "starting gardener-controller-manager");
+    let client = cli.common.client().await?;
+
+    let mut runner_config = RunnerConfig::new(NAME, cli.leader_election.namespace.clone());
+    runner_config.http_addr = Some(config.bind_address);
+    runner_config.heartbeat_interval = None;
+    if let Some(le) = cli.leader_election.config(NAME) {
+        runner_config = runner_config.leader_election(le);
+    }
+    let mut runner = Runner::new(client.clone(), runner_config)?;
+    app::add_to(&mut runner, client, &config, Arc::new(SystemClock))?;
+    runner.run_until_signal().await?;
+    Ok(())
+}

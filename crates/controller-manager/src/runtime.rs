@@ -1,0 +1,277 @@
+//! Plumbing every controller of this binary shares, so that each controller module is only its
+//! wiring and its decision: watch streams that report when their cache has synced, waiting for
+//! the CRDs a controller needs, and a reconcile wrapper that counts metrics, publishes a Warning
+//! event per failure and paces retries per object.
+
+use crate::clock::Clock;
+use crate::metrics::Metrics;
+use extension_sdk::backoff::{Backoff, BackoffConfig};
+use extension_sdk::runner::Stop;
+use futures::{Stream, TryStreamExt};
+use kube::api::{ApiResource, DynamicObject, ListParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// What every controller's context holds besides its own caches and settings.
+pub struct Common {
+    pub client: Client,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Metrics,
+    /// The controller's name: metric label and event reporter (`gardener-controller-manager/<name>`).
+    pub name: &'static str,
+    recorder: Recorder,
+    backoff: Backoff,
+    published: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl std::fmt::Debug for Common {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Common").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl Common {
+    pub fn new(client: Client, clock: Arc<dyn Clock>, metrics: Metrics, name: &'static str) -> Self {
+        metrics.register_controller(name);
+        let instance = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).ok();
+        let reporter = Reporter { controller: field_manager(name), instance };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            clock,
+            metrics,
+            name,
+            backoff: Backoff::new(BackoffConfig::default()),
+            published: Default::default(),
+        }
+    }
+
+    /// Publishes an event on `obj`; a failure to publish is logged, never propagated.
+    pub async fn event<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(extension_sdk::events::truncate(&note, extension_sdk::events::MAX_MESSAGE_BYTES)),
+            action: action.into(),
+            secondary: None,
+        };
+        let reference = obj.object_ref(&());
+        let result = if reference.namespace.is_none() {
+            self.publish_cluster_scoped(&reference, &event).await
+        } else {
+            self.recorder.publish(&event, &reference).await
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, reason, "publishing an event failed");
+        }
+    }
+
+    /// Events about cluster-scoped objects (Project, Seed) as `core/v1` Events in `default`:
+    /// kube-apiserver 1.20 accepts `events.k8s.io` Events about them only in `kube-system`,
+    /// where `kubectl describe` does not look. The same event (object, reason, note) is
+    /// published once per process, so a condition that persists does not flood the namespace.
+    async fn publish_cluster_scoped(
+        &self,
+        reference: &k8s_openapi::api::core::v1::ObjectReference,
+        event: &Event,
+    ) -> Result<(), kube::Error> {
+        use k8s_openapi::api::core::v1::{Event as CoreEvent, EventSource};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+        let key = format!("{:?}/{}/{}", reference.uid, event.reason, event.note.as_deref().unwrap_or_default());
+        {
+            let mut seen = self.published.lock().unwrap_or_else(|p| p.into_inner());
+            if !seen.insert(key.clone()) {
+                return Ok(());
+            }
+        }
+        let now = Time(self.clock.now());
+        let name = reference.name.clone().unwrap_or_default();
+        let body = CoreEvent {
+            metadata: ObjectMeta {
+                generate_name: Some(format!("{name}.")),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            involved_object: reference.clone(),
+            reason: Some(event.reason.clone()),
+            message: event.note.clone(),
+            type_: Some(match event.type_ {
+                EventType::Normal => "Normal".into(),
+                EventType::Warning => "Warning".into(),
+            }),
+            action: Some(event.action.clone()),
+            count: Some(1),
+            first_timestamp: Some(now.clone()),
+            last_timestamp: Some(now),
+            source: Some(EventSource { component: Some(field_manager(self.name)), host: None }),
+            reporting_component: Some(field_manager(self.name)),
+            ..Default::default()
+        };
+        let api: Api<CoreEvent> = Api::namespaced(self.client.clone(), "default");
+        let result = api.create(&Default::default(), &body).await.map(drop);
+        if result.is_err() {
+            self.published.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+        }
+        result
+    }
+
+    /// The retry after a failed reconcile of `obj` (capped exponential with jitter).
+    pub fn retry_after_failure<K: Resource>(&self, obj: &K) -> Action {
+        Action::requeue(self.backoff.failed(&backoff_key(obj)))
+    }
+}
+
+/// The server-side apply field manager of a controller.
+pub fn field_manager(controller: &str) -> String {
+    format!("gardener-controller-manager/{controller}")
+}
+
+fn backoff_key<K: Resource>(obj: &K) -> String {
+    obj.meta().uid.clone().unwrap_or_else(|| format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()))
+}
+
+/// An error of a reconcile, with a stable PascalCase reason for events and metrics.
+pub trait Reason: std::error::Error + Send + Sync + 'static {
+    fn reason(&self) -> &'static str;
+}
+
+/// Runs one reconcile of `obj`: counts it, times it, and on failure counts the reason and
+/// publishes a Warning event with the error's whole chain; a success forgets past failures.
+pub async fn instrumented<K, E>(
+    common: &Common,
+    obj: &K,
+    reconcile: impl Future<Output = Result<Action, E>>,
+) -> Result<Action, E>
+where
+    K: Resource<DynamicType = ()>,
+    E: Reason,
+{
+    let started = Instant::now();
+    common.metrics.started(common.name);
+    let result = reconcile.await;
+    common.metrics.observe(common.name, started.elapsed().as_secs_f64());
+    match &result {
+        Ok(_) => common.backoff.reset(&backoff_key(obj)),
+        Err(e) => {
+            tracing::warn!(controller = common.name, object = %obj.name_any(), error = %extension_sdk::cli::report(e), "reconcile failed");
+            common.metrics.failed(common.name, e.reason());
+            let message = extension_sdk::events::event_message(e);
+            common.event(obj, EventType::Warning, e.reason(), "Reconcile", message).await;
+        }
+    }
+    result
+}
+
+/// A reflector over `api` whose stream marks `synced` once the first list is complete.
+pub fn reflect<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    synced: Arc<AtomicBool>,
+) -> (Store<K>, impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static)
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = watcher::watcher(api, config).default_backoff().reflect(writer).inspect_ok(move |event| {
+        if matches!(event, watcher::Event::InitDone) {
+            synced.store(true, Ordering::Release);
+        }
+    });
+    (store, stream)
+}
+
+/// Sets the runner's readiness flag once every cache of a controller has synced (a one-off wait
+/// at startup).
+pub async fn report_when_synced(flags: Vec<Arc<AtomicBool>>, ready: Arc<AtomicBool>, stop: Stop) {
+    let synced = async {
+        while !flags.iter().all(|f| f.load(Ordering::Acquire)) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        ready.store(true, Ordering::Release);
+    };
+    tokio::select! {
+        () = synced => {}
+        () = stop => {}
+    }
+}
+
+/// A controller could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("checking whether the {resource} resource is served")]
+    Discovery {
+        resource: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+const CRD_POLL: Duration = Duration::from_secs(5);
+
+/// Waits until every resource in `resources` is served, saying which are missing (controllers
+/// never install CRDs). `Ok(false)` when `stop` resolved first.
+pub async fn wait_for_resources(
+    client: &Client,
+    controller: &str,
+    resources: &[ApiResource],
+    stop: Stop,
+) -> Result<bool, StartError> {
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let mut missing = Vec::new();
+        for resource in resources {
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
+            match api.list_metadata(&ListParams::default().limit(1)).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    missing.push(format!("{}.{}", resource.plural, resource.group))
+                }
+                Err(source) => {
+                    return Err(StartError::Discovery {
+                        resource: format!("{}.{}", resource.plural, resource.group),
+                        source,
+                    });
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(true);
+        }
+        tracing::warn!(
+            controller,
+            ?missing,
+            "waiting for these resources to be served; CRDs are not installed by the controller-manager"
+        );
+        tokio::select! {
+            () = tokio::time::sleep(CRD_POLL) => {}
+            () = &mut stop => return Ok(false),
+        }
+    }
+}
+
+/// Logs what a controller's run stream yields that is not a plain success.
+pub fn log_result<T, E: std::error::Error + 'static, R: std::fmt::Debug + std::fmt::Display>(
+    controller: &'static str,
+    result: Result<T, kube::runtime::controller::Error<E, R>>,
+) {
+    use kube::runtime::controller::Error;
+    match result {
+        // Objects deleted before their turn, and failures the reconcile wrapper already reported.
+        Ok(_) | Err(Error::ObjectNotFound(_) | Error::ReconcilerFailed(..)) => {}
+        Err(e) => tracing::warn!(controller, error = %e, "controller stream"),
+    }
+}

@@ -1,0 +1,173 @@
+//! Shared pieces of the real-apiserver tests: a control plane with the CRDs, the controllers
+//! running in-process under the SDK's runner with a manual clock, object builders, and a
+//! bounded polling helper that reports the last observed state when it gives up.
+
+#![allow(dead_code)]
+
+use api::core::shoot::provider::Machine;
+use api::core::shoot::{Networking, Provider, Worker};
+use api::core::{Shoot, ShootSpec};
+use controller_manager::metrics::Metrics;
+use controller_manager::{Config, ManualClock, app};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use testenv::TestEnv;
+
+/// The longest any single expectation may take to come true.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("controller_manager=info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+}
+
+/// A fresh control plane with every CRD.
+pub async fn garden() -> (TestEnv, Client) {
+    garden_with(testenv::Options::default()).await
+}
+
+/// A fresh control plane (with options) with every CRD.
+pub async fn garden_with(options: testenv::Options) -> (TestEnv, Client) {
+    init_tracing();
+    let env = TestEnv::start_with(options).await.unwrap_or_else(|e| panic!("starting the test control plane: {e}"));
+    let client = env.client().await.unwrap();
+    testenv::install_crds(&client, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e}"));
+    (env, client)
+}
+
+/// The controllers running in this process (as the binary runs them, without leader
+/// election); stopped when dropped.
+pub struct Running {
+    pub metrics: Metrics,
+    pub clock: ManualClock,
+    pub addr: std::net::SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts every controller with `config`, on a manual clock standing at the real time now.
+pub async fn start(client: &Client, config: Config) -> Running {
+    let clock = ManualClock::new(Timestamp::now());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut runner_config = extension_sdk::RunnerConfig::new("gardener-controller-manager", "default");
+    runner_config.heartbeat_interval = None;
+    let mut runner = extension_sdk::Runner::new(client.clone(), runner_config).unwrap().with_listener(listener);
+    let metrics = app::add_to(&mut runner, client.clone(), &config, Arc::new(clock.clone())).unwrap();
+    let task = tokio::spawn(async move {
+        runner.run(std::future::pending()).await.unwrap();
+    });
+    let running = Running { metrics, clock, addr, task };
+    eventually("the controllers' caches to sync (/readyz 200)", || async {
+        let response = tokio::task::spawn_blocking(move || testenv::binary::http_get(addr, "/readyz")).await.unwrap();
+        match response {
+            Some(r) if r.split_whitespace().nth(1) == Some("200") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    running
+}
+
+/// Polls `probe` every 100 ms until it returns `Ok`, at most [`TIMEOUT`]; panics with the last
+/// observation otherwise.
+pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let last = match probe().await {
+            Ok(value) => return value,
+            Err(observed) => observed,
+        };
+        if Instant::now() > deadline {
+            panic!("timed out waiting for {what}; last observed: {last}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Creates a namespace.
+pub async fn namespace(client: &Client, name: &str) {
+    let ns = Namespace { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() };
+    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
+}
+
+/// A `local` shoot with one worker pool and networks disjoint from the test seeds'.
+pub fn shoot(name: &str, namespace: &str) -> Shoot {
+    let mut s = Shoot::new(
+        name,
+        ShootSpec {
+            cloud_profile_name: Some("local".into()),
+            provider: Provider {
+                type_: "local".into(),
+                workers: vec![Worker {
+                    name: "pool".into(),
+                    machine: Machine { type_: "local".into(), ..Default::default() },
+                    minimum: 1,
+                    maximum: 2,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            networking: Some(Networking {
+                type_: Some("calico".into()),
+                nodes: Some("10.250.0.0/16".into()),
+                pods: Some("100.96.0.0/11".into()),
+                services: Some("100.64.0.0/13".into()),
+                ..Default::default()
+            }),
+            region: "local".into(),
+            ..Default::default()
+        },
+    );
+    s.metadata.namespace = Some(namespace.into());
+    s
+}
+
+pub async fn create_shoot(client: &Client, shoot: &Shoot) -> Shoot {
+    let ns = shoot.metadata.namespace.clone().unwrap();
+    Api::<Shoot>::namespaced(client.clone(), &ns).create(&PostParams::default(), shoot).await.unwrap()
+}
+
+/// The notes of the events about `name` with `reason` in `namespace`; `""` for cluster-scoped
+/// objects, whose events are `core/v1` Events in `default`.
+pub async fn event_notes(client: &Client, namespace: &str, name: &str, reason: &str) -> Vec<String> {
+    if namespace.is_empty() {
+        return Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), "default")
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason))
+            .filter_map(|e| e.message)
+            .collect();
+    }
+    Api::<K8sEvent>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name) && e.reason.as_deref() == Some(reason)
+        })
+        .filter_map(|e| e.note)
+        .collect()
+}
