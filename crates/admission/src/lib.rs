@@ -13,3 +13,5 @@ pub mod shoot;
 
 pub use field::{ErrorList, FieldError, Path};
 pub use identity::{Identities, UserInfo};
+pub mod review;
+pub mod server;
