@@ -13,5 +13,11 @@ pub mod shoot;
 
 pub use field::{ErrorList, FieldError, Path};
 pub use identity::{Identities, UserInfo};
+pub mod bastion;
+pub mod cloudprofile;
+pub mod managedseed;
+pub mod project;
 pub mod review;
+pub mod secretbinding;
+pub mod seed;
 pub mod server;

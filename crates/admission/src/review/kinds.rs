@@ -4,19 +4,44 @@ use super::decode::decode;
 use super::{Admission, Endpoint, Outcome, Request};
 use crate::field::{ErrorList, FieldError, Path};
 use crate::shoot::{self, DefaultingContext, ShootContext};
-use api::core::Shoot;
+use crate::{bastion, cloudprofile, managedseed, project, secretbinding, seed};
+use api::core::{CloudProfile, Project, SecretBinding, Seed, Shoot};
+use api::operations::Bastion;
+use api::seedmanagement::ManagedSeed;
 use kube::core::admission::Operation;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::sync::Arc;
 
 /// The resources (plural names) this server has rules for, per endpoint.
-pub const MUTATED: &[&str] = &["shoots"];
-pub const VALIDATED: &[&str] = &["shoots"];
+pub const MUTATED: &[&str] = &["shoots", "bastions"];
+pub const VALIDATED: &[&str] =
+    &["shoots", "seeds", "projects", "cloudprofiles", "bastions", "managedseeds", "secretbindings"];
 
 pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &Request<'_>) -> Outcome {
     let result = match (endpoint, resource) {
         (Endpoint::Mutate, "shoots") => mutate(req, |s: &mut Shoot| default_shoot(adm, s)),
         (Endpoint::Validate, "shoots") => validate_shoot(adm, req).map(|()| None),
+        (Endpoint::Mutate, "bastions") => mutate_bastion(adm, req),
+        (Endpoint::Validate, "bastions") => validate_with(req, |b: &Bastion, old| {
+            let shoot = shoot_of(adm, b);
+            bastion::validate(b, old, &req.user, shoot.as_deref())
+        }),
+        (Endpoint::Validate, "seeds") => validate_with(req, |s: &Seed, old| seed::validate(s, old)),
+        (Endpoint::Validate, "projects") => {
+            validate_with(req, |p: &Project, old| project::validate(p, old, &adm.lookup().projects()))
+        }
+        (Endpoint::Validate, "cloudprofiles") => {
+            validate_with(req, |p: &CloudProfile, old| cloudprofile::validate(p, old, &adm.lookup().shoots()))
+        }
+        (Endpoint::Validate, "managedseeds") => validate_with(req, |m: &ManagedSeed, old| {
+            let ns = m.metadata.namespace.as_deref().unwrap_or_default();
+            let exists = m.spec.shoot.as_ref().is_some_and(|s| adm.lookup().shoot(ns, &s.name).is_some());
+            managedseed::validate(m, old, exists)
+        }),
+        (Endpoint::Validate, "secretbindings") => {
+            validate_with(req, |b: &SecretBinding, old| secretbinding::validate(b, old))
+        }
         _ => Err(ErrorList(vec![FieldError::forbidden(
             Path::new("<request>"),
             format!("this webhook has no {endpoint:?} rules for resource {resource:?}"),
@@ -94,4 +119,34 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
         }
         _ => Ok(()),
     }
+}
+
+/// Runs `rules` on create and update (with the old object on update).
+fn validate_with<T: DeserializeOwned>(
+    req: &Request<'_>,
+    rules: impl FnOnce(&T, Option<&T>) -> ErrorList,
+) -> Result<Option<serde_json::Value>, ErrorList> {
+    let old = match req.operation {
+        Operation::Create => None,
+        Operation::Update => Some(object::<T>(req.old_object.as_ref(), "oldObject")?),
+        _ => return Ok(None),
+    };
+    let new: T = object(req.object.as_ref(), "object")?;
+    let errs = rules(&new, old.as_ref());
+    if errs.is_empty() { Ok(None) } else { Err(errs) }
+}
+
+fn shoot_of(adm: &Admission, b: &Bastion) -> Option<Arc<Shoot>> {
+    adm.lookup().shoot(b.metadata.namespace.as_deref().unwrap_or_default(), &b.spec.shoot_ref.name)
+}
+
+fn mutate_bastion(adm: &Admission, req: &Request<'_>) -> Result<Option<serde_json::Value>, ErrorList> {
+    let old = match req.operation {
+        Operation::Update => Some(object::<Bastion>(req.old_object.as_ref(), "oldObject")?),
+        _ => None,
+    };
+    mutate(req, |b: &mut Bastion| {
+        let shoot = shoot_of(adm, b);
+        bastion::default(b, old.as_ref(), &req.user, shoot.as_deref());
+    })
 }
