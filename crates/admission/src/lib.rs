@@ -8,6 +8,7 @@
 pub mod common;
 pub mod field;
 pub mod fixtures;
+pub mod fuzz;
 pub mod identity;
 pub mod shoot;
 

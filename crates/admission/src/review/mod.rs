@@ -106,6 +106,12 @@ impl Admission {
             Err(e) => AdmissionResponse::invalid(format!("not an AdmissionReview: {e}")),
         };
         let allowed = response.allowed;
+        // Answer as admission.k8s.io/v1 whatever the request's type fields said.
+        let mut response = response;
+        response.types = kube::core::TypeMeta {
+            api_version: kube::core::admission::META_API_VERSION_V1.into(),
+            kind: kube::core::admission::META_KIND.into(),
+        };
         (serde_json::to_vec(&response.into_review()).unwrap_or_default(), allowed)
     }
 

@@ -35,6 +35,7 @@ pub enum CertError {
 #[derive(Clone)]
 pub struct ServingCerts {
     pub ca_pem: String,
+    pub ca_der: Vec<u8>,
     pub cert_pem: String,
     pub cert_der: Vec<u8>,
     key_der: Vec<u8>,
@@ -87,6 +88,7 @@ pub fn issue(hosts: &[String], now: OffsetDateTime, validity: Duration) -> Resul
     let cert = params.signed_by(&key, &issuer).map_err(gen_err("serving certificate"))?;
     Ok(ServingCerts {
         ca_pem: ca_cert.pem(),
+        ca_der: ca_cert.der().to_vec(),
         cert_pem: cert.pem(),
         cert_der: cert.der().to_vec(),
         key_der: key.serialize_der(),
