@@ -54,11 +54,14 @@ impl std::fmt::Debug for ServingCerts {
 }
 
 /// Issues a fresh CA and serving certificate for `hosts` (DNS names or IP addresses), valid
-/// from `now` (minus a minute of clock skew) for `validity`.
+/// from `now` (backdated by a minute, or a tenth of a shorter lifetime, for clock skew) until
+/// `now + validity`.
 pub fn issue(hosts: &[String], now: OffsetDateTime, validity: Duration) -> Result<ServingCerts, CertError> {
     let gen_err = |what| move |source| CertError::Generate { what, source };
     let span = time::Duration::try_from(validity).map_err(|_| CertError::Validity(validity))?;
-    let not_before = now - time::Duration::minutes(1);
+    // Backdated for clock skew: a minute, or a tenth of a short lifetime.
+    let skew = time::Duration::minutes(1).min(span / 10);
+    let not_before = now - skew;
     let not_after = now.checked_add(span).ok_or(CertError::Validity(validity))?;
 
     let ca_key = KeyPair::generate().map_err(gen_err("CA key"))?;
