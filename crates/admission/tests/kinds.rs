@@ -19,7 +19,7 @@ use support::*;
 #[tokio::test]
 async fn bastions_cloudprofiles_projects_seeds_bindings() {
     let (env, client) = garden().await;
-    let _webhook = start_webhook(&client, |_| {}).await;
+    let _webhook = start_webhook(&env, &client, |_| {}).await;
     grant_all(&client, "alice").await;
     grant_all(&client, "bob").await;
 

@@ -52,8 +52,8 @@ async fn refused_by_webhook(shoots: &Api<Shoot>) -> Result<String, String> {
 
 #[tokio::test]
 async fn the_certificate_rotates_without_a_restart() {
-    let (_env, client) = garden().await;
-    let webhook = start_webhook(&client, |c| {
+    let (env, client) = garden().await;
+    let webhook = start_webhook(&env, &client, |c| {
         c.certificate_validity = Duration::from_secs(8);
         c.rotation_check_interval = Duration::from_millis(200);
     })

@@ -18,7 +18,7 @@ use support::*;
 #[tokio::test]
 async fn shoots_are_defaulted_validated_and_protected() {
     let (env, client) = garden().await;
-    let webhook = start_webhook(&client, |_| {}).await;
+    let webhook = start_webhook(&env, &client, |_| {}).await;
     let shoots = Api::<Shoot>::namespaced(client.clone(), NS);
 
     // Invalid: unknown version, pool with min > max and an unknown machine type, overlapping

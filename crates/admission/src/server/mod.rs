@@ -8,6 +8,7 @@
 
 pub mod caches;
 pub mod certs;
+pub mod rbac;
 pub mod register;
 pub mod serve;
 

@@ -62,9 +62,36 @@ pub fn config_for(addr: std::net::SocketAddr) -> ServerConfig {
     config
 }
 
-/// Starts the server on a free loopback port with `adjust`ed settings and waits until it has
-/// registered its webhook configurations.
-pub async fn start_webhook(client: &Client, adjust: impl FnOnce(&mut ServerConfig)) -> Webhook {
+/// The user the webhook server runs as in the tests: bound to exactly the documented RBAC
+/// rules ([`admission::server::rbac::rules`]), so a missing permission fails the tests.
+pub const SERVER_USER: &str = "system:serviceaccount:garden:gardener-admission";
+
+/// Starts the server on a free loopback port with `adjust`ed settings, as [`SERVER_USER`] with
+/// only its documented permissions, and waits until it has registered its webhook
+/// configurations.
+pub async fn start_webhook(env: &TestEnv, client: &Client, adjust: impl FnOnce(&mut ServerConfig)) -> Webhook {
+    let role = ClusterRole {
+        metadata: ObjectMeta { name: Some("gardener-admission".into()), ..Default::default() },
+        rules: Some(admission::server::rbac::rules()),
+        ..Default::default()
+    };
+    Api::<ClusterRole>::all(client.clone()).create(&PostParams::default(), &role).await.unwrap();
+    let binding = ClusterRoleBinding {
+        metadata: ObjectMeta { name: Some("gardener-admission".into()), ..Default::default() },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: "gardener-admission".into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "User".into(),
+            name: SERVER_USER.into(),
+            api_group: Some("rbac.authorization.k8s.io".into()),
+            ..Default::default()
+        }]),
+    };
+    Api::<ClusterRoleBinding>::all(client.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    let client = &impersonating(env, SERVER_USER, &["system:serviceaccounts", "system:authenticated"]).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut config = config_for(addr);
