@@ -1,0 +1,91 @@
+//! Admission latency per request over HTTPS: the webhook server (rustls, hyper, the real
+//! router and rules) on 127.0.0.1, a client that speaks HTTP/1.1 over TLS with keep-alive as
+//! the API server does, N AdmissionReviews of a valid Shoot create through the mutating and the
+//! validating endpoint; prints the median, p90 and p99 round trip.
+//!
+//! `cargo bench -p admission --bench latency [-- <requests>]`
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code: a panic is the failure report
+
+use admission::review::{Admission, RulesConfig, StaticLookup};
+use admission::server::{Metrics, certs, serve};
+use axum::body::Body;
+use hyper_util::rt::TokioIo;
+use rustls::pki_types::{CertificateDer, ServerName};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn review(shoot: &serde_json::Value) -> String {
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "0c9a8d74", "kind": {"group": "core.gardener.cloud", "version": "v1beta1", "kind": "Shoot"},
+                    "resource": {"group": "core.gardener.cloud", "version": "v1beta1", "resource": "shoots"},
+                    "name": "demo", "namespace": "garden-dev", "operation": "CREATE",
+                    "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                    "object": shoot, "dryRun": false}
+    })
+    .to_string()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+#[tokio::main]
+async fn main() {
+    let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(10_000);
+    let lookup =
+        StaticLookup { cloud_profiles: vec![Arc::new(admission::fixtures::cloud_profile())], ..Default::default() };
+    let adm = Arc::new(Admission::new(Arc::new(lookup), RulesConfig::default()));
+    let issued =
+        certs::issue(&["127.0.0.1".into()], time::OffsetDateTime::now_utc(), Duration::from_secs(3600)).unwrap();
+    let tls = certs::server_config(Arc::new(certs::CertResolver::new(&issued).unwrap())).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = serve::router(adm, Metrics::new(&prometheus::Registry::new()).unwrap());
+    tokio::spawn(serve::serve(listener, tls, router, std::future::pending()));
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from(issued.ca_der.clone())).unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let stream = connector.connect(ServerName::try_from("127.0.0.1").unwrap(), tcp).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    tokio::spawn(conn);
+
+    let shoot = serde_json::to_value(admission::fixtures::shoot()).unwrap();
+    let body = review(&shoot);
+    for (endpoint, path) in [("mutate", "/mutate/shoots"), ("validate", "/validate/shoots")] {
+        let mut samples = Vec::with_capacity(n);
+        for i in 0..n + n / 10 {
+            let req = http::Request::post(path)
+                .header("host", "127.0.0.1")
+                .header("content-type", "application/json")
+                .body(Body::from(body.clone()))
+                .unwrap();
+            let start = Instant::now();
+            let resp = sender.send_request(req).await.unwrap();
+            let bytes = axum::body::to_bytes(Body::new(resp.into_body()), 1 << 20).await.unwrap();
+            let elapsed = start.elapsed();
+            let parsed: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(parsed["response"]["allowed"], true, "{parsed}");
+            // The first tenth warms up (allocator, caches) and is not counted.
+            if i >= n / 10 {
+                samples.push(elapsed);
+            }
+        }
+        samples.sort();
+        println!(
+            "latency {endpoint}: {n} requests over one keep-alive HTTPS connection: median {:?}, p90 {:?}, p99 {:?}",
+            percentile(&samples, 0.5),
+            percentile(&samples, 0.9),
+            percentile(&samples, 0.99)
+        );
+    }
+}

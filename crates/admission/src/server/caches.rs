@@ -1,0 +1,95 @@
+//! Watch-fed caches of the objects the rules look up (CloudProfiles, Seeds, Shoots, Projects),
+//! so that answering a request needs no API round trip.
+
+use crate::review::Lookup;
+use api::core::{CloudProfile, Project, Seed, Shoot};
+use futures::StreamExt;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+
+/// The caches; cheap to clone.
+#[derive(Clone)]
+pub struct Caches {
+    profiles: Store<CloudProfile>,
+    seeds: Store<Seed>,
+    shoots: Store<Shoot>,
+    projects: Store<Project>,
+}
+
+impl Debug for Caches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caches").finish_non_exhaustive()
+    }
+}
+
+fn cache<K>(api: Api<K>, stop: impl Future<Output = ()> + Send + 'static) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    let (store, writer) = reflector::store();
+    let stream = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .for_each(|event| async move {
+            if let Err(e) = event {
+                tracing::warn!(error = %e, kind = %K::kind(&Default::default()), "admission cache watch failed; retrying");
+            }
+        });
+    tokio::spawn(async move {
+        tokio::select! {
+            () = stream => {}
+            () = stop => {}
+        }
+    });
+    store
+}
+
+impl Caches {
+    /// Starts the watches; they end when `stop` resolves.
+    pub fn start(client: &Client, stop: impl Future<Output = ()> + Send + Clone + 'static) -> Self {
+        Self {
+            profiles: cache(Api::all(client.clone()), stop.clone()),
+            seeds: cache(Api::all(client.clone()), stop.clone()),
+            shoots: cache(Api::all(client.clone()), stop.clone()),
+            projects: cache(Api::all(client.clone()), stop),
+        }
+    }
+
+    /// Resolves once every cache has listed its objects.
+    pub async fn synced(&self) {
+        let _ = futures::join!(
+            self.profiles.wait_until_ready(),
+            self.seeds.wait_until_ready(),
+            self.shoots.wait_until_ready(),
+            self.projects.wait_until_ready()
+        );
+    }
+}
+
+impl Lookup for Caches {
+    fn cloud_profile(&self, name: &str) -> Option<Arc<CloudProfile>> {
+        self.profiles.get(&ObjectRef::new(name))
+    }
+
+    fn seed(&self, name: &str) -> Option<Arc<Seed>> {
+        self.seeds.get(&ObjectRef::new(name))
+    }
+
+    fn shoot(&self, namespace: &str, name: &str) -> Option<Arc<Shoot>> {
+        self.shoots.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn shoots(&self) -> Vec<Arc<Shoot>> {
+        self.shoots.state()
+    }
+
+    fn projects(&self) -> Vec<Arc<Project>> {
+        self.projects.state()
+    }
+}

@@ -1,0 +1,204 @@
+//! The webhook server's own PKI: a self-signed CA and a serving certificate for the names and
+//! addresses the API server uses to reach it (ECDSA P-256, generated in memory, never written
+//! to disk or logged), the decision when to rotate, and a rustls certificate resolver whose
+//! certificate can be swapped while the server runs.
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    SanType,
+};
+use rustls::crypto::ring::sign::any_supported_type;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use std::net::IpAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// Why certificates could not be made or loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    #[error("generating the webhook {what}")]
+    Generate {
+        what: &'static str,
+        #[source]
+        source: rcgen::Error,
+    },
+    #[error("the validity {0:?} is out of range")]
+    Validity(Duration),
+    #[error("loading the serving key into rustls")]
+    Load(#[source] rustls::Error),
+}
+
+/// A CA and the serving certificate it signed. The private key is not shown by `Debug`.
+#[derive(Clone)]
+pub struct ServingCerts {
+    pub ca_pem: String,
+    pub ca_der: Vec<u8>,
+    pub cert_pem: String,
+    pub cert_der: Vec<u8>,
+    key_der: Vec<u8>,
+    /// Validity of the serving certificate, Unix seconds.
+    pub not_before: i64,
+    pub not_after: i64,
+}
+
+impl std::fmt::Debug for ServingCerts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServingCerts")
+            .field("not_before", &self.not_before)
+            .field("not_after", &self.not_after)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Issues a fresh CA and serving certificate for `hosts` (DNS names or IP addresses), valid
+/// from `now` (backdated by a minute, or a tenth of a shorter lifetime, for clock skew) until
+/// `now + validity`.
+pub fn issue(hosts: &[String], now: OffsetDateTime, validity: Duration) -> Result<ServingCerts, CertError> {
+    let gen_err = |what| move |source| CertError::Generate { what, source };
+    let span = time::Duration::try_from(validity).map_err(|_| CertError::Validity(validity))?;
+    // Backdated for clock skew: a minute, or a tenth of a short lifetime.
+    let skew = time::Duration::minutes(1).min(span / 10);
+    let not_before = now - skew;
+    let not_after = now.checked_add(span).ok_or(CertError::Validity(validity))?;
+
+    let ca_key = KeyPair::generate().map_err(gen_err("CA key"))?;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(gen_err("CA parameters"))?;
+    ca.distinguished_name.push(DnType::CommonName, "gardener-admission-ca");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    (ca.not_before, ca.not_after) = (not_before, not_after);
+    let ca_cert = ca.self_signed(&ca_key).map_err(gen_err("CA certificate"))?;
+    let issuer = Issuer::new(ca, ca_key);
+
+    let key = KeyPair::generate().map_err(gen_err("serving key"))?;
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(gen_err("serving parameters"))?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, hosts.first().map(String::as_str).unwrap_or("gardener-admission"));
+    for host in hosts {
+        let san = match host.parse::<IpAddr>() {
+            Ok(ip) => SanType::IpAddress(ip),
+            Err(_) => SanType::DnsName(host.clone().try_into().map_err(gen_err("serving certificate name"))?),
+        };
+        params.subject_alt_names.push(san);
+    }
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    (params.not_before, params.not_after) = (not_before, not_after);
+    let cert = params.signed_by(&key, &issuer).map_err(gen_err("serving certificate"))?;
+    Ok(ServingCerts {
+        ca_pem: ca_cert.pem(),
+        ca_der: ca_cert.der().to_vec(),
+        cert_pem: cert.pem(),
+        cert_der: cert.der().to_vec(),
+        key_der: key.serialize_der(),
+        not_before: not_before.unix_timestamp(),
+        not_after: not_after.unix_timestamp(),
+    })
+}
+
+/// Whether a certificate valid from `not_before` to `not_after` (Unix seconds) should be
+/// replaced at `now`: once two thirds of its lifetime have passed (leaving a third for the new
+/// CA bundle to reach the API server), or when `now` lies outside its validity.
+pub fn needs_rotation(not_before: i64, not_after: i64, now: i64) -> bool {
+    let lifetime = not_after.saturating_sub(not_before);
+    if lifetime <= 0 || now < not_before || now >= not_after {
+        return true;
+    }
+    now >= not_before.saturating_add(lifetime / 3 * 2)
+}
+
+/// The serving certificate rustls presents; [`CertResolver::set`] swaps it for new handshakes
+/// while existing connections keep theirs.
+#[derive(Debug)]
+pub struct CertResolver(RwLock<Arc<CertifiedKey>>);
+
+fn certified(certs: &ServingCerts) -> Result<Arc<CertifiedKey>, CertError> {
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(certs.key_der.clone()));
+    let signing = any_supported_type(&key).map_err(CertError::Load)?;
+    Ok(Arc::new(CertifiedKey::new(vec![CertificateDer::from(certs.cert_der.clone())], signing)))
+}
+
+impl CertResolver {
+    pub fn new(certs: &ServingCerts) -> Result<Self, CertError> {
+        Ok(Self(RwLock::new(certified(certs)?)))
+    }
+
+    pub fn set(&self, certs: &ServingCerts) -> Result<(), CertError> {
+        let key = certified(certs)?;
+        match self.0.write() {
+            Ok(mut guard) => *guard = key,
+            // A poisoned lock only means a panic elsewhere while holding it; the value is a
+            // plain Arc swap, so replacing it is still sound.
+            Err(poisoned) => *poisoned.into_inner() = key,
+        }
+        Ok(())
+    }
+}
+
+impl ResolvesServerCert for CertResolver {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(match self.0.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        })
+    }
+}
+
+/// The rustls server configuration around `resolver` (HTTP/1.1, TLS 1.2 and 1.3, ring).
+pub fn server_config(resolver: Arc<CertResolver>) -> Result<Arc<rustls::ServerConfig>, CertError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(CertError::Load)?
+        .with_no_client_auth()
+        .with_cert_resolver(resolver);
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use x509_parser::prelude::*;
+
+    #[test]
+    fn issues_a_serving_cert_for_names_and_ips() {
+        let now = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let hosts = vec!["gardener-admission.garden.svc".to_string(), "127.0.0.1".to_string()];
+        let certs = issue(&hosts, now, Duration::from_secs(3600)).unwrap();
+        assert_eq!((certs.not_before, certs.not_after), (1_700_000_000 - 60, 1_700_003_600));
+        let (_, cert) = X509Certificate::from_der(&certs.cert_der).unwrap();
+        let sans = cert.subject_alternative_name().unwrap().unwrap().value.general_names.clone();
+        assert!(sans.iter().any(|n| matches!(n, GeneralName::DNSName("gardener-admission.garden.svc"))));
+        assert!(sans.iter().any(|n| matches!(n, GeneralName::IPAddress(b) if *b == [127, 0, 0, 1])));
+        let (_, ca_pem) = x509_parser::pem::parse_x509_pem(certs.ca_pem.as_bytes()).unwrap();
+        let ca = ca_pem.parse_x509().unwrap();
+        assert!(ca.is_ca());
+        assert!(cert.verify_signature(Some(ca.public_key())).is_ok());
+        assert!(!format!("{certs:?}").contains("key_der"));
+        assert!(CertResolver::new(&certs).is_ok());
+    }
+
+    #[test]
+    fn rotation_decision() {
+        let cases = [
+            (0, 300, 0, false),
+            (0, 300, 199, false),
+            (0, 300, 200, true),
+            (0, 300, 299, true),
+            (0, 300, 300, true),
+            (0, 300, -1, true),
+            (10, 10, 10, true),
+            (10, 0, 5, true),
+            (0, i64::MAX, 1_000, false),
+            (i64::MIN, i64::MAX, i64::MAX - 1, true),
+        ];
+        for (nb, na, now, want) in cases {
+            assert_eq!(needs_rotation(nb, na, now), want, "{nb} {na} {now}");
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The MutatingWebhookConfiguration and ValidatingWebhookConfiguration that route requests to
+//! this server, with its CA bundle, applied with server-side apply (field manager
+//! `gardener-admission`). `failurePolicy: Fail`: when the server is down, nothing it guards is
+//! admitted unchecked.
+
+use crate::review::kinds::{MUTATED, VALIDATED};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference, ValidatingWebhook,
+    ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use serde::{Deserialize, Serialize};
+
+/// The field manager of the webhook configurations.
+pub const FIELD_MANAGER: &str = "gardener-admission";
+
+/// How the API server reaches the webhook server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ClientTarget {
+    /// A base URL such as `https://127.0.0.1:9443` (local runs, tests).
+    Url(String),
+    /// An in-cluster Service.
+    Service { namespace: String, name: String, port: i32 },
+}
+
+/// The API group and operations of each resource the server judges.
+fn group_of(resource: &str) -> &'static str {
+    match resource {
+        "bastions" => "operations.gardener.cloud",
+        "managedseeds" => "seedmanagement.gardener.cloud",
+        _ => "core.gardener.cloud",
+    }
+}
+
+fn operations(resource: &str, validating: bool) -> Vec<String> {
+    let mut ops = vec!["CREATE".to_string(), "UPDATE".to_string()];
+    if validating && resource == "shoots" {
+        ops.push("DELETE".into());
+    }
+    ops
+}
+
+fn client_config(target: &ClientTarget, path: &str, ca_bundle: &str) -> WebhookClientConfig {
+    let ca = Some(ByteString(ca_bundle.as_bytes().to_vec()));
+    match target {
+        ClientTarget::Url(base) => WebhookClientConfig {
+            url: Some(format!("{}{path}", base.trim_end_matches('/'))),
+            ca_bundle: ca,
+            service: None,
+        },
+        ClientTarget::Service { namespace, name, port } => WebhookClientConfig {
+            service: Some(ServiceReference {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                path: Some(path.to_string()),
+                port: Some(*port),
+            }),
+            ca_bundle: ca,
+            url: None,
+        },
+    }
+}
+
+fn rule(resource: &str, validating: bool) -> RuleWithOperations {
+    RuleWithOperations {
+        api_groups: Some(vec![group_of(resource).into()]),
+        api_versions: Some(vec!["*".into()]),
+        resources: Some(vec![resource.into()]),
+        operations: Some(operations(resource, validating)),
+        scope: Some("*".into()),
+    }
+}
+
+/// The mutating configuration `name`, one webhook per mutated resource.
+pub fn mutating(name: &str, target: &ClientTarget, ca_bundle: &str) -> MutatingWebhookConfiguration {
+    MutatingWebhookConfiguration {
+        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        webhooks: Some(
+            MUTATED
+                .iter()
+                .map(|r| MutatingWebhook {
+                    name: format!("{r}.mutate.admission.gardener.cloud"),
+                    admission_review_versions: vec!["v1".into()],
+                    client_config: client_config(target, &format!("/mutate/{r}"), ca_bundle),
+                    failure_policy: Some("Fail".into()),
+                    side_effects: "None".into(),
+                    timeout_seconds: Some(10),
+                    match_policy: Some("Equivalent".into()),
+                    reinvocation_policy: Some("IfNeeded".into()),
+                    rules: Some(vec![rule(r, false)]),
+                    ..Default::default()
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// The validating configuration `name`, one webhook per validated resource.
+pub fn validating(name: &str, target: &ClientTarget, ca_bundle: &str) -> ValidatingWebhookConfiguration {
+    ValidatingWebhookConfiguration {
+        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        webhooks: Some(
+            VALIDATED
+                .iter()
+                .map(|r| ValidatingWebhook {
+                    name: format!("{r}.validate.admission.gardener.cloud"),
+                    admission_review_versions: vec!["v1".into()],
+                    client_config: client_config(target, &format!("/validate/{r}"), ca_bundle),
+                    failure_policy: Some("Fail".into()),
+                    side_effects: "None".into(),
+                    timeout_seconds: Some(10),
+                    match_policy: Some("Equivalent".into()),
+                    rules: Some(vec![rule(r, true)]),
+                    ..Default::default()
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// Applies both configurations.
+pub async fn register(client: &Client, name: &str, target: &ClientTarget, ca_bundle: &str) -> Result<(), kube::Error> {
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut m = mutating(name, target, ca_bundle);
+    m.metadata.managed_fields = None;
+    let m = serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": m.metadata, "webhooks": m.webhooks,
+    });
+    Api::<MutatingWebhookConfiguration>::all(client.clone()).patch(name, &params, &Patch::Apply(&m)).await?;
+    let v = validating(name, target, ca_bundle);
+    let v = serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": v.metadata, "webhooks": v.webhooks,
+    });
+    Api::<ValidatingWebhookConfiguration>::all(client.clone()).patch(name, &params, &Patch::Apply(&v)).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_point_at_the_server_and_fail_closed() {
+        let v = validating("gardener-admission", &ClientTarget::Url("https://127.0.0.1:9443/".into()), "CA");
+        let hooks = v.webhooks.unwrap();
+        let shoots = hooks.iter().find(|h| h.name == "shoots.validate.admission.gardener.cloud").unwrap();
+        assert_eq!(shoots.client_config.url.as_deref(), Some("https://127.0.0.1:9443/validate/shoots"));
+        assert_eq!(shoots.client_config.ca_bundle, Some(ByteString(b"CA".to_vec())));
+        assert_eq!(shoots.failure_policy.as_deref(), Some("Fail"));
+        let ops = shoots.rules.as_ref().unwrap()[0].operations.clone().unwrap();
+        assert_eq!(ops, ["CREATE", "UPDATE", "DELETE"]);
+        let target = ClientTarget::Service { namespace: "garden".into(), name: "gardener-admission".into(), port: 443 };
+        let m = mutating("gardener-admission", &target, "CA");
+        let hook = &m.webhooks.unwrap()[0];
+        let svc = hook.client_config.service.as_ref().unwrap();
+        assert_eq!((svc.path.as_deref(), svc.port), (Some("/mutate/shoots"), Some(443)));
+        assert_eq!(hook.failure_policy.as_deref(), Some("Fail"));
+    }
+}
