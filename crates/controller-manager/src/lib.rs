@@ -7,6 +7,8 @@
 //! * [`bastion`]: Bastions expire after their maximum lifetime or when their keep-alive goes
 //!   silent, and go away with their Shoot.
 //! * [`hibernation`]: `spec.hibernation.schedules` set and clear `spec.hibernation.enabled`.
+//! * [`protection`]: CloudProfiles, SecretBindings, their Secrets and Quotas carry a finalizer
+//!   while anything uses them.
 //!
 //! Every controller reads, calls a pure decision (`decide`), and writes only what changed.
 //! Time comes from a [`Clock`], so tests move time instead of sleeping. [`app`] adds the
@@ -21,6 +23,7 @@ pub mod hibernation;
 pub mod metrics;
 
 pub mod project;
+pub mod protection;
 pub mod runtime;
 pub mod seed_lifecycle;
 
