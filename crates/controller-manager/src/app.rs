@@ -32,6 +32,8 @@ pub fn add_to(
     runner.add_task_with_readiness(move |stop, ready| crate::bastion::run(c, bastions, stop, ready));
     let (c, hibernation) = (common(crate::hibernation::reconcile::NAME), config.controllers.shoot_hibernation.clone());
     runner.add_task_with_readiness(move |stop, ready| crate::hibernation::run(c, hibernation, stop, ready));
+    let (c, maintenance) = (common(crate::maintenance::reconcile::NAME), config.controllers.shoot_maintenance.clone());
+    runner.add_task_with_readiness(move |stop, ready| crate::maintenance::run(c, maintenance, stop, ready));
     let (c, n) = (common.clone(), config.controllers.protection.concurrent_syncs);
     runner.add_task_with_readiness(move |stop, ready| crate::protection::run(c, n, stop, ready));
     Ok(metrics)

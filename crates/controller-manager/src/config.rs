@@ -37,6 +37,20 @@ pub struct Controllers {
     pub bastion: BastionConfig,
     pub shoot_hibernation: HibernationConfig,
     pub protection: ProtectionConfig,
+    pub shoot_maintenance: MaintenanceConfig,
+}
+
+/// The shoot maintenance controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct MaintenanceConfig {
+    pub concurrent_syncs: u16,
+}
+
+impl Default for MaintenanceConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5 }
+    }
 }
 
 /// The protection controllers (CloudProfile, SecretBinding, Secret, Quota).
@@ -191,6 +205,7 @@ impl Config {
             ("controllers.bastion.concurrentSyncs", c.bastion.concurrent_syncs),
             ("controllers.shootHibernation.concurrentSyncs", c.shoot_hibernation.concurrent_syncs),
             ("controllers.protection.concurrentSyncs", c.protection.concurrent_syncs),
+            ("controllers.shootMaintenance.concurrentSyncs", c.shoot_maintenance.concurrent_syncs),
         ] {
             if value == 0 {
                 return Err((field, "must be at least 1".into()));

@@ -7,6 +7,8 @@
 //! * [`bastion`]: Bastions expire after their maximum lifetime or when their keep-alive goes
 //!   silent, and go away with their Shoot.
 //! * [`hibernation`]: `spec.hibernation.schedules` set and clear `spec.hibernation.enabled`.
+//! * [`maintenance`]: in the maintenance window (or when asked), expired Kubernetes versions
+//!   are forced forward and patch versions auto-updated.
 //! * [`protection`]: CloudProfiles, SecretBindings, their Secrets and Quotas carry a finalizer
 //!   while anything uses them.
 //!
@@ -20,6 +22,7 @@ pub mod bastion;
 pub mod clock;
 pub mod config;
 pub mod hibernation;
+pub mod maintenance;
 pub mod metrics;
 
 pub mod project;
