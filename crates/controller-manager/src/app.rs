@@ -19,7 +19,10 @@ pub fn add_to(
     clock: Arc<dyn Clock>,
 ) -> Result<Metrics, prometheus::Error> {
     let metrics = Metrics::new(runner.registry())?;
-    let common = |name| Common::new(client.clone(), clock.clone(), metrics.clone(), name);
+    let common = {
+        let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
+        move |name| Common::new(client.clone(), clock.clone(), metrics.clone(), name)
+    };
 
     let (c, project) = (common(crate::project::reconcile::NAME), config.controllers.project.clone());
     runner.add_task_with_readiness(move |stop, ready| crate::project::run(c, project, stop, ready));
@@ -29,5 +32,9 @@ pub fn add_to(
     runner.add_task_with_readiness(move |stop, ready| crate::bastion::run(c, bastions, stop, ready));
     let (c, hibernation) = (common(crate::hibernation::reconcile::NAME), config.controllers.shoot_hibernation.clone());
     runner.add_task_with_readiness(move |stop, ready| crate::hibernation::run(c, hibernation, stop, ready));
+    let (c, maintenance) = (common(crate::maintenance::reconcile::NAME), config.controllers.shoot_maintenance.clone());
+    runner.add_task_with_readiness(move |stop, ready| crate::maintenance::run(c, maintenance, stop, ready));
+    let (c, n) = (common.clone(), config.controllers.protection.concurrent_syncs);
+    runner.add_task_with_readiness(move |stop, ready| crate::protection::run(c, n, stop, ready));
     Ok(metrics)
 }

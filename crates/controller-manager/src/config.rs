@@ -36,6 +36,35 @@ pub struct Controllers {
     pub seed_lifecycle: SeedLifecycleConfig,
     pub bastion: BastionConfig,
     pub shoot_hibernation: HibernationConfig,
+    pub protection: ProtectionConfig,
+    pub shoot_maintenance: MaintenanceConfig,
+}
+
+/// The shoot maintenance controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct MaintenanceConfig {
+    pub concurrent_syncs: u16,
+}
+
+impl Default for MaintenanceConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5 }
+    }
+}
+
+/// The protection controllers (CloudProfile, SecretBinding, Secret, Quota).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ProtectionConfig {
+    /// Objects of each kind reconciled at once.
+    pub concurrent_syncs: u16,
+}
+
+impl Default for ProtectionConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5 }
+    }
 }
 
 /// The Project controller.
@@ -175,6 +204,8 @@ impl Config {
             ("controllers.seedLifecycle.concurrentSyncs", c.seed_lifecycle.concurrent_syncs),
             ("controllers.bastion.concurrentSyncs", c.bastion.concurrent_syncs),
             ("controllers.shootHibernation.concurrentSyncs", c.shoot_hibernation.concurrent_syncs),
+            ("controllers.protection.concurrentSyncs", c.protection.concurrent_syncs),
+            ("controllers.shootMaintenance.concurrentSyncs", c.shoot_maintenance.concurrent_syncs),
         ] {
             if value == 0 {
                 return Err((field, "must be at least 1".into()));

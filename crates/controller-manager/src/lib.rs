@@ -7,6 +7,10 @@
 //! * [`bastion`]: Bastions expire after their maximum lifetime or when their keep-alive goes
 //!   silent, and go away with their Shoot.
 //! * [`hibernation`]: `spec.hibernation.schedules` set and clear `spec.hibernation.enabled`.
+//! * [`maintenance`]: in the maintenance window (or when asked), expired Kubernetes versions
+//!   are forced forward and patch versions auto-updated.
+//! * [`protection`]: CloudProfiles, SecretBindings, their Secrets and Quotas carry a finalizer
+//!   while anything uses them.
 //!
 //! Every controller reads, calls a pure decision (`decide`), and writes only what changed.
 //! Time comes from a [`Clock`], so tests move time instead of sleeping. [`app`] adds the
@@ -18,9 +22,11 @@ pub mod bastion;
 pub mod clock;
 pub mod config;
 pub mod hibernation;
+pub mod maintenance;
 pub mod metrics;
 
 pub mod project;
+pub mod protection;
 pub mod runtime;
 pub mod seed_lifecycle;
 

@@ -117,9 +117,11 @@ async fn bastions_expire_without_keepalive_never_outlive_their_lifetime_and_go_w
     for step in [90, 180, 270] {
         running.clock.set(at(created, step));
         keepalive(&bastions, "old").await;
-        eventually("the keep-alive to be recorded", || async {
+        eventually("the keep-alive to be recorded and removed", || async {
             let (h, _) = times(&bastions, "old").await?;
-            if h == at(created, step) { Ok(()) } else { Err(format!("{h}")) }
+            let b = bastions.get("old").await.map_err(|e| e.to_string())?;
+            let annotated = b.annotations().contains_key("gardener.cloud/operation");
+            if h == at(created, step) && !annotated { Ok(()) } else { Err(format!("{h} {annotated}")) }
         })
         .await;
     }

@@ -46,7 +46,15 @@ async fn main_becomes_ready_leads_reconciles_and_releases_the_lease_on_sigterm()
     })
     .await;
     let metrics = tokio::task::spawn_blocking(move || http_get(addr, "/metrics")).await.unwrap().unwrap();
-    for controller in ["project", "seed-lifecycle", "bastion", "shoot-hibernation"] {
+    for controller in [
+        "project",
+        "seed-lifecycle",
+        "bastion",
+        "shoot-hibernation",
+        "cloudprofile-protection",
+        "secret-protection",
+        "shoot-maintenance",
+    ] {
         let series = format!("controller_manager_reconciliations_total{{controller=\"{controller}\"}}");
         assert!(metrics.contains(&series), "{series} missing:\n{metrics}");
     }

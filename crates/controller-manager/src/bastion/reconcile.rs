@@ -99,22 +99,27 @@ async fn reconcile_bastion(bastion: &Bastion, ctx: &Context) -> Result<Action, E
             Ok(Action::await_change())
         }
         Decision::Keep { last_heartbeat, expiration, remove_keepalive, requeue_after } => {
+            // The resourceVersion the annotation removal is guarded by: the status write's, when
+            // there is one (it moves the object's resourceVersion).
+            let mut resource_version = bastion.resource_version();
             if facts.last_heartbeat != Some(last_heartbeat) || facts.expiration != Some(expiration) {
                 let body = json!({
                     "apiVersion": "operations.gardener.cloud/v1alpha1",
                     "kind": "Bastion",
                     "status": {"lastHeartbeatTimestamp": Time(last_heartbeat), "expirationTimestamp": Time(expiration)},
                 });
-                api.patch_status(&name, &PatchParams::apply(&field_manager(NAME)).force(), &Patch::Apply(&body))
+                let written = api
+                    .patch_status(&name, &PatchParams::apply(&field_manager(NAME)).force(), &Patch::Apply(&body))
                     .await
                     .map_err(kube_err(
                         "WriteStatusFailed",
                         format!("recording the heartbeat of Bastion {namespace}/{name}"),
                     ))?;
+                resource_version = written.resource_version();
             }
             if remove_keepalive {
                 let patch = json!({"metadata": {
-                    "resourceVersion": bastion.resource_version(),
+                    "resourceVersion": resource_version,
                     "annotations": {ANNOTATION_OPERATION: null},
                 }});
                 match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {

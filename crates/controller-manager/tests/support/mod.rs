@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use testenv::TestEnv;
 
 /// The longest any single expectation may take to come true.
-pub const TIMEOUT: Duration = Duration::from_secs(60);
+pub const TIMEOUT: Duration = Duration::from_secs(90);
 
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -1,0 +1,172 @@
+//! Who uses a protected object, and what to do with its finalizer. Pure.
+//!
+//! CloudProfiles are used by the Shoots naming them (`spec.cloudProfileName` or
+//! `spec.cloudProfile.name`), SecretBindings by the Shoots of their namespace naming them
+//! (`spec.secretBindingName`), credentials Secrets by the SecretBindings whose `secretRef`
+//! names them, Quotas by the SecretBindings listing them in `quotas`. An object carries the
+//! finalizer while it is used; a deletion waits until nothing uses it.
+
+use api::core::{SecretBinding, Shoot};
+use kube::ResourceExt;
+
+/// What to do with the finalizer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    AddFinalizer,
+    RemoveFinalizer,
+    /// Deletion requested while in use; the message names the users.
+    Blocked(String),
+    Nothing,
+}
+
+pub fn step(what: &str, has_finalizer: bool, deleting: bool, users: &[String]) -> Step {
+    match (users.is_empty(), has_finalizer, deleting) {
+        (false, true, true) => {
+            let shown: Vec<&str> = users.iter().take(10).map(String::as_str).collect();
+            let more = users.len() - shown.len();
+            let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+            Step::Blocked(format!(
+                "{what} cannot be deleted while it is in use by {}{tail}; it is deleted once nothing uses it",
+                shown.join(", ")
+            ))
+        }
+        // Not ours to hold back any more: a deleting object that lost its finalizer is gone.
+        (false, false, true) => Step::Nothing,
+        (false, false, false) => Step::AddFinalizer,
+        (true, true, _) => Step::RemoveFinalizer,
+        (false, true, false) | (true, false, _) => Step::Nothing,
+    }
+}
+
+fn key(namespace: Option<String>, name: String) -> String {
+    format!("{}/{name}", namespace.unwrap_or_default())
+}
+
+pub fn cloud_profile_users<'a>(name: &str, shoots: impl Iterator<Item = &'a Shoot>) -> Vec<String> {
+    let mut users: Vec<String> = shoots
+        .filter(|s| s.spec.cloud_profile_name() == Some(name))
+        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
+        .collect();
+    users.sort();
+    users
+}
+
+pub fn secret_binding_users<'a>(namespace: &str, name: &str, shoots: impl Iterator<Item = &'a Shoot>) -> Vec<String> {
+    let mut users: Vec<String> = shoots
+        .filter(|s| s.namespace().as_deref() == Some(namespace) && s.spec.secret_binding_name.as_deref() == Some(name))
+        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
+        .collect();
+    users.sort();
+    users
+}
+
+/// The namespace and name of the Secret a binding refers to.
+pub fn secret_of(binding: &SecretBinding) -> (String, String) {
+    let r = &binding.spec.secret_ref;
+    (r.namespace.clone().unwrap_or_else(|| binding.namespace().unwrap_or_default()), r.name.clone())
+}
+
+/// The namespaces and names of the Quotas a binding lists.
+pub fn quotas_of(binding: &SecretBinding) -> Vec<(String, String)> {
+    binding
+        .spec
+        .quotas
+        .iter()
+        .map(|q| (q.namespace.clone().unwrap_or_else(|| binding.namespace().unwrap_or_default()), q.name.clone()))
+        .collect()
+}
+
+pub fn secret_users<'a>(namespace: &str, name: &str, bindings: impl Iterator<Item = &'a SecretBinding>) -> Vec<String> {
+    let mut users: Vec<String> = bindings
+        .filter(|b| secret_of(b) == (namespace.to_string(), name.to_string()))
+        .map(|b| format!("SecretBinding {}", key(b.namespace(), b.name_any())))
+        .collect();
+    users.sort();
+    users
+}
+
+pub fn quota_users<'a>(namespace: &str, name: &str, bindings: impl Iterator<Item = &'a SecretBinding>) -> Vec<String> {
+    let mut users: Vec<String> = bindings
+        .filter(|b| quotas_of(b).contains(&(namespace.to_string(), name.to_string())))
+        .map(|b| format!("SecretBinding {}", key(b.namespace(), b.name_any())))
+        .collect();
+    users.sort();
+    users
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use api::common::{ObjectReference, SecretReference};
+    use api::core::SecretBindingFields;
+
+    fn shoot(ns: &str, name: &str, profile: &str, binding: Option<&str>) -> Shoot {
+        let mut s = Shoot::new(name, Default::default());
+        s.metadata.namespace = Some(ns.into());
+        s.spec.cloud_profile_name = Some(profile.into());
+        s.spec.secret_binding_name = binding.map(Into::into);
+        s
+    }
+
+    fn binding(ns: &str, name: &str, secret: (&str, Option<&str>), quotas: &[(&str, Option<&str>)]) -> SecretBinding {
+        let mut b = SecretBinding::new(
+            name,
+            SecretBindingFields {
+                secret_ref: SecretReference { name: secret.0.into(), namespace: secret.1.map(Into::into) },
+                quotas: quotas
+                    .iter()
+                    .map(|(n, ns)| ObjectReference {
+                        name: (*n).into(),
+                        namespace: ns.map(Into::into),
+                        ..Default::default()
+                    })
+                    .collect(),
+                provider: None,
+            },
+        );
+        b.metadata.namespace = Some(ns.into());
+        b
+    }
+
+    #[test]
+    fn the_finalizer_follows_use_and_deletion_waits() {
+        let used = vec!["Shoot a/b".to_string()];
+        assert_eq!(step("x", false, false, &used), Step::AddFinalizer);
+        assert_eq!(step("x", true, false, &used), Step::Nothing);
+        assert_eq!(step("x", true, false, &[]), Step::RemoveFinalizer);
+        assert_eq!(step("x", true, true, &[]), Step::RemoveFinalizer);
+        assert_eq!(step("x", false, false, &[]), Step::Nothing);
+        assert_eq!(step("x", false, true, &used), Step::Nothing);
+        match step("CloudProfile local", true, true, &used) {
+            Step::Blocked(m) => assert!(m.contains("CloudProfile local") && m.contains("Shoot a/b"), "{m}"),
+            s => panic!("{s:?}"),
+        }
+        let many: Vec<String> = (0..12).map(|i| format!("Shoot a/s{i:02}")).collect();
+        match step("x", true, true, &many) {
+            Step::Blocked(m) => assert!(m.contains("and 2 more"), "{m}"),
+            s => panic!("{s:?}"),
+        }
+    }
+
+    #[test]
+    fn users_are_found_by_reference() {
+        let shoots = [
+            shoot("p", "one", "local", Some("creds")),
+            shoot("p", "two", "aws", Some("other")),
+            shoot("q", "three", "local", Some("creds")),
+        ];
+        assert_eq!(cloud_profile_users("local", shoots.iter()), vec!["Shoot p/one", "Shoot q/three"]);
+        assert_eq!(secret_binding_users("p", "creds", shoots.iter()), vec!["Shoot p/one"]);
+        let bindings = [
+            binding("p", "creds", ("secret", None), &[("quota", None)]),
+            binding("q", "shared", ("secret", Some("p")), &[("quota", Some("p"))]),
+            binding("q", "own", ("secret", None), &[]),
+        ];
+        assert_eq!(
+            secret_users("p", "secret", bindings.iter()),
+            vec!["SecretBinding p/creds", "SecretBinding q/shared"]
+        );
+        assert_eq!(quota_users("p", "quota", bindings.iter()), vec!["SecretBinding p/creds", "SecretBinding q/shared"]);
+        assert_eq!(secret_users("q", "secret", bindings.iter()), vec!["SecretBinding q/own"]);
+    }
+}

@@ -1,0 +1,97 @@
+//! The protection controllers against a real kube-apiserver: a CloudProfile and a SecretBinding
+//! used by a Shoot, and the Secret and Quota a SecretBinding refers to, carry a finalizer; their
+//! deletion waits (with a Warning event naming the users) until nothing uses them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+mod support;
+
+use api::common::{ObjectReference, SecretReference};
+use api::core::quota::QuotaScope;
+use api::core::{CloudProfile, Quota, QuotaSpec, SecretBinding, SecretBindingFields, Shoot};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
+use support::*;
+
+const NS: &str = "garden-dev";
+
+async fn finalizers<K>(api: &Api<K>, name: &str) -> Result<Option<Vec<String>>, String>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Ok(api.get_opt(name).await.map_err(|e| e.to_string())?.map(|o| o.finalizers().to_vec()))
+}
+
+async fn wait_finalizers<K>(what: &str, api: &Api<K>, name: &str, expected: Option<&[&str]>)
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    eventually(what, || async {
+        let got = finalizers(api, name).await?;
+        let want = expected.map(|e| e.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        if got == want { Ok(()) } else { Err(format!("{got:?}")) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn objects_in_use_carry_a_finalizer_and_are_deleted_only_when_unused() {
+    let (_env, client) = garden().await;
+    namespace(&client, NS).await;
+    let profiles: Api<CloudProfile> = Api::all(client.clone());
+    let bindings: Api<SecretBinding> = Api::namespaced(client.clone(), NS);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let quotas: Api<Quota> = Api::namespaced(client.clone(), NS);
+    let mut profile = CloudProfile::new("local", Default::default());
+    profile.spec.type_ = "local".into();
+    profiles.create(&PostParams::default(), &profile).await.unwrap();
+    let secret =
+        Secret { metadata: ObjectMeta { name: Some("creds".into()), ..Default::default() }, ..Default::default() };
+    secrets.create(&PostParams::default(), &secret).await.unwrap();
+    let quota = Quota::new(
+        "q",
+        QuotaSpec { scope: QuotaScope { kind: "Project".into(), ..Default::default() }, ..Default::default() },
+    );
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    let fields = SecretBindingFields {
+        secret_ref: SecretReference { name: "creds".into(), namespace: None },
+        quotas: vec![ObjectReference { name: "q".into(), ..Default::default() }],
+        provider: None,
+    };
+    bindings.create(&PostParams::default(), &SecretBinding::new("sb", fields)).await.unwrap();
+
+    let running = start(&client, controller_manager::Config::default()).await;
+    wait_finalizers("the Secret to be protected", &secrets, "creds", Some(&["gardener.cloud/gardener"])).await;
+    wait_finalizers("the Quota to be protected", &quotas, "q", Some(&["gardener"])).await;
+    assert_eq!(finalizers(&profiles, "local").await.unwrap(), Some(vec![]), "unused");
+    assert_eq!(finalizers(&bindings, "sb").await.unwrap(), Some(vec![]), "unused");
+
+    let mut app = shoot("app", NS);
+    app.spec.secret_binding_name = Some("sb".into());
+    create_shoot(&client, &app).await;
+    wait_finalizers("the CloudProfile to be protected", &profiles, "local", Some(&["gardener"])).await;
+    wait_finalizers("the SecretBinding to be protected", &bindings, "sb", Some(&["gardener"])).await;
+
+    profiles.delete("local", &DeleteParams::default()).await.unwrap();
+    bindings.delete("sb", &DeleteParams::default()).await.unwrap();
+    for (ns, name) in [("", "local"), (NS, "sb")] {
+        eventually(&format!("the deletion of {name} to be blocked and explained"), || async {
+            let notes = event_notes(&client, ns, name, "DeletionBlocked").await;
+            if notes.iter().any(|n| n.contains("Shoot garden-dev/app")) { Ok(()) } else { Err(format!("{notes:?}")) }
+        })
+        .await;
+    }
+    assert!(profiles.get("local").await.unwrap().metadata.deletion_timestamp.is_some());
+    assert!(bindings.get("sb").await.unwrap().metadata.deletion_timestamp.is_some());
+
+    Api::<Shoot>::namespaced(client.clone(), NS).delete("app", &DeleteParams::default()).await.unwrap();
+    wait_finalizers("the CloudProfile to be deleted", &profiles, "local", None).await;
+    wait_finalizers("the SecretBinding to be deleted", &bindings, "sb", None).await;
+    wait_finalizers("the Secret to be released", &secrets, "creds", Some(&[])).await;
+    wait_finalizers("the Quota to be released", &quotas, "q", Some(&[])).await;
+    for controller in controller_manager::protection::CONTROLLERS {
+        assert_eq!(running.metrics.all_errors(controller), 0, "{}", running.metrics.render());
+    }
+}
