@@ -18,7 +18,7 @@ pub fn add_to(
     config: &Config,
     clock: Arc<dyn Clock>,
 ) -> Result<Metrics, prometheus::Error> {
-    let metrics = Metrics::new(runner.registry())?;
+    let metrics = crate::metrics::new(runner.registry())?;
     let common = {
         let (client, clock, metrics) = (client.clone(), clock.clone(), metrics.clone());
         move |name| Common::new(client.clone(), clock.clone(), metrics.clone(), name)

@@ -39,7 +39,7 @@ impl std::fmt::Debug for Common {
 
 impl Common {
     pub fn new(client: Client, clock: Arc<dyn Clock>, metrics: Metrics, name: &'static str) -> Self {
-        metrics.register_controller(name);
+        metrics.register(name);
         let instance = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).ok();
         let reporter = Reporter { controller: field_manager(name), instance };
         Self {
@@ -149,6 +149,28 @@ pub trait Reason: std::error::Error + Send + Sync + 'static {
     fn reason(&self) -> &'static str;
 }
 
+/// A failed API call, with what was being done and a stable reason (metric label, event).
+#[derive(Debug, thiserror::Error)]
+#[error("{what}")]
+pub struct KubeError {
+    reason: &'static str,
+    what: String,
+    #[source]
+    source: kube::Error,
+}
+
+impl Reason for KubeError {
+    fn reason(&self) -> &'static str {
+        self.reason
+    }
+}
+
+/// `map_err` adapter: `api.get(n).await.map_err(kube_err("ReadFailed", "reading ..."))`.
+pub fn kube_err(reason: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> KubeError {
+    let what = what.into();
+    move |source| KubeError { reason, what, source }
+}
+
 /// Runs one reconcile of `obj`: counts it, times it, and on failure counts the reason and
 /// publishes a Warning event with the error's whole chain; a success forgets past failures.
 pub async fn instrumented<K, E>(
@@ -161,14 +183,14 @@ where
     E: Reason,
 {
     let started = Instant::now();
-    common.metrics.started(common.name);
+    common.metrics.reconcile_started(common.name);
     let result = reconcile.await;
-    common.metrics.observe(common.name, started.elapsed().as_secs_f64());
+    common.metrics.observe_duration(common.name, started.elapsed().as_secs_f64());
     match &result {
         Ok(_) => common.backoff.reset(&backoff_key(obj)),
         Err(e) => {
             tracing::warn!(controller = common.name, object = %obj.name_any(), error = %extension_sdk::cli::report(e), "reconcile failed");
-            common.metrics.failed(common.name, e.reason());
+            common.metrics.reconcile_failed(common.name, e.reason());
             let message = extension_sdk::events::event_message(e);
             common.event(obj, EventType::Warning, e.reason(), "Reconcile", message).await;
         }

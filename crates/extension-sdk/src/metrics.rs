@@ -3,12 +3,13 @@
 
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 
-/// Reconcile metrics, labelled by kind:
+/// Reconcile metrics, labelled by kind (or another label, see [`Metrics::labelled`]):
 /// `<prefix>_reconciliations_total{kind}`, `<prefix>_reconciliation_errors_total{kind,reason}`,
 /// `<prefix>_reconcile_duration_seconds{kind}`.
 #[derive(Clone, Debug)]
 pub struct Metrics {
     registry: Registry,
+    label: &'static str,
     reconciliations: IntCounterVec,
     errors: IntCounterVec,
     duration: HistogramVec,
@@ -17,23 +18,35 @@ pub struct Metrics {
 impl Metrics {
     /// Registers the metrics in `registry` under `prefix` (e.g. `extension`).
     pub fn new(registry: &Registry, prefix: &str) -> Result<Self, prometheus::Error> {
+        Self::labelled(registry, prefix, "kind")
+    }
+
+    /// Like [`Metrics::new`], with the series told apart by `label` instead of `kind` (the
+    /// controller-manager labels by `controller`).
+    pub fn labelled(registry: &Registry, prefix: &str, label: &'static str) -> Result<Self, prometheus::Error> {
         let reconciliations = IntCounterVec::new(
-            Opts::new(format!("{prefix}_reconciliations_total"), "Reconciliations started, by kind."),
-            &["kind"],
+            Opts::new(format!("{prefix}_reconciliations_total"), format!("Reconciliations started, by {label}.")),
+            &[label],
         )?;
         let errors = IntCounterVec::new(
-            Opts::new(format!("{prefix}_reconciliation_errors_total"), "Failed reconciliations, by kind and reason."),
-            &["kind", "reason"],
+            Opts::new(
+                format!("{prefix}_reconciliation_errors_total"),
+                format!("Failed reconciliations, by {label} and reason."),
+            ),
+            &[label, "reason"],
         )?;
         let duration = HistogramVec::new(
-            HistogramOpts::new(format!("{prefix}_reconcile_duration_seconds"), "Duration of reconciliations, by kind.")
-                .buckets(vec![0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 1200.0]),
-            &["kind"],
+            HistogramOpts::new(
+                format!("{prefix}_reconcile_duration_seconds"),
+                format!("Duration of reconciliations, by {label}."),
+            )
+            .buckets(vec![0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 1200.0]),
+            &[label],
         )?;
         registry.register(Box::new(reconciliations.clone()))?;
         registry.register(Box::new(errors.clone()))?;
         registry.register(Box::new(duration.clone()))?;
-        Ok(Self { registry: registry.clone(), reconciliations, errors, duration })
+        Ok(Self { registry: registry.clone(), label, reconciliations, errors, duration })
     }
 
     /// Metrics in a fresh registry of their own (for a controller run on its own, and tests).
@@ -46,14 +59,15 @@ impl Metrics {
         &self.registry
     }
 
-    pub fn reconcile_started(&self, kind: &str) {
-        self.reconcile_started_by(kind, 1);
+    /// Creates the series of `kind` at zero, so that a scrape before the first reconcile
+    /// shows them (rates work from the start).
+    pub fn register(&self, kind: &str) {
+        self.reconciliations.with_label_values(&[kind]);
+        self.duration.with_label_values(&[kind]);
     }
 
-    /// Counts `n` started reconciliations; `n = 0` creates the series, so that a scrape before
-    /// the first reconcile shows it at zero.
-    pub fn reconcile_started_by(&self, kind: &str, n: u64) {
-        self.reconciliations.with_label_values(&[kind]).inc_by(n);
+    pub fn reconcile_started(&self, kind: &str) {
+        self.reconciliations.with_label_values(&[kind]).inc();
     }
 
     pub fn reconcile_failed(&self, kind: &str, reason: &str) {
@@ -81,7 +95,7 @@ impl Metrics {
             .iter()
             .filter(|f| f.name().ends_with("_reconciliation_errors_total"))
             .flat_map(|f| f.get_metric())
-            .filter(|m| m.get_label().iter().any(|l| l.name() == "kind" && l.value() == kind))
+            .filter(|m| m.get_label().iter().any(|l| l.name() == self.label && l.value() == kind))
             .map(|m| m.get_counter().get_value() as u64)
             .sum()
     }

@@ -17,8 +17,8 @@ pub struct ShootMetrics {
 }
 
 impl ShootMetrics {
-    /// Registers the metrics in `registry`. The reconcile counter starts at zero, so a scrape
-    /// before the first reconcile shows it; the histograms appear with their first observation.
+    /// Registers the metrics in `registry`. The reconcile series start at zero, so a scrape
+    /// before the first reconcile shows them; the task histogram appears with its first task.
     pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
         let controller = extension_sdk::metrics::Metrics::new(registry, "gardenlet")?;
         let task_duration = HistogramVec::new(
@@ -27,7 +27,7 @@ impl ShootMetrics {
             &["flow", "task"],
         )?;
         registry.register(Box::new(task_duration.clone()))?;
-        controller.reconcile_started_by(KIND, 0);
+        controller.register(KIND);
         Ok(Self { controller, task_duration })
     }
 

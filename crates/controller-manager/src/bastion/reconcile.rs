@@ -5,7 +5,7 @@
 
 use super::Context;
 use super::decide::{self, Decision, Facts, ShootState};
-use crate::runtime::{self, Reason, field_manager};
+use crate::runtime::{self, field_manager};
 use api::core::Shoot;
 use api::helpers::constants::{ANNOTATION_OPERATION, operation};
 use api::operations::Bastion;
@@ -20,25 +20,9 @@ use std::sync::Arc;
 
 pub const NAME: &str = "bastion";
 
-#[derive(Debug, thiserror::Error)]
-#[error("{what}")]
-pub struct Error {
-    reason: &'static str,
-    what: String,
-    #[source]
-    source: kube::Error,
-}
-
-impl Reason for Error {
-    fn reason(&self) -> &'static str {
-        self.reason
-    }
-}
-
-fn kube_err(reason: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let what = what.into();
-    move |source| Error { reason, what, source }
-}
+/// A failed API call, with what was being done.
+pub use crate::runtime::KubeError as Error;
+use crate::runtime::kube_err;
 
 pub async fn reconcile(bastion: Arc<Bastion>, ctx: Arc<Context>) -> Result<Action, Error> {
     runtime::instrumented(&ctx.common, bastion.as_ref(), reconcile_bastion(&bastion, &ctx)).await

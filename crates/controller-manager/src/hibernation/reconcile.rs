@@ -7,7 +7,7 @@
 use super::Context;
 use super::decide::{self, Facts};
 use super::schedule::{self, Operation};
-use crate::runtime::{self, Reason, field_manager};
+use crate::runtime::{self, field_manager};
 use api::common::LastOperationState;
 use api::core::Shoot;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -21,25 +21,9 @@ use std::sync::Arc;
 
 pub const NAME: &str = "shoot-hibernation";
 
-#[derive(Debug, thiserror::Error)]
-#[error("{what}")]
-pub struct Error {
-    reason: &'static str,
-    what: String,
-    #[source]
-    source: kube::Error,
-}
-
-impl Reason for Error {
-    fn reason(&self) -> &'static str {
-        self.reason
-    }
-}
-
-fn kube_err(reason: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let what = what.into();
-    move |source| Error { reason, what, source }
-}
+/// A failed API call, with what was being done.
+pub use crate::runtime::KubeError as Error;
+use crate::runtime::kube_err;
 
 pub async fn reconcile(guard: Arc<DeserializeGuard<Shoot>>, ctx: Arc<Context>) -> Result<Action, Error> {
     let shoot = match &guard.0 {

@@ -6,7 +6,7 @@
 
 use super::Context;
 use super::decide::{self, Facts, Window};
-use crate::runtime::{self, Reason, field_manager};
+use crate::runtime::{self, field_manager};
 use api::common::LastOperationState;
 use api::core::shoot::LastMaintenance;
 use api::core::{CloudProfile, Shoot};
@@ -26,25 +26,9 @@ pub const NAME: &str = "shoot-maintenance";
 /// The operation annotation value that asks for maintenance now.
 pub const OPERATION_MAINTAIN: &str = "maintain";
 
-#[derive(Debug, thiserror::Error)]
-#[error("{what}")]
-pub struct Error {
-    reason: &'static str,
-    what: String,
-    #[source]
-    source: kube::Error,
-}
-
-impl Reason for Error {
-    fn reason(&self) -> &'static str {
-        self.reason
-    }
-}
-
-fn kube_err(reason: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let what = what.into();
-    move |source| Error { reason, what, source }
-}
+/// A failed API call, with what was being done.
+pub use crate::runtime::KubeError as Error;
+use crate::runtime::kube_err;
 
 pub async fn reconcile(guard: Arc<DeserializeGuard<Shoot>>, ctx: Arc<Context>) -> Result<Action, Error> {
     let Ok(shoot) = &guard.0 else { return Ok(Action::await_change()) };

@@ -4,7 +4,7 @@
 
 use super::Context;
 use super::decide::{self, DeletionStep, Invalid, MANAGED_BINDINGS, Ownership};
-use crate::runtime::{self, Reason, field_manager};
+use crate::runtime::{self, field_manager};
 use api::core::project::ProjectPhase;
 use api::core::{Project, Shoot};
 use api::helpers::constants::{FINALIZER_GARDENER, LABEL_PROJECT_NAME};
@@ -21,25 +21,8 @@ use std::time::Duration;
 pub const NAME: &str = "project";
 
 /// A failed API call, with what was being done.
-#[derive(Debug, thiserror::Error)]
-#[error("{what}")]
-pub struct Error {
-    reason: &'static str,
-    what: String,
-    #[source]
-    source: kube::Error,
-}
-
-impl Reason for Error {
-    fn reason(&self) -> &'static str {
-        self.reason
-    }
-}
-
-fn kube_err(reason: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let what = what.into();
-    move |source| Error { reason, what, source }
-}
+pub use crate::runtime::KubeError as Error;
+use crate::runtime::kube_err;
 
 /// Entry point of the controller.
 pub async fn reconcile(project: Arc<Project>, ctx: Arc<Context>) -> Result<Action, Error> {

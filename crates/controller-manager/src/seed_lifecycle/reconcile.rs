@@ -6,7 +6,7 @@
 
 use super::decide::{self, Facts};
 use super::{Context, SEED_LEASE_NAMESPACE};
-use crate::runtime::{self, Reason};
+use crate::runtime;
 use api::core::{Seed, Shoot};
 use api::helpers::constants::conditions::GARDENLET_READY;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -20,25 +20,9 @@ use std::sync::Arc;
 
 pub const NAME: &str = "seed-lifecycle";
 
-#[derive(Debug, thiserror::Error)]
-#[error("{what}")]
-pub struct Error {
-    reason: &'static str,
-    what: String,
-    #[source]
-    source: kube::Error,
-}
-
-impl Reason for Error {
-    fn reason(&self) -> &'static str {
-        self.reason
-    }
-}
-
-fn kube_err(reason: &'static str, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
-    let what = what.into();
-    move |source| Error { reason, what, source }
-}
+/// A failed API call, with what was being done.
+pub use crate::runtime::KubeError as Error;
+use crate::runtime::kube_err;
 
 pub async fn reconcile(seed: Arc<Seed>, ctx: Arc<Context>) -> Result<Action, Error> {
     runtime::instrumented(&ctx.common, seed.as_ref(), reconcile_seed(&seed, &ctx)).await

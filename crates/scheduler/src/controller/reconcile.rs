@@ -272,17 +272,7 @@ pub fn scheduled_operation(existing: Option<&LastOperation>, seed: &SeedName) ->
     })
 }
 
-/// The error's message and its sources, joined with ": ".
-pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
-}
+pub use extension_sdk::events::error_chain;
 
 impl Context {
     /// Publishes an event; a failure is logged, never fatal.
