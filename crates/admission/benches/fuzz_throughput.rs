@@ -3,6 +3,9 @@
 //! checking the property of `admission::fuzz::check` on each; prints the throughput.
 //!
 //! `cargo bench -p admission --bench fuzz_throughput [-- <inputs>]`
+//!
+//! Under `cargo test`/`nextest` (no `--bench` argument) it is one smoke test of 10,000 inputs;
+//! asked for its tests (`--list`) it names that one.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code: a panic is the failure report
 
@@ -12,7 +15,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 fn main() {
-    let inputs: u64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(1_000_000);
+    let args: Vec<String> = std::env::args().collect();
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    if has("--list") {
+        if !has("--ignored") {
+            println!("smoke: test");
+        }
+        return;
+    }
+    let default = if has("--bench") { 1_000_000 } else { 10_000 };
+    let inputs: u64 = args.iter().skip(1).find_map(|a| a.parse().ok()).unwrap_or(default);
     let mut shoot = admission::fixtures::shoot();
     shoot.spec.seed_name = Some("seed-a".into());
     let lookup = StaticLookup {

@@ -4,6 +4,9 @@
 //! validating endpoint; prints the median, p90 and p99 round trip.
 //!
 //! `cargo bench -p admission --bench latency [-- <requests>]`
+//!
+//! Under `cargo test`/`nextest` (no `--bench` argument) it is one smoke test of 100 requests per
+//! endpoint; asked for its tests (`--list`) it names that one.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code: a panic is the failure report
 
@@ -33,7 +36,16 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 #[tokio::main]
 async fn main() {
-    let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(10_000);
+    let args: Vec<String> = std::env::args().collect();
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    if has("--list") {
+        if !has("--ignored") {
+            println!("smoke: test");
+        }
+        return;
+    }
+    let default = if has("--bench") { 10_000 } else { 100 };
+    let n: usize = args.iter().skip(1).find_map(|a| a.parse().ok()).unwrap_or(default);
     let lookup =
         StaticLookup { cloud_profiles: vec![Arc::new(admission::fixtures::cloud_profile())], ..Default::default() };
     let adm = Arc::new(Admission::new(Arc::new(lookup), RulesConfig::default()));
