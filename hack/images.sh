@@ -96,8 +96,8 @@ profile="${IMAGE_PROFILE:-dev}"
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 out_dir="$target_dir/$([ "$profile" = dev ] && echo debug || echo "$profile")"
 log "cargo build --profile $profile (our binaries)"
-cargo build -q --profile "$profile" --bin gardenlet --bin gardener-scheduler --bin gardener-extension-provider-local >&2
-for bin in gardenlet gardener-scheduler gardener-extension-provider-local; do
+cargo build -q --profile "$profile" --bin gardenlet --bin gardener-scheduler --bin gardener-controller-manager --bin gardener-extension-provider-local >&2
+for bin in gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local; do
   version=$("$out_dir/$bin" --version | awk '{print $2}')
   [ -n "$version" ] || die "cannot read the version of $out_dir/$bin"
   root="$work/$bin/rootfs"

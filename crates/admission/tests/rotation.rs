@@ -9,7 +9,9 @@ mod support;
 
 use admission::fixtures;
 use api::core::Shoot;
+use admission::server::shared;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::PostParams;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -86,4 +88,89 @@ async fn the_certificate_rotates_without_a_restart() {
     );
     let message = eventually("the API server to reach the rotated webhook", || refused_by_webhook(&shoots)).await;
     assert!(message.contains("spec.region: Unsupported value: \"mars\""), "{message}");
+}
+
+/// The certificate `addr` presents, when its chain verifies against every CA in `bundle`.
+async fn served_cert(addr: std::net::SocketAddr, bundle: &str) -> Option<Vec<u8>> {
+    let mut roots = rustls::RootCertStore::empty();
+    for block in x509_parser::pem::Pem::iter_from_buffer(bundle.as_bytes()) {
+        roots.add(CertificateDer::from(block.unwrap().contents)).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tls = connector.connect(ServerName::try_from("127.0.0.1").unwrap(), tcp).await.ok()?;
+    Some(tls.get_ref().1.peer_certificates()?[0].to_vec())
+}
+
+fn stored_cert(secret: &Secret) -> Vec<u8> {
+    first_cert_der(std::str::from_utf8(&secret.data.as_ref().unwrap()["tls.crt"].0).unwrap())
+}
+
+/// Two replicas (as behind one Service) present the same certificate, trusted by the published
+/// bundle, and both follow a rotation one of them makes.
+#[tokio::test]
+async fn replicas_share_one_certificate_through_the_secret_and_follow_its_rotation() {
+    let (env, client) = garden().await;
+    let as_server = server_client(&env, &client).await;
+    let short = |c: &mut admission::server::ServerConfig| {
+        c.certificate_validity = Duration::from_secs(8);
+        c.rotation_check_interval = Duration::from_millis(200);
+    };
+    let (a, b) = (start_as(&as_server, short).await, start_as(&as_server, short).await);
+    let configs = Api::<ValidatingWebhookConfiguration>::all(client.clone());
+    let secrets = Api::<Secret>::namespaced(client.clone(), SERVER_NS);
+    let first = secrets.get("gardener-admission-tls").await.unwrap();
+    for round in ["first", "rotated"] {
+        eventually(&format!("both replicas to serve the {round} stored certificate, trusted by the bundle"), || async {
+            let live = secrets.get("gardener-admission-tls").await.map_err(|e| e.to_string())?;
+            if round == "rotated" && stored_cert(&live) == stored_cert(&first) {
+                return Err("not rotated yet".into());
+            }
+            let bundle = bundle(&configs.get("gardener-admission").await.map_err(|e| e.to_string())?);
+            let served = (served_cert(a.addr, &bundle).await, served_cert(b.addr, &bundle).await);
+            match served {
+                (Some(x), Some(y)) if x == y && x == stored_cert(&live) => Ok(()),
+                other => Err(format!("served {:?}", (other.0.map(|c| c.len()), other.1.map(|c| c.len())))),
+            }
+        })
+        .await;
+    }
+}
+
+/// Replicas starting together race to create the Secret: one writes it, the other adopts it.
+/// A rotation keeps the replaced CA as the previous one; a later check keeps the new pair.
+#[tokio::test]
+async fn racing_replicas_adopt_one_secret_and_rotation_keeps_the_previous_ca() {
+    let (env, client) = garden().await;
+    let as_server = server_client(&env, &client).await;
+    let config = config_for("127.0.0.1:9443".parse().unwrap());
+    let validity = Duration::from_secs(3000);
+    let t0 = time::OffsetDateTime::now_utc();
+    let ensure = |now| shared::ensure(&as_server, &config.certificate_secret, None, &config.hosts, validity, now);
+    let (x, y) = tokio::join!(ensure(t0), ensure(t0));
+    let (x, y) = (x.unwrap(), y.unwrap());
+    assert_eq!(x.current.cert_der, y.current.cert_der, "both replicas use one certificate");
+    assert_eq!(x.previous_ca, None);
+
+    let due = t0 + time::Duration::seconds(2100);
+    let rotated = ensure(due).await.unwrap();
+    assert_ne!(rotated.current.cert_der, x.current.cert_der);
+    assert_eq!(rotated.previous_ca.as_deref(), Some(x.current.ca_pem.as_str()));
+    assert_eq!(rotated.bundle(), format!("{}{}", rotated.current.ca_pem, x.current.ca_pem));
+    let later = ensure(due + time::Duration::seconds(60)).await.unwrap();
+    assert_eq!(later.current.cert_der, rotated.current.cert_der, "a fresh certificate is kept");
+
+    // A damaged Secret (here: its key gone) is replaced at the next check.
+    let secrets = Api::<Secret>::namespaced(client.clone(), SERVER_NS);
+    let mut damaged = secrets.get("gardener-admission-tls").await.unwrap();
+    damaged.data.as_mut().unwrap().remove("tls.key");
+    secrets.replace("gardener-admission-tls", &PostParams::default(), &damaged).await.unwrap();
+    let replaced = ensure(due + time::Duration::seconds(120)).await.unwrap();
+    assert_ne!(replaced.current.cert_der, rotated.current.cert_der);
+    assert_eq!(replaced.previous_ca, None, "an unreadable Secret has no CA left to trust");
 }

@@ -16,11 +16,66 @@ pub struct Config {
     pub bind_address: SocketAddr,
     #[serde(default)]
     pub controllers: Controllers,
+    /// The admission webhooks this process serves (on every replica).
+    #[serde(default)]
+    pub admission: AdmissionConfig,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self { bind_address: default_bind_address(), controllers: Controllers::default() }
+        Self {
+            bind_address: default_bind_address(),
+            controllers: Controllers::default(),
+            admission: AdmissionConfig::default(),
+        }
+    }
+}
+
+/// The admission webhook server (docs/admission.md). Off unless enabled: it needs a Service
+/// through which the API server reaches the pods.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct AdmissionConfig {
+    pub enabled: bool,
+    /// The Service in front of the webhook port (port 443), in `namespace`; the serving
+    /// certificate is issued for its names and kept in Secret `<serviceName>-tls` there.
+    pub service_name: String,
+    pub namespace: String,
+    /// Where the webhook server listens (HTTPS).
+    pub bind_address: SocketAddr,
+    /// Lifetime of the webhook CA and certificate; replaced after two thirds of it.
+    pub certificate_validity_seconds: u64,
+    /// The ClusterRole that owns the webhook configurations and the certificate Secret (the
+    /// deployment's own), so they are removed with it; none when empty.
+    pub owner: Option<String>,
+    /// Who may set or change a Shoot's `spec.seedName`.
+    pub rules: admission::review::RulesConfig,
+}
+
+impl Default for AdmissionConfig {
+    fn default() -> Self {
+        let defaults = admission::server::ServerConfig::in_cluster("garden", "gardener-admission");
+        Self {
+            enabled: false,
+            service_name: "gardener-admission".into(),
+            namespace: "garden".into(),
+            bind_address: defaults.bind_address,
+            certificate_validity_seconds: defaults.certificate_validity.as_secs(),
+            owner: None,
+            rules: defaults.rules,
+        }
+    }
+}
+
+impl AdmissionConfig {
+    /// The webhook server's settings.
+    pub fn server(&self) -> admission::server::ServerConfig {
+        let mut server = admission::server::ServerConfig::in_cluster(&self.namespace, &self.service_name);
+        server.bind_address = self.bind_address;
+        server.certificate_validity = Duration::from_secs(self.certificate_validity_seconds);
+        server.rules = self.rules.clone();
+        server.owner = self.owner.clone();
+        server
     }
 }
 
@@ -221,6 +276,12 @@ impl Config {
                 return Err((field, "must be at least 1 second".into()));
             }
         }
+        if self.admission.certificate_validity_seconds < 3600 {
+            return Err(("admission.certificateValiditySeconds", "must be at least 3600 (one hour)".into()));
+        }
+        if self.admission.enabled && (self.admission.service_name.is_empty() || self.admission.namespace.is_empty()) {
+            return Err(("admission.serviceName", "the Service and its namespace must be set".into()));
+        }
         if c.shoot_hibernation.trigger_deadline_seconds == Some(0) {
             return Err((
                 "controllers.shootHibernation.triggerDeadlineSeconds",
@@ -273,6 +334,8 @@ mod tests {
             ("controllers: {seedLifecycle: {gracePeriod: 3}}", "gracePeriod"),
             ("controllers: {bastion: {maxLifetimeSeconds: -1}}", "maxLifetimeSeconds"),
             ("bindAddres: 1.2.3.4:5", "bindAddres"),
+            ("admission: {certificateValiditySeconds: 60}", "admission.certificateValiditySeconds"),
+            ("admission: {enabled: true, serviceName: ''}", "admission.serviceName"),
         ];
         for (i, (yaml, field)) in cases.into_iter().enumerate() {
             let path = dir.join(format!("c{i}.yaml"));

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// The garden's own controllers: projects, seed lifecycle, bastion expiry, hibernation
-/// schedules.
+/// The garden's own controllers (projects, seed lifecycle, bastion expiry, hibernation
+/// schedules, maintenance, protection) and its admission webhooks.
 #[derive(Parser, Debug)]
 #[command(name = "gardener-controller-manager", version)]
 struct Cli {
@@ -52,6 +52,9 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         runner_config = runner_config.leader_election(le);
     }
     let mut runner = Runner::new(client.clone(), runner_config)?;
+    if config.admission.enabled {
+        admission::server::add_to(&mut runner, client.clone(), config.admission.server())?;
+    }
     app::add_to(&mut runner, client, &config, Arc::new(SystemClock))?;
     runner.run_until_signal().await?;
     Ok(())

@@ -65,7 +65,7 @@ async fn keepalive(api: &Api<Bastion>, name: &str) {
 
 #[tokio::test]
 async fn bastions_expire_without_keepalive_never_outlive_their_lifetime_and_go_with_their_shoot() {
-    let (_env, client) = garden().await;
+    let (env, client) = garden().await;
     namespace(&client, NS).await;
     let mut app = shoot("app", NS);
     app.spec.seed_name = Some("a".into());
@@ -73,7 +73,7 @@ async fn bastions_expire_without_keepalive_never_outlive_their_lifetime_and_go_w
     let mut config = controller_manager::Config::default();
     config.controllers.bastion =
         BastionConfig { max_lifetime_seconds: 1000, heartbeat_timeout_seconds: 100, ..Default::default() };
-    let running = start(&client, config).await;
+    let running = start(&env, config).await;
     let bastions: Api<Bastion> = Api::namespaced(client.clone(), NS);
 
     // A new bastion: heartbeat at its creation, expiring one timeout later.

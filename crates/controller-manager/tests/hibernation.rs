@@ -50,10 +50,10 @@ fn scheduled(name: &str, start: &str, end: &str, location: &str) -> Shoot {
 
 #[tokio::test]
 async fn schedules_hibernate_and_wake_up_and_a_missed_tick_is_applied_after_downtime() {
-    let (_env, client) = garden().await;
+    let (env, client) = garden().await;
     namespace(&client, NS).await;
     let shoots: Api<Shoot> = Api::namespaced(client.clone(), NS);
-    let running = start(&client, controller_manager::Config::default()).await;
+    let running = start(&env, controller_manager::Config::default()).await;
     let created = create_shoot(&client, &scheduled("office", "0 19 * * *", "0 7 * * *", "Europe/Berlin"))
         .await
         .metadata
@@ -81,7 +81,7 @@ async fn schedules_hibernate_and_wake_up_and_a_missed_tick_is_applied_after_down
     // The controller-manager is down over the 07:00 wake-up tick and comes back at 08:30.
     drop(running);
     let morning = berlin(created, 2, 8, 30);
-    let running = start(&client, controller_manager::Config::default()).await;
+    let running = start(&env, controller_manager::Config::default()).await;
     running.clock.set(morning);
     eventually("the missed wake-up tick to be applied", || async {
         match state(&shoots, "office").await? {

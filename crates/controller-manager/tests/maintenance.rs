@@ -1,14 +1,16 @@
 //! The maintenance controller against a real kube-apiserver, on a manual clock: a
 //! `maintain` request runs at once; when the maintenance window opens, an expired Kubernetes
-//! version is forced to the next supported minor and a patch version is auto-updated; each
-//! change is recorded in `status.lastMaintenance`.
+//! version is forced to the next supported minor and a patch version is auto-updated, and an
+//! expired machine image version of a worker pool is forced to the newest one; each change is
+//! recorded in `status.lastMaintenance`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
 mod support;
 
 use api::common::LastOperationState;
-use api::core::cloudprofile::ExpirableVersion;
+use api::core::cloudprofile::{ExpirableVersion, MachineImage, MachineImageVersion};
+use api::core::shoot::provider::ShootMachineImage;
 use api::core::shoot::Maintenance;
 use api::core::shoot::settings::{MaintenanceAutoUpdate, MaintenanceTimeWindow};
 use api::core::{CloudProfile, Shoot};
@@ -45,7 +47,7 @@ async fn outcome(shoots: &Api<Shoot>, name: &str) -> Result<(String, String), St
 
 #[tokio::test]
 async fn maintenance_forces_expired_versions_and_auto_updates_patches_in_the_window_or_when_asked() {
-    let (_env, client) = garden().await;
+    let (env, client) = garden().await;
     namespace(&client, NS).await;
     let version = |v: &str, expires: Option<Timestamp>| ExpirableVersion {
         version: v.into(),
@@ -56,9 +58,18 @@ async fn maintenance_forces_expired_versions_and_auto_updates_patches_in_the_win
     profile.spec.type_ = "local".into();
     profile.spec.kubernetes.versions =
         vec![version("1.30.1", Some(Timestamp::UNIX_EPOCH)), version("1.31.1", None), version("1.31.3", None)];
+    let image = |v: &str, expires: Option<Timestamp>| MachineImageVersion {
+        expirable: version(v, expires),
+        cri: vec![],
+        architectures: vec![],
+    };
+    profile.spec.machine_images = vec![MachineImage {
+        name: "local".into(),
+        versions: vec![image("1.0.0", Some(Timestamp::UNIX_EPOCH)), image("2.0.0", None)],
+    }];
     Api::<CloudProfile>::all(client.clone()).create(&PostParams::default(), &profile).await.unwrap();
     let shoots: Api<Shoot> = Api::namespaced(client.clone(), NS);
-    let running = start(&client, controller_manager::Config::default()).await;
+    let running = start(&env, controller_manager::Config::default()).await;
     // Outside any window (the clock stands at 12:00 UTC tomorrow).
     let noon = Timestamp::from_second((Timestamp::now().as_second() / 86_400 + 1) * 86_400 + 12 * 3600).unwrap();
     running.clock.set(noon);
@@ -66,7 +77,10 @@ async fn maintenance_forces_expired_versions_and_auto_updates_patches_in_the_win
     let mut asked = maintained("asked", "1.31.1", true);
     asked.metadata.annotations = Some([("gardener.cloud/operation".to_string(), "maintain".to_string())].into());
     create_shoot(&client, &asked).await;
-    create_shoot(&client, &maintained("expired", "1.30.1", false)).await;
+    let mut expired = maintained("expired", "1.30.1", false);
+    expired.spec.provider.workers[0].machine.image =
+        Some(ShootMachineImage { name: "local".into(), version: Some("1.0.0".into()), provider_config: None });
+    create_shoot(&client, &expired).await;
     create_shoot(&client, &maintained("patch", "1.31.1", true)).await;
 
     let (v, why) = eventually("the requested maintenance", || outcome(&shoots, "asked")).await;
@@ -79,6 +93,10 @@ async fn maintenance_forces_expired_versions_and_auto_updates_patches_in_the_win
     let (v, why) = eventually("the expired version to be forced forward", || outcome(&shoots, "expired")).await;
     assert_eq!(v, "1.31.3");
     assert!(why.contains("1.30.1 expired: forced update to 1.31.3"), "{why}");
+    assert!(why.contains("machine image local 1.0.0 of worker pool pool expired: forced update to 2.0.0"), "{why}");
+    let pool = &shoots.get("expired").await.unwrap().spec.provider.workers[0];
+    assert_eq!(pool.machine.image.as_ref().and_then(|i| i.version.as_deref()), Some("2.0.0"));
+    assert_eq!(pool.name, "pool", "the rest of the pool is kept");
     let (v, _) = eventually("the patch version to be updated", || outcome(&shoots, "patch")).await;
     assert_eq!(v, "1.31.3");
     let notes = event_notes(&client, NS, "expired", "MaintenanceDone").await;

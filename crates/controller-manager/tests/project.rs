@@ -44,8 +44,8 @@ async fn a_project_gets_its_namespace_and_member_bindings_and_waits_for_its_shoo
         controllers: Some(vec!["namespace".into(), "garbagecollector".into()]),
         ..Default::default()
     };
-    let (_env, client) = garden_with(options).await;
-    let running = start(&client, controller_manager::Config::default()).await;
+    let (env, client) = garden_with(options).await;
+    let running = start(&env, controller_manager::Config::default()).await;
     let projects: Api<Project> = Api::all(client.clone());
     let namespaces: Api<Namespace> = Api::all(client.clone());
 
@@ -140,9 +140,9 @@ async fn a_project_gets_its_namespace_and_member_bindings_and_waits_for_its_shoo
 
 #[tokio::test]
 async fn a_namespace_of_someone_else_or_a_bad_member_fails_the_project_naming_the_field() {
-    let (_env, client) = garden().await;
+    let (env, client) = garden().await;
     namespace(&client, "taken").await;
-    let _running = start(&client, controller_manager::Config::default()).await;
+    let _running = start(&env, controller_manager::Config::default()).await;
     let projects: Api<Project> = Api::all(client.clone());
     let taken = ProjectSpec { namespace: Some("taken".into()), ..Default::default() };
     projects.create(&PostParams::default(), &Project::new("squatter", taken)).await.unwrap();

@@ -38,7 +38,7 @@ where
 
 #[tokio::test]
 async fn objects_in_use_carry_a_finalizer_and_are_deleted_only_when_unused() {
-    let (_env, client) = garden().await;
+    let (env, client) = garden().await;
     namespace(&client, NS).await;
     let profiles: Api<CloudProfile> = Api::all(client.clone());
     let bindings: Api<SecretBinding> = Api::namespaced(client.clone(), NS);
@@ -62,7 +62,7 @@ async fn objects_in_use_carry_a_finalizer_and_are_deleted_only_when_unused() {
     };
     bindings.create(&PostParams::default(), &SecretBinding::new("sb", fields)).await.unwrap();
 
-    let running = start(&client, controller_manager::Config::default()).await;
+    let running = start(&env, controller_manager::Config::default()).await;
     wait_finalizers("the Secret to be protected", &secrets, "creds", Some(&["gardener.cloud/gardener"])).await;
     wait_finalizers("the Quota to be protected", &quotas, "q", Some(&["gardener"])).await;
     assert_eq!(finalizers(&profiles, "local").await.unwrap(), Some(vec![]), "unused");

@@ -58,7 +58,7 @@ fn scheduler(client: &kube::Client) -> (scheduler::metrics::Metrics, tokio::task
 #[tokio::test]
 async fn a_silent_gardenlet_makes_its_seed_and_shoots_unknown_and_the_scheduler_skips_the_seed() {
     assert_eq!(SEED_LEASE_NAMESPACE, gardenlet::seed::LEASE_NAMESPACE, "where gardenlet writes its Lease");
-    let (_env, client) = garden().await;
+    let (env, client) = garden().await;
     namespace(&client, "garden-dev").await;
     let mut profile = CloudProfile::new("local", Default::default());
     profile.spec.type_ = "local".into();
@@ -78,7 +78,7 @@ async fn a_silent_gardenlet_makes_its_seed_and_shoots_unknown_and_the_scheduler_
     placed.spec.seed_name = Some("local".into());
     create_shoot(&client, &placed).await;
 
-    let running = start(&client, controller_manager::Config::default()).await;
+    let running = start(&env, controller_manager::Config::default()).await;
     // Within the grace period (90 s by default) of a renewal, the seed stays ready.
     running.clock.advance(SignedDuration::from_secs(60));
     let reconciled = running.metrics.reconciliations("seed-lifecycle");

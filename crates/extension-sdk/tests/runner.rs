@@ -187,3 +187,52 @@ async fn the_heartbeat_lease_is_renewed() {
     })
     .await
 }
+
+/// A server added with `add_server` runs on every replica, leader or not; a replica is ready
+/// only once its servers serve, and a shutdown stops them.
+#[tokio::test]
+async fn servers_run_on_every_replica_and_gate_readiness() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    bounded(async {
+        let tc = cluster().await;
+        let (serve_tx, serve_rx) = tokio::sync::watch::channel(false);
+        let (running, stopped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let mut instances = Vec::new();
+        for identity in ["a", "b"] {
+            let mut config = RunnerConfig::new("provider-test", LEASE_NS);
+            config.http_addr = None;
+            config.heartbeat_interval = None;
+            config = config.leader_election(election(identity));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let mut runner = Runner::new(tc.client.clone(), config).unwrap().with_listener(listener);
+            let (mut serve, running, stopped) = (serve_rx.clone(), running.clone(), stopped.clone());
+            runner.add_server(move |stop, ready: Arc<AtomicBool>| async move {
+                running.fetch_add(1, Ordering::SeqCst);
+                let _ = serve.wait_for(|s| *s).await;
+                ready.store(true, Ordering::Release);
+                stop.await;
+                stopped.fetch_add(1, Ordering::SeqCst);
+            });
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let handle = tokio::spawn(runner.run(async move {
+                let _ = rx.await;
+            }));
+            instances.push((identity, addr, tx, handle));
+        }
+        let leader = eventually("a leader", || holder(&tc.client)).await;
+        eventually("both servers running", || async { (running.load(Ordering::SeqCst) == 2).then_some(()) }).await;
+        let standby = instances.iter().find(|i| i.0 != leader).unwrap().1;
+        assert_eq!(get(standby, "/readyz").await, (503, "servers not serving yet".to_string()));
+        serve_tx.send(true).unwrap();
+        eventually("the standby to be ready", || async { (get(standby, "/readyz").await.0 == 200).then_some(()) })
+            .await;
+        for (_, _, tx, handle) in instances {
+            drop(tx);
+            tokio::time::timeout(Duration::from_secs(30), handle).await.expect("runner did not stop").unwrap().unwrap();
+        }
+        assert_eq!(stopped.load(Ordering::SeqCst), 2, "shutdown stops the servers of leader and standby");
+    })
+    .await
+}

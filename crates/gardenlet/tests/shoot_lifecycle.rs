@@ -1,7 +1,9 @@
 //! The shoot lifecycle against real kube-apiserver and kube-controller-manager processes
 //! (garden and seed are the same cluster), a stand-in shoot kube-apiserver started from the
 //! shoot's own generated certificates, SDK controllers with test actuators for every extension
-//! kind, and the workload-readiness simulator from `support/`.
+//! kind, and the workload-readiness simulator from `support/`. gardenlet runs as the gardenlet
+//! chart's ServiceAccount with the chart's RBAC (installed with Helm), so every flow here proves
+//! the rules it needs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
@@ -32,7 +34,10 @@ const REGISTRATION: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Contr
 
 struct Harness {
     _env: testenv::TestEnv,
+    /// The admin (for the test's own reads and writes).
     client: kube::Client,
+    /// gardenlet's ServiceAccount, bound by the chart's RBAC.
+    gardenlet: kube::Client,
     config: Arc<GardenletConfig>,
     infra: TestActuator,
     worker: TestActuator,
@@ -59,7 +64,16 @@ async fn harness() -> Harness {
         .await
         .unwrap();
     let config: Arc<GardenletConfig> = Arc::new(serde_yaml::from_str(CONFIG).unwrap());
-    let seed = SeedController::new(client.clone(), config.seed.clone(), Duration::from_secs(30), Default::default());
+    let values = serde_json::json!({
+        "crds": {"enabled": false},
+        "replicas": 1,
+        "config": serde_yaml::from_str::<serde_json::Value>(CONFIG).unwrap(),
+    });
+    testenv::helm::install(&env, "gardenlet", &testenv::helm::chart("gardener/gardenlet"), "garden", &values, false)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let gardenlet = env.client_as_service_account("garden", "gardenlet").await.unwrap();
+    let seed = SeedController::new(gardenlet.clone(), config.seed.clone(), Duration::from_secs(30), Default::default());
     seed.register().await.unwrap();
     seed.sync_status().await.unwrap();
 
@@ -78,14 +92,14 @@ async fn harness() -> Harness {
         spawn_controller::<ext::BackupEntry>(client.clone(), &["local"], TestActuator::new()),
     ];
     tasks.push(Simulator::new().spawn(client.clone()));
-    Harness { _env: env, client, config, infra, worker, tasks }
+    Harness { _env: env, client, gardenlet, config, infra, worker, tasks }
 }
 
 impl Harness {
     fn start_gardenlet(&mut self) -> tokio::task::JoinHandle<()> {
         let controller = ShootController {
-            garden: self.client.clone(),
-            seed: self.client.clone(),
+            garden: self.gardenlet.clone(),
+            seed: self.gardenlet.clone(),
             config: self.config.clone(),
             wait_timeout: Duration::from_secs(60),
             backoff: gardenlet::shoot::controller::default_backoff(),
@@ -467,4 +481,36 @@ async fn a_shoot_owned_by_another_seed_is_only_taken_over_when_forced() {
     assert_eq!(done.status.as_ref().unwrap().seed_name.as_deref(), Some("local"), "ownership moved");
     let annotations = done.metadata.annotations.unwrap_or_default();
     assert!(!annotations.contains_key("gardener.cloud/operation"), "the request was consumed");
+}
+
+/// The harness registered the seed as gardenlet's ServiceAccount (the chart's rules suffice);
+/// take away `patch` on the Seed's status and writing it is refused with `forbidden`, naming
+/// the ServiceAccount; another seed's name is refused too (the rules name this seed only).
+#[tokio::test]
+async fn the_chart_rbac_limits_gardenlet_to_its_seed_and_no_rule_can_go() {
+    let h = harness().await;
+    let config: GardenletConfig = serde_yaml::from_str(CONFIG).unwrap();
+    let mut other = config.seed.clone();
+    other.name = "someone-else".into();
+    let intruder = SeedController::new(h.gardenlet.clone(), other, Duration::from_secs(30), Default::default());
+    let refused = intruder.register().await.expect_err("registering another seed must be forbidden");
+    assert!(extension_sdk::cli::report(&refused).contains("forbidden"), "{}", extension_sdk::cli::report(&refused));
+
+    let role = "gardener.cloud:system:gardenlet:local";
+    let roles = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(h.client.clone());
+    let mut cluster_role = roles.get(role).await.unwrap();
+    let rules = cluster_role.rules.as_mut().unwrap();
+    rules.retain(|r| r.resources.as_deref() != Some(&["seeds/status".to_string()][..]));
+    cluster_role.metadata.managed_fields = None;
+    roles.patch(role, &PatchParams::apply("rbac-test").force(), &Patch::Apply(&cluster_role)).await.unwrap();
+    // Something to write: the conditions gardenlet maintains are gone.
+    let clear = serde_json::json!({"status": {"conditions": null}});
+    Api::<api::core::Seed>::all(h.client.clone())
+        .patch_status("local", &PatchParams::default(), &Patch::Merge(&clear))
+        .await
+        .unwrap();
+    let seed = SeedController::new(h.gardenlet.clone(), config.seed, Duration::from_secs(30), Default::default());
+    let refused = seed.sync_status().await.expect_err("writing the status without the rule must be forbidden");
+    let report = extension_sdk::cli::report(&refused);
+    assert!(report.contains("forbidden") && report.contains("system:serviceaccount:garden:gardenlet"), "{report}");
 }

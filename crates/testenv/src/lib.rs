@@ -145,13 +145,13 @@ impl TestEnv {
         ];
         let mut etcd = ProcessGuard::spawn("etcd", &assets.etcd, &etcd_args, dir.path())?;
 
+        let insecure_ports = assets::has_insecure_ports(assets.minor_version()?);
         let secure_port = free_port(host)?;
         let mut apiserver_args = vec![
             format!("--etcd-servers={etcd_url}"),
             format!("--bind-address={host}"),
             format!("--advertise-address={host}"),
             format!("--secure-port={secure_port}"),
-            "--insecure-port=0".into(),
             format!("--cert-dir={}", dir.path().join("apiserver-certs").display()),
             format!("--tls-cert-file={}", files.serving_cert.display()),
             format!("--tls-private-key-file={}", files.serving_key.display()),
@@ -166,6 +166,9 @@ impl TestEnv {
             "--enable-priority-and-fairness=false".into(),
             "--profiling=false".into(),
         ];
+        if insecure_ports {
+            apiserver_args.push("--insecure-port=0".into());
+        }
         apiserver_args.extend(options.extra_apiserver_args.iter().cloned());
         let mut apiserver = ProcessGuard::spawn("kube-apiserver", &assets.kube_apiserver, &apiserver_args, dir.path())?;
 
@@ -180,10 +183,9 @@ impl TestEnv {
         wait_ready(&client, &mut etcd, &mut apiserver).await?;
 
         let controller_manager = if options.controller_manager {
-            let args = vec![
+            let mut args = vec![
                 format!("--kubeconfig={}", kubeconfig_path.display()),
                 "--leader-elect=false".into(),
-                "--port=0".into(),
                 "--secure-port=0".into(),
                 format!(
                     "--controllers={}",
@@ -201,6 +203,9 @@ impl TestEnv {
                 "--concurrent-gc-syncs=5".into(),
                 "--namespace-sync-period=1s".into(),
             ];
+            if insecure_ports {
+                args.push("--port=0".into());
+            }
             let mut kcm =
                 ProcessGuard::spawn("kube-controller-manager", &assets.kube_controller_manager, &args, dir.path())?;
             tokio::time::sleep(Duration::from_millis(300)).await;

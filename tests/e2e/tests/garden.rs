@@ -1,7 +1,9 @@
 //! The garden on the local cluster, as `hack/local-garden.sh` installs it with Helm from
 //! `charts/`: every component's pods run our images as an unprivileged user and are Ready, the
 //! seed is registered, each component has exactly one leader that a frozen leader loses to its
-//! standby within the lease duration, and a `helm upgrade` with changed values rolls out.
+//! standby within the lease duration, a `helm upgrade` with changed values rolls out, and the
+//! admission webhooks (served by every controller-manager replica behind one Service) refuse an
+//! invalid Shoot.
 //! These tests change the garden's pods, so they run one at a time (`-j 1`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
@@ -15,11 +17,13 @@ use kube::{Client, ResourceExt};
 use std::time::{Duration, Instant};
 
 const NS: &str = "garden";
-/// The Deployments, their leader Leases, and the process name (`comm`, 15 characters at most).
-const COMPONENTS: [(&str, &str, &str); 3] = [
-    ("gardener-scheduler", "gardener-scheduler-leader-election", "gardener-schedu"),
-    ("gardenlet", "gardenlet-local-leader-election", "gardenlet"),
-    ("gardener-extension-provider-local", "provider-local-leader-election", "gardener-extens"),
+/// The Deployments, their leader Leases, the process name (`comm`, 15 characters at most) and
+/// the metrics port.
+const COMPONENTS: [(&str, &str, &str, u16); 4] = [
+    ("gardener-scheduler", "gardener-scheduler-leader-election", "gardener-schedu", 8080),
+    ("gardener-controller-manager", "gardener-controller-manager-leader-election", "gardener-contro", 10258),
+    ("gardenlet", "gardenlet-local-leader-election", "gardenlet", 8080),
+    ("gardener-extension-provider-local", "provider-local-leader-election", "gardener-extens", 8080),
 ];
 /// The runner's lease duration (extension_sdk::LeaderElectionConfig::new).
 const LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -74,7 +78,7 @@ fn signal(pid: u32, sig: &str) {
 #[tokio::test]
 async fn every_component_runs_ready_unprivileged_with_one_leader_and_the_seed_registered() {
     let client = client().await;
-    for (name, lease, _) in COMPONENTS {
+    for (name, lease, _, port) in COMPONENTS {
         let deployment = Api::<Deployment>::namespaced(client.clone(), NS).get(name).await.unwrap();
         let status = deployment.status.clone().unwrap_or_default();
         assert_eq!(status.ready_replicas, Some(2), "{name}: {status:?}");
@@ -93,7 +97,7 @@ async fn every_component_runs_ready_unprivileged_with_one_leader_and_the_seed_re
             assert_eq!(container_security.read_only_root_filesystem, Some(true), "{name}");
             // /metrics answers on the pod's address, where Prometheus would scrape it.
             let ip = pod.status.as_ref().unwrap().pod_ip.clone().unwrap();
-            let addr = format!("{ip}:8080").parse().unwrap();
+            let addr = format!("{ip}:{port}").parse().unwrap();
             let metrics = tokio::task::spawn_blocking(move || testenv::binary::http_get(addr, "/metrics"))
                 .await
                 .unwrap()
@@ -111,7 +115,7 @@ async fn every_component_runs_ready_unprivileged_with_one_leader_and_the_seed_re
 #[tokio::test]
 async fn a_frozen_leader_loses_its_lease_to_the_standby_and_steps_down() {
     let client = client().await;
-    let (name, lease, comm) = COMPONENTS[0];
+    let (name, lease, comm, _) = COMPONENTS[0];
     let leader = holder(&client, lease).await.expect("a leader");
     let pod = pods_of(&client, name).await.into_iter().find(|p| p.name_any() == leader).expect("the leader's pod");
     let pid = host_pid(&pod.uid().unwrap(), comm).expect("the leader's process on the host");
@@ -179,4 +183,35 @@ async fn a_helm_upgrade_with_changed_values_rolls_out() {
         assert!(args.contains(&"--log-level=debug,kube=warn".to_string()), "{args:?}");
     }
     upgrade("info,kube=warn");
+}
+
+#[tokio::test]
+async fn the_admission_webhooks_refuse_an_invalid_shoot_through_every_replica() {
+    let ns = "garden-e2e-admission";
+    kubectl(&["create", "namespace", ns]).unwrap();
+    let shoot = serde_json::json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
+        "metadata": {"name": "invalid", "namespace": ns},
+        "spec": {
+            "cloudProfileName": "no-such-profile", "region": "local", "secretBindingName": "local",
+            "kubernetes": {"version": "1.31.1"},
+            "networking": {"type": "calico"},
+            "provider": {"type": "local", "workers": [{"name": "pool", "minimum": 1, "maximum": 2, "machine": {"type": "local"}}]}
+        }
+    });
+    let file = std::env::temp_dir().join(format!("e2e-invalid-shoot-{}.json", std::process::id()));
+    std::fs::write(&file, shoot.to_string()).unwrap();
+    // The Service spreads the API server's calls over both replicas; every call must reach a
+    // webhook that answers (a replica that did not serve would fail about half of them with
+    // "failed calling webhook").
+    for attempt in 0..10 {
+        let refused = kubectl(&["create", "-f", file.to_str().unwrap()]);
+        let message = refused.expect_err("an invalid Shoot must be refused");
+        assert!(
+            message.contains("denied the request") && message.contains("spec.cloudProfileName: Not found"),
+            "attempt {attempt}: {message}"
+        );
+    }
+    let _ = std::fs::remove_file(&file);
+    kubectl(&["delete", "namespace", ns, "--wait=false"]).unwrap();
 }

@@ -11,6 +11,7 @@ The Deployment, metrics Service and PodDisruptionBudget of one of our binaries. 
   configFile: true when the binary reads the ConfigMap <name>-config, mounted at
      /etc/<name>/config.yaml and passed as --config
   volumes, volumeMounts: extra ones (lists)
+  ports: extra container ports (list of {name, containerPort}), e.g. webhooks
 */}}
 {{- define "gardener.workload" -}}
 {{- $root := .root }}{{- $v := .v }}{{- $name := .name }}
@@ -69,6 +70,11 @@ spec:
         - name: http
           containerPort: {{ $v.port }}
           protocol: TCP
+        {{- range .ports }}
+        - name: {{ .name }}
+          containerPort: {{ .containerPort }}
+          protocol: TCP
+        {{- end }}
         {{- include "gardener.probes" $root | nindent 8 }}
         resources:
           {{- toYaml $v.resources | nindent 10 }}

@@ -29,6 +29,8 @@ pub enum CertError {
     Validity(Duration),
     #[error("loading the serving key into rustls")]
     Load(#[source] rustls::Error),
+    #[error("reading the stored {what}: {reason}")]
+    Parse { what: &'static str, reason: String },
 }
 
 /// A CA and the serving certificate it signed. The private key is not shown by `Debug`.
@@ -39,6 +41,7 @@ pub struct ServingCerts {
     pub cert_pem: String,
     pub cert_der: Vec<u8>,
     key_der: Vec<u8>,
+    key_pem: String,
     /// Validity of the serving certificate, Unix seconds.
     pub not_before: i64,
     pub not_after: i64,
@@ -95,9 +98,47 @@ pub fn issue(hosts: &[String], now: OffsetDateTime, validity: Duration) -> Resul
         cert_pem: cert.pem(),
         cert_der: cert.der().to_vec(),
         key_der: key.serialize_der(),
+        key_pem: key.serialize_pem(),
         not_before: not_before.unix_timestamp(),
         not_after: not_after.unix_timestamp(),
     })
+}
+
+/// The DER contents of the first PEM block in `pem`.
+fn pem_der(pem: &str, what: &'static str) -> Result<Vec<u8>, CertError> {
+    x509_parser::pem::parse_x509_pem(pem.as_bytes())
+        .map(|(_, block)| block.contents)
+        .map_err(|e| CertError::Parse { what, reason: e.to_string() })
+}
+
+impl ServingCerts {
+    /// The PKCS#8 PEM of the serving key, for the Secret the replicas share; never logged.
+    pub(crate) fn key_pem(&self) -> &str {
+        &self.key_pem
+    }
+
+    /// Certificates read back from PEM (as stored in the shared Secret); the validity comes
+    /// from the serving certificate, and the key must load into rustls.
+    pub fn from_pem(ca_pem: &str, cert_pem: &str, key_pem: &str) -> Result<Self, CertError> {
+        let ca_der = pem_der(ca_pem, "CA certificate")?;
+        let cert_der = pem_der(cert_pem, "serving certificate")?;
+        let key_der = pem_der(key_pem, "serving key")?;
+        let (_, cert) = x509_parser::parse_x509_certificate(&cert_der)
+            .map_err(|e| CertError::Parse { what: "serving certificate", reason: e.to_string() })?;
+        let validity = cert.validity();
+        let certs = Self {
+            ca_pem: ca_pem.to_string(),
+            ca_der,
+            cert_pem: cert_pem.to_string(),
+            not_before: validity.not_before.timestamp(),
+            not_after: validity.not_after.timestamp(),
+            cert_der,
+            key_der,
+            key_pem: key_pem.to_string(),
+        };
+        certified(&certs)?;
+        Ok(certs)
+    }
 }
 
 /// Whether a certificate valid from `not_before` to `not_after` (Unix seconds) should be
@@ -181,6 +222,19 @@ mod tests {
         assert!(cert.verify_signature(Some(ca.public_key())).is_ok());
         assert!(!format!("{certs:?}").contains("key_der"));
         assert!(CertResolver::new(&certs).is_ok());
+    }
+
+    #[test]
+    fn certificates_survive_a_round_trip_through_pem_and_garbage_is_named() {
+        let now = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let certs = issue(&["127.0.0.1".to_string()], now, Duration::from_secs(3600)).unwrap();
+        let back = ServingCerts::from_pem(&certs.ca_pem, &certs.cert_pem, certs.key_pem()).unwrap();
+        assert_eq!((back.ca_der, back.cert_der), (certs.ca_der.clone(), certs.cert_der.clone()));
+        assert_eq!((back.not_before, back.not_after), (certs.not_before, certs.not_after));
+        let err = ServingCerts::from_pem(&certs.ca_pem, "not a certificate", certs.key_pem()).unwrap_err();
+        assert!(err.to_string().starts_with("reading the stored serving certificate"), "{err}");
+        let err = ServingCerts::from_pem(&certs.ca_pem, &certs.cert_pem, &certs.ca_pem).unwrap_err();
+        assert!(matches!(err, CertError::Load(_)), "a certificate is no key: {err}");
     }
 
     #[test]

@@ -11,14 +11,19 @@ pub mod certs;
 pub mod rbac;
 pub mod register;
 pub mod serve;
+pub mod shared;
 
 pub use register::ClientTarget;
 pub use serve::Metrics;
+pub use shared::SecretRef;
 
 use crate::review::{Admission, RulesConfig};
 use caches::Caches;
-use certs::{CertError, CertResolver, ServingCerts, needs_rotation};
+use certs::{CertError, CertResolver};
+use shared::Issued;
 use extension_sdk::Runner;
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -38,6 +43,13 @@ pub struct ServerConfig {
     pub target: ClientTarget,
     /// DNS names and IP addresses in the serving certificate.
     pub hosts: Vec<String>,
+    /// The Secret through which all replicas share one CA and serving certificate.
+    pub certificate_secret: SecretRef,
+    /// A ClusterRole that owns the webhook configurations and the Secret (the deployment's
+    /// own, created by its chart): when the deployment is uninstalled, the garbage collector
+    /// removes them, so no webhook with `failurePolicy: Fail` is left pointing at nothing.
+    #[serde(default)]
+    pub owner: Option<String>,
     /// Name of the Mutating- and ValidatingWebhookConfiguration.
     pub configuration_name: String,
     /// Lifetime of the CA and serving certificate; they are replaced after two thirds of it.
@@ -62,7 +74,9 @@ mod seconds {
 }
 
 impl ServerConfig {
-    /// In-cluster defaults: Service `gardener-admission` in `garden`, port 443 → 9443.
+    /// In-cluster defaults for Service `service` in `namespace` (port 443 → 9443): the
+    /// certificates in Secret `<service>-tls` there, the webhook configurations named
+    /// `gardener-admission`.
     pub fn in_cluster(namespace: &str, service: &str) -> Self {
         Self {
             bind_address: SocketAddr::from(([0, 0, 0, 0], 9443)),
@@ -73,6 +87,8 @@ impl ServerConfig {
                 format!("{service}.{namespace}.svc"),
                 format!("{service}.{namespace}.svc.cluster.local"),
             ],
+            certificate_secret: SecretRef { namespace: namespace.into(), name: format!("{service}-tls") },
+            owner: None,
             configuration_name: "gardener-admission".into(),
             certificate_validity: Duration::from_secs(90 * 24 * 3600),
             rotation_check_interval: Duration::from_secs(60),
@@ -84,10 +100,18 @@ impl ServerConfig {
 /// Why the webhook server stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("creating the webhook serving certificate")]
+    #[error("loading the webhook serving certificate")]
     Certificate(#[from] CertError),
+    #[error("sharing the webhook certificates")]
+    Shared(#[from] shared::SharedError),
     #[error("registering webhook configuration {name}")]
     Register {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("reading ClusterRole {name}, the owner of the webhook configurations")]
+    Owner {
         name: String,
         #[source]
         source: kube::Error,
@@ -100,30 +124,10 @@ pub enum ServerError {
     },
 }
 
-/// The state that rotation replaces: the current certificates and the previous CA.
-#[derive(Debug)]
-struct Issued {
-    current: ServingCerts,
-    previous_ca: Option<String>,
-}
-
-impl Issued {
-    fn bundle(&self) -> String {
-        let mut b = self.current.ca_pem.clone();
-        if let Some(prev) = &self.previous_ca {
-            b.push_str(prev);
-        }
-        b
-    }
-}
-
-fn unix_now() -> i64 {
-    OffsetDateTime::now_utc().unix_timestamp()
-}
-
 /// Runs the webhook server on `listener` until `stop` resolves: starts the caches, waits for
-/// them, issues certificates, registers the webhook configurations, sets `ready`, serves, and
-/// rotates the certificate when [`needs_rotation`] says so.
+/// them, adopts or issues the certificates shared through the Secret, registers the webhook
+/// configurations, sets `ready`, serves, and follows the Secret (rotating it when
+/// [`certs::needs_rotation`] says so, or adopting another replica's rotation).
 pub async fn run(
     config: ServerConfig,
     client: kube::Client,
@@ -138,22 +142,45 @@ pub async fn run(
         () = stop.clone() => return Ok(()),
     }
     let admission = Arc::new(Admission::new(Arc::new(caches), config.rules.clone()));
-    let mut issued = Issued {
-        current: certs::issue(&config.hosts, OffsetDateTime::now_utc(), config.certificate_validity)?,
-        previous_ca: None,
+    let owner = match &config.owner {
+        Some(name) => Some(owner_reference(&client, name).await?),
+        None => None,
     };
-    let resolver = Arc::new(CertResolver::new(&issued.current)?);
-    let tls = certs::server_config(resolver.clone())?;
-    let register = |bundle: String| {
-        let (client, config) = (client.clone(), config.clone());
+    let ensure = || {
+        shared::ensure(
+            &client,
+            &config.certificate_secret,
+            owner.as_ref(),
+            &config.hosts,
+            config.certificate_validity,
+            OffsetDateTime::now_utc(),
+        )
+    };
+    // Registers the bundle of `issued`, then reads the Secret again: when another replica
+    // replaced it meanwhile, registers that one too, so the last registration of every
+    // replica carries the newest bundle. Trust first, then serve: the caller swaps the served
+    // certificate only after this returns.
+    let publish = |mut issued: Issued| {
+        let (client, config, ensure, owner) = (client.clone(), config.clone(), ensure, owner.clone());
         async move {
-            register::register(&client, &config.configuration_name, &config.target, &bundle)
-                .await
-                .map_err(|source| ServerError::Register { name: config.configuration_name.clone(), source })
+            loop {
+                register::register(&client, &config.configuration_name, &config.target, &issued.bundle(), owner.as_ref())
+                    .await
+                    .map_err(|source| ServerError::Register { name: config.configuration_name.clone(), source })?;
+                let again = ensure().await?;
+                if again.current.cert_der == issued.current.cert_der {
+                    return Ok::<_, ServerError>(issued);
+                }
+                issued = again;
+            }
         }
     };
+    let mut issued = ensure().await?;
+    let resolver = Arc::new(CertResolver::new(&issued.current)?);
+    let tls = certs::server_config(resolver.clone())?;
     let server = tokio::spawn(serve::serve(listener, tls, serve::router(admission, metrics), stop.clone()));
-    register(issued.bundle()).await?;
+    issued = publish(issued).await?;
+    resolver.set(&issued.current)?;
     ready.store(true, Ordering::Release);
     tracing::info!(configuration = %config.configuration_name, not_after = issued.current.not_after, "admission webhooks registered and serving");
 
@@ -164,28 +191,48 @@ pub async fn run(
             _ = tick.tick() => {}
             () = &mut stop => break,
         }
-        if !needs_rotation(issued.current.not_before, issued.current.not_after, unix_now()) {
-            continue;
+        // A failed check is retried on the next tick; the current certificate stays valid for
+        // a third of its lifetime after rotation is due.
+        let next = match ensure().await {
+            Ok(next) if next.current.cert_der == issued.current.cert_der => continue,
+            Ok(next) => publish(next).await,
+            Err(e) => Err(e.into()),
+        };
+        match next {
+            Ok(next) => {
+                resolver.set(&next.current)?;
+                issued = next;
+                tracing::info!(not_after = issued.current.not_after, "admission webhook certificate rotated");
+            }
+            Err(e) => tracing::warn!(error = %extension_sdk::cli::report(&e), "checking the webhook certificate"),
         }
-        let next = certs::issue(&config.hosts, OffsetDateTime::now_utc(), config.certificate_validity)?;
-        let rotated = Issued { previous_ca: Some(issued.current.ca_pem.clone()), current: next };
-        // Trust first, then serve: the API server must accept the new certificate before
-        // any handshake presents it.
-        register(rotated.bundle()).await?;
-        resolver.set(&rotated.current)?;
-        issued = rotated;
-        tracing::info!(not_after = issued.current.not_after, "admission webhook certificate rotated");
     }
     server.abort();
     Ok(())
 }
 
-/// Adds the webhook server to `runner` as a task (it serves while the runner runs it; its
-/// readiness is the runner's `/readyz` flag for this task). Returns its metrics.
+/// A (non-controller) owner reference to ClusterRole `name`.
+async fn owner_reference(client: &kube::Client, name: &str) -> Result<OwnerReference, ServerError> {
+    let role = kube::Api::<ClusterRole>::all(client.clone())
+        .get(name)
+        .await
+        .map_err(|source| ServerError::Owner { name: name.into(), source })?;
+    Ok(OwnerReference {
+        api_version: "rbac.authorization.k8s.io/v1".into(),
+        kind: "ClusterRole".into(),
+        name: name.into(),
+        uid: role.metadata.uid.unwrap_or_default(),
+        ..Default::default()
+    })
+}
+
+/// Adds the webhook server to `runner` as a server: it runs on every replica, leader or not
+/// (a Service routes the API server's calls to any of them), and the replica is ready once it
+/// serves with registered webhook configurations. Returns its metrics.
 pub fn add_to(runner: &mut Runner, client: kube::Client, config: ServerConfig) -> Result<Metrics, prometheus::Error> {
     let metrics = Metrics::new(runner.registry())?;
     let m = metrics.clone();
-    runner.add_task_with_readiness(move |stop, ready| async move {
+    runner.add_server(move |stop, ready| async move {
         let listener = match TcpListener::bind(config.bind_address).await {
             Ok(l) => l,
             Err(source) => {

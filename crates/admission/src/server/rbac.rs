@@ -1,6 +1,8 @@
 //! The permissions the webhook server needs in the garden, as RBAC rules: list and watch the
-//! objects its caches hold, and server-side apply its two webhook configurations. The Helm
-//! chart's ClusterRole carries exactly these; the integration tests run the server under them.
+//! objects its caches hold, and server-side apply its two webhook configurations; in its own
+//! namespace, read and write the Secret its replicas share the certificates through. The Helm
+//! chart's ClusterRole and Role carry exactly these; the integration tests run the server under
+//! them.
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
@@ -25,4 +27,23 @@ pub fn rules() -> Vec<PolicyRule> {
             &["create", "patch"],
         ),
     ]
+}
+
+/// The Role rules in the namespace of the certificate Secret `secret`: read and replace it by
+/// name; `create` cannot be limited to a name (the name is not known to the authorizer before
+/// the object exists).
+pub fn secret_rules(secret: &str) -> Vec<PolicyRule> {
+    vec![
+        PolicyRule { resource_names: Some(vec![secret.into()]), ..rule("", &["secrets"], &["get", "update"]) },
+        rule("", &["secrets"], &["create"]),
+    ]
+}
+
+/// The rule to read the owner of the webhook configurations, ClusterRole `owner`
+/// (see `ServerConfig::owner`).
+pub fn owner_rule(owner: &str) -> PolicyRule {
+    PolicyRule {
+        resource_names: Some(vec![owner.into()]),
+        ..rule("rbac.authorization.k8s.io", &["clusterroles"], &["get"])
+    }
 }

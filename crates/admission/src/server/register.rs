@@ -9,7 +9,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference, ValidatingWebhook,
     ValidatingWebhookConfiguration, WebhookClientConfig,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use serde::{Deserialize, Serialize};
@@ -122,17 +122,24 @@ pub fn validating(name: &str, target: &ClientTarget, ca_bundle: &str) -> Validat
     }
 }
 
-/// Applies both configurations.
-pub async fn register(client: &Client, name: &str, target: &ClientTarget, ca_bundle: &str) -> Result<(), kube::Error> {
+/// Applies both configurations, owned by `owner` when given.
+pub async fn register(
+    client: &Client,
+    name: &str,
+    target: &ClientTarget,
+    ca_bundle: &str,
+    owner: Option<&OwnerReference>,
+) -> Result<(), kube::Error> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let mut m = mutating(name, target, ca_bundle);
-    m.metadata.managed_fields = None;
+    m.metadata.owner_references = owner.map(|o| vec![o.clone()]);
     let m = serde_json::json!({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
         "metadata": m.metadata, "webhooks": m.webhooks,
     });
     Api::<MutatingWebhookConfiguration>::all(client.clone()).patch(name, &params, &Patch::Apply(&m)).await?;
-    let v = validating(name, target, ca_bundle);
+    let mut v = validating(name, target, ca_bundle);
+    v.metadata.owner_references = owner.map(|o| vec![o.clone()]);
     let v = serde_json::json!({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
         "metadata": v.metadata, "webhooks": v.webhooks,

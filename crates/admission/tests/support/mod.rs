@@ -8,7 +8,7 @@
 use admission::server::{self, ClientTarget, Metrics, ServerConfig};
 use api::core::CloudProfile;
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
 use kube::config::KubeConfigOptions;
@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use testenv::TestEnv;
 
 pub const NS: &str = "garden-dev";
+/// The namespace the webhook server runs in (its certificate Secret is there).
+pub const SERVER_NS: &str = "garden";
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A fresh control plane with every CRD, the project namespace and the `local` CloudProfile.
@@ -30,8 +32,10 @@ pub async fn garden() -> (TestEnv, Client) {
     let env = TestEnv::start().await.unwrap_or_else(|e| panic!("starting the test control plane: {e}"));
     let client = env.client().await.unwrap();
     testenv::install_crds(&client, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e}"));
-    let ns = Namespace { metadata: ObjectMeta { name: Some(NS.into()), ..Default::default() }, ..Default::default() };
-    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
+    for name in [NS, SERVER_NS] {
+        let ns = Namespace { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() };
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
+    }
     Api::<CloudProfile>::all(client.clone())
         .create(&PostParams::default(), &admission::fixtures::cloud_profile())
         .await
@@ -55,7 +59,7 @@ impl Drop for Webhook {
 }
 
 pub fn config_for(addr: std::net::SocketAddr) -> ServerConfig {
-    let mut config = ServerConfig::in_cluster("garden", "gardener-admission");
+    let mut config = ServerConfig::in_cluster(SERVER_NS, "gardener-admission");
     config.bind_address = addr;
     config.target = ClientTarget::Url(format!("https://{addr}"));
     config.hosts = vec!["127.0.0.1".into()];
@@ -66,10 +70,9 @@ pub fn config_for(addr: std::net::SocketAddr) -> ServerConfig {
 /// rules ([`admission::server::rbac::rules`]), so a missing permission fails the tests.
 pub const SERVER_USER: &str = "system:serviceaccount:garden:gardener-admission";
 
-/// Starts the server on a free loopback port with `adjust`ed settings, as [`SERVER_USER`] with
-/// only its documented permissions, and waits until it has registered its webhook
-/// configurations.
-pub async fn start_webhook(env: &TestEnv, client: &Client, adjust: impl FnOnce(&mut ServerConfig)) -> Webhook {
+/// Binds [`SERVER_USER`] to exactly the documented rules ([`admission::server::rbac`]) and
+/// returns a client acting as that user.
+pub async fn server_client(env: &TestEnv, client: &Client) -> Client {
     let role = ClusterRole {
         metadata: ObjectMeta { name: Some("gardener-admission".into()), ..Default::default() },
         rules: Some(admission::server::rbac::rules()),
@@ -91,7 +94,31 @@ pub async fn start_webhook(env: &TestEnv, client: &Client, adjust: impl FnOnce(&
         }]),
     };
     Api::<ClusterRoleBinding>::all(client.clone()).create(&PostParams::default(), &binding).await.unwrap();
-    let client = &impersonating(env, SERVER_USER, &["system:serviceaccounts", "system:authenticated"]).await;
+    let secret = ServerConfig::in_cluster(SERVER_NS, "gardener-admission").certificate_secret.name;
+    let role = Role {
+        metadata: ObjectMeta { name: Some("gardener-admission".into()), ..Default::default() },
+        rules: Some(admission::server::rbac::secret_rules(&secret)),
+    };
+    Api::<Role>::namespaced(client.clone(), SERVER_NS).create(&PostParams::default(), &role).await.unwrap();
+    let binding = RoleBinding {
+        metadata: ObjectMeta { name: Some("gardener-admission".into()), ..Default::default() },
+        role_ref: RoleRef { api_group: "rbac.authorization.k8s.io".into(), kind: "Role".into(), name: "gardener-admission".into() },
+        subjects: binding.subjects,
+    };
+    Api::<RoleBinding>::namespaced(client.clone(), SERVER_NS).create(&PostParams::default(), &binding).await.unwrap();
+    impersonating(env, SERVER_USER, &["system:serviceaccounts", "system:authenticated"]).await
+}
+
+/// Starts the server on a free loopback port with `adjust`ed settings, as [`SERVER_USER`] with
+/// only its documented permissions, and waits until it has registered its webhook
+/// configurations.
+pub async fn start_webhook(env: &TestEnv, client: &Client, adjust: impl FnOnce(&mut ServerConfig)) -> Webhook {
+    let client = &server_client(env, client).await;
+    start_as(client, adjust).await
+}
+
+/// Starts the server as `client` (see [`server_client`]) and waits until it has registered.
+pub async fn start_as(client: &Client, adjust: impl FnOnce(&mut ServerConfig)) -> Webhook {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let mut config = config_for(addr);

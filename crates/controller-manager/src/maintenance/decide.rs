@@ -8,6 +8,12 @@
 //!   or not auto-update is on;
 //! * with `autoUpdate.kubernetesVersion`, the latest supported (not preview, not expired) patch
 //!   of the same minor, when newer.
+//!
+//! And each worker pool's machine image version:
+//! * an expired one is forced to the latest unexpired, non-preview version of the same image;
+//! * with `autoUpdate.machineImageVersion`, the latest unexpired, non-preview version, when
+//!   newer (machine images have no minor-version policy: any newer version qualifies).
+//! A version the CloudProfile does not offer (a custom image) is left alone.
 
 use api::core::cloudprofile::{ExpirableVersion, VersionClassification};
 use api::core::shoot::settings::MaintenanceTimeWindow;
@@ -79,11 +85,32 @@ impl Window {
     }
 }
 
+/// A worker pool's machine image and the versions the CloudProfile offers of it.
+#[derive(Debug, Clone)]
+pub struct PoolImage<'a> {
+    /// Index of the pool in `spec.provider.workers`.
+    pub index: usize,
+    pub pool: &'a str,
+    pub image: &'a str,
+    pub version: &'a str,
+    pub offered: Vec<&'a ExpirableVersion>,
+}
+
+/// A machine image update of pool `index`, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageUpdate {
+    pub index: usize,
+    pub to: String,
+    pub why: String,
+}
+
 #[derive(Debug, Clone)]
 pub struct Facts<'a> {
     pub version: &'a str,
     pub offered: &'a [ExpirableVersion],
     pub auto_update: bool,
+    pub pools: Vec<PoolImage<'a>>,
+    pub auto_update_images: bool,
     pub window: Option<Window>,
     pub maintain_requested: bool,
     pub last_triggered: Option<Timestamp>,
@@ -96,6 +123,8 @@ pub struct Decision {
     pub run: bool,
     /// The new Kubernetes version, and why.
     pub update: Option<(String, String)>,
+    /// New machine image versions of worker pools.
+    pub images: Vec<ImageUpdate>,
     pub requeue_after: Option<Duration>,
 }
 
@@ -135,6 +164,32 @@ pub fn kubernetes_target(
     }))
 }
 
+/// The machine image version pool `p` moves to, and why; `None` when it stays.
+pub fn machine_image_target(p: &PoolImage<'_>, auto_update: bool, now: Timestamp) -> Option<ImageUpdate> {
+    let parse = |v: &str| semver::Version::parse(v.trim_start_matches('v')).ok();
+    let current = p.offered.iter().find(|v| v.version == p.version)?;
+    let cur = parse(p.version)?;
+    let expired = current.expiration_date.as_ref().is_some_and(|d| d.0 <= now);
+    if !expired && !auto_update {
+        return None;
+    }
+    let best = p
+        .offered
+        .iter()
+        .filter(|v| v.classification != Some(VersionClassification::Preview))
+        .filter(|v| v.expiration_date.as_ref().is_none_or(|d| d.0 > now))
+        .filter_map(|v| parse(&v.version).map(|parsed| (parsed, *v)))
+        .filter(|(parsed, _)| expired || *parsed > cur)
+        .max_by(|a, b| a.0.cmp(&b.0))?;
+    let to = best.1.version.clone();
+    let why = if expired {
+        format!("machine image {} {} of worker pool {} expired: forced update to {to}", p.image, p.version, p.pool)
+    } else {
+        format!("machine image {} of worker pool {} auto-updated from {} to {to}", p.image, p.pool, p.version)
+    };
+    Some(ImageUpdate { index: p.index, to, why })
+}
+
 pub fn decide(f: &Facts<'_>) -> Result<Decision, Problem> {
     let requeue_after = f.window.map(|w| w.until_next(f.now));
     let in_window_first_time = f.window.and_then(|w| w.elapsed(f.now)).is_some_and(|elapsed| {
@@ -143,10 +198,11 @@ pub fn decide(f: &Facts<'_>) -> Result<Decision, Problem> {
         f.last_triggered.is_none_or(|t| t.as_second() < begun)
     });
     if !(f.maintain_requested || in_window_first_time) {
-        return Ok(Decision { run: false, update: None, requeue_after });
+        return Ok(Decision { run: false, update: None, images: vec![], requeue_after });
     }
     let update = kubernetes_target(f.offered, f.version, f.auto_update, f.now)?;
-    Ok(Decision { run: true, update, requeue_after })
+    let images = f.pools.iter().filter_map(|p| machine_image_target(p, f.auto_update_images, f.now)).collect();
+    Ok(Decision { run: true, update, images, requeue_after })
 }
 
 #[cfg(test)]

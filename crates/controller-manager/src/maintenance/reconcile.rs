@@ -1,7 +1,7 @@
 //! One Shoot's maintenance: read its CloudProfile from the cache, decide with
-//! [`super::decide`], then write the new Kubernetes version (a merge patch guarded by the
-//! resourceVersion that was read; the same patch removes a `maintain` request) and record what
-//! was done in `status.lastMaintenance` (server-side apply, field manager
+//! [`super::decide`], then write the new Kubernetes version and machine image versions (one
+//! merge patch guarded by the resourceVersion that was read; the same patch removes a `maintain`
+//! request) and record what was done in `status.lastMaintenance` (server-side apply, field manager
 //! `gardener-controller-manager/shoot-maintenance`).
 
 use super::Context;
@@ -52,10 +52,13 @@ async fn maintain(shoot: &Shoot, ctx: &Context, cached: bool) -> Result<Action, 
     let profile = shoot.spec.cloud_profile_name().and_then(|p| ctx.profiles.get(&ObjectRef::<CloudProfile>::new(p)));
     let decision = maintenance.and_then(|m| m.time_window.as_ref()).map(Window::parse).transpose().and_then(|window| {
         let offered = profile.as_ref().map(|p| p.spec.kubernetes.versions.as_slice()).unwrap_or_default();
+        let auto_update = maintenance.and_then(|m| m.auto_update.as_ref());
         decide::decide(&Facts {
             version: &shoot.spec.kubernetes.version,
             offered,
-            auto_update: maintenance.and_then(|m| m.auto_update.as_ref()).is_some_and(|a| a.kubernetes_version),
+            auto_update: auto_update.is_some_and(|a| a.kubernetes_version),
+            pools: pool_images(shoot, profile.as_deref()),
+            auto_update_images: auto_update.is_some_and(|a| a.machine_image_version.unwrap_or(true)),
             window,
             maintain_requested,
             last_triggered: shoot.status.as_ref().and_then(|s| s.last_maintenance.as_ref()).map(|l| l.triggered_time.0),
@@ -105,15 +108,16 @@ async fn maintain(shoot: &Shoot, ctx: &Context, cached: bool) -> Result<Action, 
             if maintain_requested {
                 metadata["annotations"] = json!({ANNOTATION_OPERATION: null});
             }
-            let description = match &d.update {
-                Some((to, why)) => {
-                    let patch = json!({"metadata": metadata, "spec": {"kubernetes": {"version": to}}});
+            let description = match spec_patch(shoot, &d) {
+                Some((spec, whys)) => {
+                    let why = whys.join("; ");
+                    let patch = json!({"metadata": metadata, "spec": spec});
                     api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(kube_err(
                         "WriteVersionFailed",
-                        format!("updating spec.kubernetes.version of shoot {namespace}/{name} to {to}"),
+                        format!("updating the versions of shoot {namespace}/{name}: {why}"),
                     ))?;
                     ctx.common.event(shoot, EventType::Normal, "MaintenanceDone", "Maintain", why.clone()).await;
-                    why.clone()
+                    why
                 }
                 None => {
                     if maintain_requested {
@@ -145,4 +149,51 @@ async fn maintain(shoot: &Shoot, ctx: &Context, cached: bool) -> Result<Action, 
         .await
         .map_err(kube_err("WriteStatusFailed", format!("recording the maintenance of shoot {namespace}/{name}")))?;
     Ok(requeue)
+}
+
+/// The machine image of every worker pool that names one, with what the CloudProfile offers.
+fn pool_images<'a>(shoot: &'a Shoot, profile: Option<&'a CloudProfile>) -> Vec<decide::PoolImage<'a>> {
+    let images = profile.map(|p| p.spec.machine_images.as_slice()).unwrap_or_default();
+    shoot
+        .spec
+        .provider
+        .workers
+        .iter()
+        .enumerate()
+        .filter_map(|(index, w)| {
+            let image = w.machine.image.as_ref()?;
+            let version = image.version.as_deref()?;
+            let offered = images.iter().find(|i| i.name == image.name)?;
+            Some(decide::PoolImage {
+                index,
+                pool: &w.name,
+                image: &image.name,
+                version,
+                offered: offered.versions.iter().map(|v| &v.expirable).collect(),
+            })
+        })
+        .collect()
+}
+
+/// The `spec` of the merge patch carrying `d`'s updates, and the reasons; `None` without any.
+/// Worker pools are a list, which a merge patch replaces whole: the patch carries all of them,
+/// changed where needed, and the resourceVersion guards against a concurrent change.
+fn spec_patch(shoot: &Shoot, d: &decide::Decision) -> Option<(serde_json::Value, Vec<String>)> {
+    let mut spec = json!({});
+    let mut whys = Vec::new();
+    if let Some((to, why)) = &d.update {
+        spec["kubernetes"] = json!({"version": to});
+        whys.push(why.clone());
+    }
+    if !d.images.is_empty() {
+        let mut workers = shoot.spec.provider.workers.clone();
+        for update in &d.images {
+            if let Some(image) = workers.get_mut(update.index).and_then(|w| w.machine.image.as_mut()) {
+                image.version = Some(update.to.clone());
+                whys.push(update.why.clone());
+            }
+        }
+        spec["provider"] = json!({"workers": workers});
+    }
+    (!whys.is_empty()).then_some((spec, whys))
 }

@@ -1,6 +1,8 @@
-//! Shared pieces of the real-apiserver tests: a control plane with the CRDs, the controllers
-//! running in-process under the SDK's runner with a manual clock, object builders, and a
-//! bounded polling helper that reports the last observed state when it gives up.
+//! Shared pieces of the real-apiserver tests: a control plane with the CRDs and the garden
+//! control-plane chart's RBAC (installed with Helm), the controllers running in-process under
+//! the SDK's runner with a manual clock as the chart's ServiceAccount (so every test proves the
+//! chart grants what the controllers use), object builders, and a bounded polling helper that
+//! reports the last observed state when it gives up.
 
 #![allow(dead_code)]
 
@@ -34,13 +36,35 @@ pub async fn garden() -> (TestEnv, Client) {
     garden_with(testenv::Options::default()).await
 }
 
-/// A fresh control plane (with options) with every CRD.
+/// The namespace of the chart's release (and of the controller-manager's ServiceAccount).
+pub const RELEASE_NS: &str = "garden";
+/// The controller-manager's ServiceAccount.
+pub const SA: &str = "gardener-controller-manager";
+/// The user name of [`SA`].
+pub const SA_USER: &str = "system:serviceaccount:garden:gardener-controller-manager";
+
+/// A fresh control plane (with options) with every CRD, and the controller-manager's part of
+/// the control-plane chart (its RBAC; its pods stay pending without nodes).
 pub async fn garden_with(options: testenv::Options) -> (TestEnv, Client) {
     init_tracing();
     let env = TestEnv::start_with(options).await.unwrap_or_else(|e| panic!("starting the test control plane: {e}"));
     let client = env.client().await.unwrap();
     testenv::install_crds(&client, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e}"));
+    let values = serde_json::json!({
+        "crds": {"enabled": false},
+        "scheduler": {"enabled": false},
+        "controllerManager": {"replicas": 1},
+    });
+    let chart = testenv::helm::chart("gardener/controlplane");
+    testenv::helm::install(&env, "gardener-controlplane", &chart, RELEASE_NS, &values, false)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     (env, client)
+}
+
+/// A client acting as the controller-manager's ServiceAccount.
+pub async fn as_controller_manager(env: &TestEnv) -> Client {
+    env.client_as_service_account(RELEASE_NS, SA).await.unwrap()
 }
 
 /// The controllers running in this process (as the binary runs them, without leader
@@ -58,8 +82,10 @@ impl Drop for Running {
     }
 }
 
-/// Starts every controller with `config`, on a manual clock standing at the real time now.
-pub async fn start(client: &Client, config: Config) -> Running {
+/// Starts every controller with `config`, on a manual clock standing at the real time now, as
+/// the controller-manager's ServiceAccount.
+pub async fn start(env: &TestEnv, config: Config) -> Running {
+    let client = &as_controller_manager(env).await;
     let clock = ManualClock::new(Timestamp::now());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

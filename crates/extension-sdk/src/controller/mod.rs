@@ -129,6 +129,9 @@ impl<K: ExtensionResource, A: Actuator<K>> ExtensionController<K, A> {
         let kind = crate::kinds::kind_name::<K>();
         let name = config.name.clone().unwrap_or_else(|| format!("extension-sdk/{}", kind.to_lowercase()));
         let events = Events::new(client.clone(), name.clone(), config.instance.clone());
+        // The kind's series exist (at zero) from the start, on a standby replica too, so a
+        // scrape shows which controllers the process runs before it leads.
+        metrics.register(&kind);
         let ctx = Context {
             client,
             actuator,

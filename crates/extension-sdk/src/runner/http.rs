@@ -18,14 +18,22 @@ pub struct Readiness {
     pub caches: Vec<Arc<AtomicBool>>,
     /// Leadership held (always true without leader election).
     pub leader: Arc<AtomicBool>,
+    /// One flag per server that runs on every replica (see `Runner::add_server`): it serves.
+    pub servers: Vec<Arc<AtomicBool>>,
 }
 
 impl Readiness {
     /// Ready when this instance leads and every cache synced, or when it stands by: a standby
     /// replica runs no controllers (so has no caches) and is ready to take over, and reporting
-    /// it unready would hold up rolling updates and count against PodDisruptionBudgets.
+    /// it unready would hold up rolling updates and count against PodDisruptionBudgets. Either
+    /// way, the servers every replica runs must be serving.
     pub fn is_ready(&self) -> bool {
-        !self.leader.load(Ordering::Acquire) || self.caches.iter().all(|c| c.load(Ordering::Acquire))
+        self.servers_ready()
+            && (!self.leader.load(Ordering::Acquire) || self.caches.iter().all(|c| c.load(Ordering::Acquire)))
+    }
+
+    fn servers_ready(&self) -> bool {
+        self.servers.iter().all(|c| c.load(Ordering::Acquire))
     }
 }
 
@@ -45,7 +53,9 @@ pub fn router(registry: Registry, readiness: Readiness) -> Router {
 }
 
 async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    if !state.readiness.leader.load(Ordering::Acquire) {
+    if !state.readiness.servers_ready() {
+        (StatusCode::SERVICE_UNAVAILABLE, "servers not serving yet")
+    } else if !state.readiness.leader.load(Ordering::Acquire) {
         (StatusCode::OK, "standby: another instance holds the leader Lease")
     } else if state.readiness.is_ready() {
         (StatusCode::OK, "ok")

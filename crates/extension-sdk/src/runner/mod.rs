@@ -116,11 +116,14 @@ pub struct Runner {
     metrics: Metrics,
     listener: Option<tokio::net::TcpListener>,
     tasks: Vec<Task>,
+    servers: Vec<Task>,
 }
 
 impl std::fmt::Debug for Runner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runner").field("config", &self.config).field("tasks", &self.tasks.len()).finish()
+        f.debug_struct("Runner").field("config", &self.config).field("tasks", &self.tasks.len())
+            .field("servers", &self.servers.len())
+            .finish()
     }
 }
 
@@ -130,7 +133,7 @@ impl Runner {
             le.validate().map_err(RunnerError::Config)?;
         }
         let metrics = Metrics::new(&Registry::new(), &config.metrics_prefix).map_err(RunnerError::Metrics)?;
-        Ok(Self { client, config, metrics, listener: None, tasks: Vec::new() })
+        Ok(Self { client, config, metrics, listener: None, tasks: Vec::new(), servers: Vec::new() })
     }
 
     /// Serves HTTP on an already bound listener (e.g. port 0 in tests) instead of `http_addr`.
@@ -177,6 +180,18 @@ impl Runner {
         self.tasks.push(Box::new(move |stop, ready| task(stop, ready).boxed()));
     }
 
+    /// Adds a server (for example admission webhooks) that runs on every replica, leader or
+    /// not, from start until shutdown, so that a Service can route to any of them. It gets the
+    /// flag `/readyz` reads and sets it once it serves; a replica is ready only when all its
+    /// servers are.
+    pub fn add_server<F, Fut>(&mut self, server: F)
+    where
+        F: FnOnce(Stop, Arc<AtomicBool>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.servers.push(Box::new(move |stop, ready| server(stop, ready).boxed()));
+    }
+
     /// Runs until SIGTERM or Ctrl+C.
     pub async fn run_until_signal(self) -> Result<(), RunnerError> {
         self.run(shutdown_signal()).await
@@ -185,11 +200,12 @@ impl Runner {
     /// Runs until `shutdown` resolves (then stops gracefully and releases the leader lease), or
     /// until leadership is lost.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<(), RunnerError> {
-        let Self { client, config, metrics, listener, tasks } = self;
+        let Self { client, config, metrics, listener, tasks, servers } = self;
         let mut shutdown = std::pin::pin!(shutdown);
         let leader = Arc::new(AtomicBool::new(config.leader_election.is_none()));
         let flags: Vec<Arc<AtomicBool>> = tasks.iter().map(|_| Arc::new(AtomicBool::new(false))).collect();
-        let readiness = Readiness { caches: flags.clone(), leader: leader.clone() };
+        let server_flags: Vec<Arc<AtomicBool>> = servers.iter().map(|_| Arc::new(AtomicBool::new(false))).collect();
+        let readiness = Readiness { caches: flags.clone(), leader: leader.clone(), servers: server_flags.clone() };
 
         let (http_stop, http_stopped) = stop_signal();
         let listener = match (listener, config.http_addr) {
@@ -200,6 +216,19 @@ impl Runner {
                     .map_err(|source| RunnerError::Http { addr: addr.to_string(), source })?,
             ),
             (None, None) => None,
+        };
+        let (servers_stop, servers_stopped) = stop_signal();
+        let servers: Vec<_> = servers
+            .into_iter()
+            .zip(server_flags)
+            .map(|(server, flag)| tokio::spawn(server(servers_stopped.clone(), flag)))
+            .collect();
+        // Servers stop last: after the controllers and the lease release, before HTTP.
+        let stop_servers = |grace| async move {
+            drop(servers_stop);
+            if tokio::time::timeout(grace, futures::future::join_all(servers)).await.is_err() {
+                tracing::warn!(?grace, "servers did not stop in time");
+            }
         };
         let http = listener.map(|l| {
             let registry = metrics.registry().clone();
@@ -218,6 +247,7 @@ impl Runner {
             tokio::select! {
                 _ = e.acquire() => leader.store(true, Ordering::Release),
                 _ = &mut shutdown => {
+                    stop_servers(config.shutdown_grace).await;
                     drop(http_stop);
                     if let Some(h) = http { let _ = h.await; }
                     return Ok(());
@@ -262,6 +292,7 @@ impl Runner {
         {
             tracing::warn!(error = %err, "releasing the leader lease");
         }
+        stop_servers(config.shutdown_grace).await;
         drop(http_stop);
         if let Some(h) = http {
             let _ = h.await;

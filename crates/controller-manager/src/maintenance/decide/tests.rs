@@ -73,6 +73,8 @@ fn maintenance_runs_once_per_window_or_when_asked() {
         version: "1.31.1",
         offered: &offered,
         auto_update: true,
+        pools: vec![],
+        auto_update_images: false,
         window: Some(w),
         maintain_requested: asked,
         last_triggered: last.map(ts),
@@ -90,4 +92,43 @@ fn maintenance_runs_once_per_window_or_when_asked() {
     assert!(!outside.run);
     assert_eq!(outside.requeue_after, Some(Duration::from_secs(10 * 3600)));
     assert!(decide(&facts("2026-05-01T12:00:00Z", Some("2026-05-01T11:00:00Z"), true)).unwrap().run, "asked");
+}
+
+#[test]
+fn machine_image_targets() {
+    use VersionClassification as C;
+    let now = ts("2026-05-01T00:00:00Z");
+    let offered = [
+        v("1.0.0", Some("2026-04-01T00:00:00Z"), None),
+        v("1.1.0", None, Some(C::Supported)),
+        v("2.0.0", None, Some(C::Supported)),
+        v("2.1.0", None, Some(C::Preview)),
+        v("0.9.0", Some("2027-01-01T00:00:00Z"), None),
+    ];
+    let pool = |version: &'static str| PoolImage {
+        index: 1,
+        pool: "pool",
+        image: "local",
+        version,
+        offered: offered.iter().collect(),
+    };
+    type Case = (&'static str, bool, Option<&'static str>, &'static str);
+    let cases: [Case; 6] = [
+        // Expired: forced to the newest unexpired non-preview version, auto-update or not.
+        ("1.0.0", false, Some("2.0.0"), "machine image local 1.0.0 of worker pool pool expired: forced update to 2.0.0"),
+        ("1.0.0", true, Some("2.0.0"), "expired"),
+        ("1.1.0", true, Some("2.0.0"), "auto-updated from 1.1.0 to 2.0.0"),
+        ("1.1.0", false, None, ""),
+        // Never onto a preview; nothing newer; not offered (a custom image): left alone.
+        ("2.0.0", true, None, ""),
+        ("3.0.0", true, None, ""),
+    ];
+    for (current, auto, want, why) in cases {
+        let got = machine_image_target(&pool(current), auto, now);
+        assert_eq!(got.as_ref().map(|u| u.to.as_str()), want, "{current} auto={auto}");
+        if let Some(update) = got {
+            assert_eq!(update.index, 1);
+            assert!(update.why.contains(why), "{}", update.why);
+        }
+    }
 }
