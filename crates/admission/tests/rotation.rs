@@ -8,8 +8,8 @@
 mod support;
 
 use admission::fixtures;
-use api::core::Shoot;
 use admission::server::shared;
+use api::core::Shoot;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
@@ -126,18 +126,21 @@ async fn replicas_share_one_certificate_through_the_secret_and_follow_its_rotati
     let secrets = Api::<Secret>::namespaced(client.clone(), SERVER_NS);
     let first = secrets.get("gardener-admission-tls").await.unwrap();
     for round in ["first", "rotated"] {
-        eventually(&format!("both replicas to serve the {round} stored certificate, trusted by the bundle"), || async {
-            let live = secrets.get("gardener-admission-tls").await.map_err(|e| e.to_string())?;
-            if round == "rotated" && stored_cert(&live) == stored_cert(&first) {
-                return Err("not rotated yet".into());
-            }
-            let bundle = bundle(&configs.get("gardener-admission").await.map_err(|e| e.to_string())?);
-            let served = (served_cert(a.addr, &bundle).await, served_cert(b.addr, &bundle).await);
-            match served {
-                (Some(x), Some(y)) if x == y && x == stored_cert(&live) => Ok(()),
-                other => Err(format!("served {:?}", (other.0.map(|c| c.len()), other.1.map(|c| c.len())))),
-            }
-        })
+        eventually(
+            &format!("both replicas to serve the {round} stored certificate, trusted by the bundle"),
+            || async {
+                let live = secrets.get("gardener-admission-tls").await.map_err(|e| e.to_string())?;
+                if round == "rotated" && stored_cert(&live) == stored_cert(&first) {
+                    return Err("not rotated yet".into());
+                }
+                let bundle = bundle(&configs.get("gardener-admission").await.map_err(|e| e.to_string())?);
+                let served = (served_cert(a.addr, &bundle).await, served_cert(b.addr, &bundle).await);
+                match served {
+                    (Some(x), Some(y)) if x == y && x == stored_cert(&live) => Ok(()),
+                    other => Err(format!("served {:?}", (other.0.map(|c| c.len()), other.1.map(|c| c.len())))),
+                }
+            },
+        )
         .await;
     }
 }
@@ -165,10 +168,10 @@ async fn racing_replicas_adopt_one_secret_and_rotation_keeps_the_previous_ca() {
     let later = ensure(due + time::Duration::seconds(60)).await.unwrap();
     assert_eq!(later.current.cert_der, rotated.current.cert_der, "a fresh certificate is kept");
 
-    // A damaged Secret (here: its key gone) is replaced at the next check.
+    // A damaged Secret (here: its key garbage) is replaced at the next check.
     let secrets = Api::<Secret>::namespaced(client.clone(), SERVER_NS);
     let mut damaged = secrets.get("gardener-admission-tls").await.unwrap();
-    damaged.data.as_mut().unwrap().remove("tls.key");
+    damaged.data.as_mut().unwrap().insert("tls.key".into(), k8s_openapi::ByteString(b"not a key".to_vec()));
     secrets.replace("gardener-admission-tls", &PostParams::default(), &damaged).await.unwrap();
     let replaced = ensure(due + time::Duration::seconds(120)).await.unwrap();
     assert_ne!(replaced.current.cert_der, rotated.current.cert_der);

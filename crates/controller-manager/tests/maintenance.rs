@@ -10,8 +10,8 @@ mod support;
 
 use api::common::LastOperationState;
 use api::core::cloudprofile::{ExpirableVersion, MachineImage, MachineImageVersion};
-use api::core::shoot::provider::ShootMachineImage;
 use api::core::shoot::Maintenance;
+use api::core::shoot::provider::ShootMachineImage;
 use api::core::shoot::settings::{MaintenanceAutoUpdate, MaintenanceTimeWindow};
 use api::core::{CloudProfile, Shoot};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

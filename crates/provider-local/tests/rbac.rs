@@ -9,7 +9,6 @@
 mod support;
 
 use extension_sdk::api::common::LastOperationState;
-use extension_sdk::api::extensions::common::ExtensionKind;
 use extension_sdk::api::extensions::dnsrecord::DnsRecordType;
 use extension_sdk::api::extensions::{DNSRecord, DNSRecordSpec, Network, NetworkSpec};
 use extension_sdk::k8s_openapi::api::coordination::v1::Lease;
@@ -80,7 +79,11 @@ async fn the_chart_rbac_is_what_provider_local_needs_and_no_rule_can_go() {
         let mut config = RunnerConfig::new("provider-local", RELEASE_NS);
         config.http_addr = None;
         config.heartbeat_interval = Some(Duration::from_secs(30));
-        config = config.leader_election(LeaderElectionConfig::new("provider-local-leader-election", RELEASE_NS, "rbac-test"));
+        config = config.leader_election(LeaderElectionConfig::new(
+            "provider-local-leader-election",
+            RELEASE_NS,
+            "rbac-test",
+        ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut runner = Runner::new(sa.clone(), config).unwrap().with_listener(listener);
         provider_local::register(&mut runner, &sa, &provider_local::Settings::default());
@@ -89,7 +92,13 @@ async fn the_chart_rbac_is_what_provider_local_needs_and_no_rule_can_go() {
         let admin = tc.client.clone();
         let records = DNSRecord::api(admin.clone(), Some(NS));
         records.create(&PostParams::default(), &record("api", "10.0.0.1")).await.unwrap();
-        let mut network = Network::new("network", NetworkSpec { default: default_spec("local"), ..Default::default() });
+        let spec = NetworkSpec {
+            default: default_spec("local"),
+            pod_cidr: "10.96.0.0/11".into(),
+            service_cidr: "10.112.0.0/13".into(),
+            ..Default::default()
+        };
+        let mut network = Network::new("network", spec);
         network.metadata.namespace = Some(NS.into());
         Network::api(admin.clone(), Some(NS)).create(&PostParams::default(), &network).await.unwrap();
         outcome::<DNSRecord>(&admin, "api", "").await.unwrap();

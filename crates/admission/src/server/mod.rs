@@ -20,11 +20,11 @@ pub use shared::SecretRef;
 use crate::review::{Admission, RulesConfig};
 use caches::Caches;
 use certs::{CertError, CertResolver};
-use shared::Issued;
 use extension_sdk::Runner;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::{Deserialize, Serialize};
+use shared::Issued;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -164,9 +164,15 @@ pub async fn run(
         let (client, config, ensure, owner) = (client.clone(), config.clone(), ensure, owner.clone());
         async move {
             loop {
-                register::register(&client, &config.configuration_name, &config.target, &issued.bundle(), owner.as_ref())
-                    .await
-                    .map_err(|source| ServerError::Register { name: config.configuration_name.clone(), source })?;
+                register::register(
+                    &client,
+                    &config.configuration_name,
+                    &config.target,
+                    &issued.bundle(),
+                    owner.as_ref(),
+                )
+                .await
+                .map_err(|source| ServerError::Register { name: config.configuration_name.clone(), source })?;
                 let again = ensure().await?;
                 if again.current.cert_der == issued.current.cert_der {
                     return Ok::<_, ServerError>(issued);

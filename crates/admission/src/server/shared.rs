@@ -56,7 +56,10 @@ pub enum Stored {
     Missing,
     /// Present but not usable (a key is missing or does not parse): replaced.
     Unreadable(String),
-    Found { issued: Issued, hosts: String },
+    Found {
+        issued: Issued,
+        hosts: String,
+    },
 }
 
 /// What to do with the Secret.
@@ -65,7 +68,9 @@ pub enum Step {
     Keep,
     Create,
     /// Replace it with new certificates, trusting `previous_ca` alongside during the swap.
-    Replace { previous_ca: Option<String> },
+    Replace {
+        previous_ca: Option<String>,
+    },
 }
 
 /// Decides from what is stored, the hosts wanted and the time (Unix seconds).
@@ -166,9 +171,8 @@ pub async fn ensure(
 ) -> Result<Issued, SharedError> {
     const ATTEMPTS: usize = 5;
     let api = Api::<Secret>::namespaced(client.clone(), &at.namespace);
-    let api_err = |verb| {
-        move |source| SharedError::Api { verb, namespace: at.namespace.clone(), name: at.name.clone(), source }
-    };
+    let api_err =
+        |verb| move |source| SharedError::Api { verb, namespace: at.namespace.clone(), name: at.name.clone(), source };
     for _ in 0..ATTEMPTS {
         let live = api.get_opt(&at.name).await.map_err(api_err("reading"))?;
         let stored = read(live.as_ref());

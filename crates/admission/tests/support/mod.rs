@@ -33,7 +33,8 @@ pub async fn garden() -> (TestEnv, Client) {
     let client = env.client().await.unwrap();
     testenv::install_crds(&client, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e}"));
     for name in [NS, SERVER_NS] {
-        let ns = Namespace { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() };
+        let ns =
+            Namespace { metadata: ObjectMeta { name: Some(name.into()), ..Default::default() }, ..Default::default() };
         Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
     }
     Api::<CloudProfile>::all(client.clone())
@@ -102,7 +103,11 @@ pub async fn server_client(env: &TestEnv, client: &Client) -> Client {
     Api::<Role>::namespaced(client.clone(), SERVER_NS).create(&PostParams::default(), &role).await.unwrap();
     let binding = RoleBinding {
         metadata: ObjectMeta { name: Some("gardener-admission".into()), ..Default::default() },
-        role_ref: RoleRef { api_group: "rbac.authorization.k8s.io".into(), kind: "Role".into(), name: "gardener-admission".into() },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "Role".into(),
+            name: "gardener-admission".into(),
+        },
         subjects: binding.subjects,
     };
     Api::<RoleBinding>::namespaced(client.clone(), SERVER_NS).create(&PostParams::default(), &binding).await.unwrap();

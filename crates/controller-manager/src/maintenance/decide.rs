@@ -13,6 +13,7 @@
 //! * an expired one is forced to the latest unexpired, non-preview version of the same image;
 //! * with `autoUpdate.machineImageVersion`, the latest unexpired, non-preview version, when
 //!   newer (machine images have no minor-version policy: any newer version qualifies).
+//!
 //! A version the CloudProfile does not offer (a custom image) is left alone.
 
 use api::core::cloudprofile::{ExpirableVersion, VersionClassification};

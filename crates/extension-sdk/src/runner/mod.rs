@@ -121,7 +121,9 @@ pub struct Runner {
 
 impl std::fmt::Debug for Runner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runner").field("config", &self.config).field("tasks", &self.tasks.len())
+        f.debug_struct("Runner")
+            .field("config", &self.config)
+            .field("tasks", &self.tasks.len())
             .field("servers", &self.servers.len())
             .finish()
     }

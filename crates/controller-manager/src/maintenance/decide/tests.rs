@@ -115,7 +115,12 @@ fn machine_image_targets() {
     type Case = (&'static str, bool, Option<&'static str>, &'static str);
     let cases: [Case; 6] = [
         // Expired: forced to the newest unexpired non-preview version, auto-update or not.
-        ("1.0.0", false, Some("2.0.0"), "machine image local 1.0.0 of worker pool pool expired: forced update to 2.0.0"),
+        (
+            "1.0.0",
+            false,
+            Some("2.0.0"),
+            "machine image local 1.0.0 of worker pool pool expired: forced update to 2.0.0",
+        ),
         ("1.0.0", true, Some("2.0.0"), "expired"),
         ("1.1.0", true, Some("2.0.0"), "auto-updated from 1.1.0 to 2.0.0"),
         ("1.1.0", false, None, ""),
