@@ -34,6 +34,9 @@ pub fn add_to(
     runner.add_task_with_readiness(move |stop, ready| crate::hibernation::run(c, hibernation, stop, ready));
     let (c, maintenance) = (common(crate::maintenance::reconcile::NAME), config.controllers.shoot_maintenance.clone());
     runner.add_task_with_readiness(move |stop, ready| crate::maintenance::run(c, maintenance, stop, ready));
+    let (c, n) =
+        (common(crate::installation::reconcile::NAME), config.controllers.controller_installation.concurrent_syncs);
+    runner.add_task_with_readiness(move |stop, ready| crate::installation::run(c, n, stop, ready));
     let (c, n) = (common.clone(), config.controllers.protection.concurrent_syncs);
     runner.add_task_with_readiness(move |stop, ready| crate::protection::run(c, n, stop, ready));
     Ok(metrics)

@@ -93,6 +93,21 @@ pub struct Controllers {
     pub shoot_hibernation: HibernationConfig,
     pub protection: ProtectionConfig,
     pub shoot_maintenance: MaintenanceConfig,
+    pub controller_installation: InstallationConfig,
+}
+
+/// The ControllerInstallation controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct InstallationConfig {
+    /// Seeds reconciled at once.
+    pub concurrent_syncs: u16,
+}
+
+impl Default for InstallationConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5 }
+    }
 }
 
 /// The shoot maintenance controller.
@@ -261,6 +276,7 @@ impl Config {
             ("controllers.shootHibernation.concurrentSyncs", c.shoot_hibernation.concurrent_syncs),
             ("controllers.protection.concurrentSyncs", c.protection.concurrent_syncs),
             ("controllers.shootMaintenance.concurrentSyncs", c.shoot_maintenance.concurrent_syncs),
+            ("controllers.controllerInstallation.concurrentSyncs", c.controller_installation.concurrent_syncs),
         ] {
             if value == 0 {
                 return Err((field, "must be at least 1".into()));

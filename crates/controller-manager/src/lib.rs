@@ -22,6 +22,7 @@ pub mod bastion;
 pub mod clock;
 pub mod config;
 pub mod hibernation;
+pub mod installation;
 pub mod maintenance;
 pub mod metrics;
 
