@@ -95,3 +95,72 @@ async fn objects_in_use_carry_a_finalizer_and_are_deleted_only_when_unused() {
         assert_eq!(running.metrics.all_errors(controller), 0, "{}", running.metrics.render());
     }
 }
+
+/// A Seed with a Shoot on it, and a ControllerRegistration (with its ControllerDeployment) that
+/// the seed's ControllerInstallation installs, carry the finalizer; deleting them waits until
+/// the shoot (and with it the installation) is gone.
+#[tokio::test]
+async fn seeds_and_controller_registrations_in_use_wait_for_their_users() {
+    use api::core::{ControllerDeployment, ControllerInstallation, ControllerRegistration, Seed};
+    let (env, client) = garden().await;
+    namespace(&client, NS).await;
+    let seed: Seed = serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Seed",
+        "metadata": {"name": "local"},
+        "spec": {"provider": {"type": "local", "region": "local"}, "networks": {"pods": "10.1.0.0/16", "services": "10.2.0.0/16"}, "dns": {}}
+    }))
+    .unwrap();
+    let seeds = Api::<Seed>::all(client.clone());
+    seeds.create(&PostParams::default(), &seed).await.unwrap();
+    let deployment: ControllerDeployment = serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "ControllerDeployment",
+        "metadata": {"name": "provider-local-chart"}, "type": "helm"
+    }))
+    .unwrap();
+    let deployments = Api::<ControllerDeployment>::all(client.clone());
+    deployments.create(&PostParams::default(), &deployment).await.unwrap();
+    let registration: ControllerRegistration = serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "ControllerRegistration",
+        "metadata": {"name": "provider-local"},
+        "spec": {"resources": [{"kind": "Infrastructure", "type": "local"}],
+                 "deployment": {"deploymentRefs": [{"name": "provider-local-chart"}]}}
+    }))
+    .unwrap();
+    let registrations = Api::<ControllerRegistration>::all(client.clone());
+    registrations.create(&PostParams::default(), &registration).await.unwrap();
+    let _running = start(&env, controller_manager::Config::default()).await;
+
+    let mut app = shoot("app", NS);
+    app.spec.seed_name = Some("local".into());
+    create_shoot(&client, &app).await;
+    let gardener = Some(&["gardener"][..]);
+    wait_finalizers("the seed in use to be protected", &seeds, "local", gardener).await;
+    // The installation controller installs provider-local for the shoot on the seed.
+    wait_finalizers("the registration in use to be protected", &registrations, "provider-local", gardener).await;
+    wait_finalizers("the deployment in use to be protected", &deployments, "provider-local-chart", gardener).await;
+
+    seeds.delete("local", &DeleteParams::default()).await.unwrap();
+    registrations.delete("provider-local", &DeleteParams::default()).await.unwrap();
+    eventually("a DeletionBlocked event naming the shoot on the seed", || async {
+        let notes = event_notes(&client, "", "local", "DeletionBlocked").await;
+        notes.into_iter().find(|n| n.contains("Shoot garden-dev/app")).ok_or_else(|| "none yet".to_string())
+    })
+    .await;
+    assert!(seeds.get("local").await.is_ok(), "the seed waits for its shoot");
+    assert!(registrations.get("provider-local").await.is_ok(), "the registration waits for its installation");
+
+    // The shoot goes; nothing needs the installation (the seed is being deleted), so it goes,
+    // and with it the registration; the seed follows.
+    Api::<Shoot>::namespaced(client.clone(), NS).delete("app", &DeleteParams::default()).await.unwrap();
+    wait_finalizers("the seed to be deleted", &seeds, "local", None).await;
+    let installations = Api::<ControllerInstallation>::all(client.clone());
+    eventually("the installation to be deleted", || async {
+        let left = installations.list(&Default::default()).await.map_err(|e| e.to_string())?.items.len();
+        if left == 0 { Ok(()) } else { Err(format!("{left} left")) }
+    })
+    .await;
+    wait_finalizers("the registration to be deleted", &registrations, "provider-local", None).await;
+    // The deployment is no longer used by anything: its finalizer goes, so it can be deleted.
+    wait_finalizers("the unused deployment to lose its finalizer", &deployments, "provider-local-chart", Some(&[]))
+        .await;
+}

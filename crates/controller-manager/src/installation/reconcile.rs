@@ -48,8 +48,9 @@ async fn reconcile_seed(seed: &Seed, ctx: &Context) -> Result<Action, Error> {
         needs.extend(decide::shoot_needs(shoot, seed));
     }
     let registrations = ctx.registrations.state();
-    // A seed being deleted needs nothing new; what is in use stays until gardenlet says not.
-    let required = if seed.metadata.deletion_timestamp.is_some() {
+    // A seed being deleted keeps what its remaining shoots need (their deletion needs the
+    // extensions); once they are gone it needs nothing, whatever the policies say.
+    let required = if seed.metadata.deletion_timestamp.is_some() && shoots.is_empty() {
         BTreeSet::new()
     } else {
         decide::required(registrations.iter().map(|r| r.as_ref()), seed.labels(), &needs, !shoots.is_empty())

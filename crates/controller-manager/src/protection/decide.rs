@@ -3,10 +3,13 @@
 //! CloudProfiles are used by the Shoots naming them (`spec.cloudProfileName` or
 //! `spec.cloudProfile.name`), SecretBindings by the Shoots of their namespace naming them
 //! (`spec.secretBindingName`), credentials Secrets by the SecretBindings whose `secretRef`
-//! names them, Quotas by the SecretBindings listing them in `quotas`. An object carries the
-//! finalizer while it is used; a deletion waits until nothing uses it.
+//! names them, Quotas by the SecretBindings listing them in `quotas`, Seeds by the Shoots on
+//! them (`spec.seedName`, or `status.seedName` during a migration), ControllerRegistrations by
+//! the ControllerInstallations installing them, ControllerDeployments by the registrations
+//! listing them in `deployment.deploymentRefs` and the installations naming them. An object
+//! carries the finalizer while it is used; a deletion waits until nothing uses it.
 
-use api::core::{SecretBinding, Shoot};
+use api::core::{ControllerInstallation, ControllerRegistration, SecretBinding, Shoot};
 use kube::ResourceExt;
 
 /// What to do with the finalizer.
@@ -56,6 +59,53 @@ pub fn secret_binding_users<'a>(namespace: &str, name: &str, shoots: impl Iterat
         .filter(|s| s.namespace().as_deref() == Some(namespace) && s.spec.secret_binding_name.as_deref() == Some(name))
         .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
         .collect();
+    users.sort();
+    users
+}
+
+pub fn seed_users<'a>(name: &str, shoots: impl Iterator<Item = &'a Shoot>) -> Vec<String> {
+    let mut users: Vec<String> = shoots
+        .filter(|s| {
+            s.spec.seed_name.as_deref() == Some(name)
+                || s.status.as_ref().and_then(|st| st.seed_name.as_deref()) == Some(name)
+        })
+        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
+        .collect();
+    users.sort();
+    users
+}
+
+pub fn registration_users<'a>(
+    name: &str,
+    installations: impl Iterator<Item = &'a ControllerInstallation>,
+) -> Vec<String> {
+    let mut users: Vec<String> = installations
+        .filter(|i| i.spec.registration_ref.name == name)
+        .map(|i| format!("ControllerInstallation {}", i.name_any()))
+        .collect();
+    users.sort();
+    users
+}
+
+/// The ControllerDeployments a registration lists.
+pub fn deployments_of(registration: &ControllerRegistration) -> Vec<String> {
+    registration.spec.deployment.iter().flat_map(|d| d.deployment_refs.iter().map(|r| r.name.clone())).collect()
+}
+
+pub fn deployment_users<'a>(
+    name: &str,
+    registrations: impl Iterator<Item = &'a ControllerRegistration>,
+    installations: impl Iterator<Item = &'a ControllerInstallation>,
+) -> Vec<String> {
+    let mut users: Vec<String> = registrations
+        .filter(|r| deployments_of(r).iter().any(|d| d == name))
+        .map(|r| format!("ControllerRegistration {}", r.name_any()))
+        .collect();
+    users.extend(
+        installations
+            .filter(|i| i.spec.deployment_ref.as_ref().is_some_and(|d| d.name == name))
+            .map(|i| format!("ControllerInstallation {}", i.name_any())),
+    );
     users.sort();
     users
 }
@@ -168,5 +218,35 @@ mod tests {
         );
         assert_eq!(quota_users("p", "quota", bindings.iter()), vec!["SecretBinding p/creds", "SecretBinding q/shared"]);
         assert_eq!(secret_users("q", "secret", bindings.iter()), vec!["SecretBinding q/own"]);
+
+        let mut migrating = shoot("p", "moving", "local", None);
+        migrating.spec.seed_name = Some("target".into());
+        migrating.status = Some(serde_json::from_value(serde_json::json!({"seedName": "source"})).unwrap());
+        let mut placed = shoot("q", "placed", "local", None);
+        placed.spec.seed_name = Some("source".into());
+        let on = [migrating, placed];
+        assert_eq!(seed_users("source", on.iter()), vec!["Shoot p/moving", "Shoot q/placed"]);
+        assert_eq!(seed_users("target", on.iter()), vec!["Shoot p/moving"]);
+
+        let registration: ControllerRegistration = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "provider-local"},
+            "spec": {"deployment": {"deploymentRefs": [{"name": "chart"}]}}
+        }))
+        .unwrap();
+        let installation: ControllerInstallation = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "provider-local-seed"},
+            "spec": {"registrationRef": {"name": "provider-local"}, "deploymentRef": {"name": "chart"}}
+        }))
+        .unwrap();
+        let (registrations, installations) = ([registration], [installation]);
+        assert_eq!(
+            registration_users("provider-local", installations.iter()),
+            vec!["ControllerInstallation provider-local-seed"]
+        );
+        assert_eq!(
+            deployment_users("chart", registrations.iter(), installations.iter()),
+            vec!["ControllerInstallation provider-local-seed", "ControllerRegistration provider-local"]
+        );
+        assert!(deployment_users("other", registrations.iter(), installations.iter()).is_empty());
     }
 }

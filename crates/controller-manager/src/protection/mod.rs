@@ -1,7 +1,10 @@
 //! The protection controllers' wiring: one controller each for CloudProfiles, SecretBindings,
-//! Quotas and (metadata only) Secrets, sharing caches of Shoots and SecretBindings. A Shoot
-//! event (including its deletion) re-queues the CloudProfile and SecretBinding it names, a
-//! SecretBinding event its Secret and Quotas. (An object a Shoot stopped naming keeps its
+//! Quotas, (metadata only) Secrets, Seeds, ControllerRegistrations and ControllerDeployments,
+//! sharing caches of Shoots, SecretBindings, ControllerRegistrations and
+//! ControllerInstallations. A Shoot event (including its deletion) re-queues the CloudProfile,
+//! SecretBinding and Seeds it names, a SecretBinding event its Secret and Quotas, a
+//! ControllerInstallation event its registration and deployment, a ControllerRegistration event
+//! its deployments. (An object a Shoot stopped naming keeps its
 //! finalizer until its own next event; its deletion is one, and then finds no users.) See
 //! [`reconcile`] and [`decide`].
 
@@ -9,7 +12,10 @@ pub mod decide;
 pub mod reconcile;
 
 use crate::runtime::{self, Common};
-use api::core::{CloudProfile, Quota, SecretBinding, Shoot};
+use api::core::{
+    CloudProfile, ControllerDeployment, ControllerInstallation, ControllerRegistration, Quota, SecretBinding, Seed,
+    Shoot,
+};
 use extension_sdk::runner::Stop;
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt, future};
@@ -27,8 +33,13 @@ pub struct Context {
     secret_binding: Common,
     quota: Common,
     secret: Common,
+    seed: Common,
+    registration: Common,
+    deployment: Common,
     shoots: Store<DeserializeGuard<Shoot>>,
     bindings: Store<SecretBinding>,
+    registrations: Store<ControllerRegistration>,
+    installations: Store<ControllerInstallation>,
 }
 
 impl std::fmt::Debug for Context {
@@ -39,7 +50,7 @@ impl std::fmt::Debug for Context {
 
 impl Context {
     fn common(&self, controller: &str) -> &Common {
-        [&self.secret_binding, &self.quota, &self.secret]
+        [&self.secret_binding, &self.quota, &self.secret, &self.seed, &self.registration, &self.deployment]
             .into_iter()
             .find(|c| c.name == controller)
             .unwrap_or(&self.cloud_profile)
@@ -57,25 +68,40 @@ impl Context {
     fn bindings(&self) -> Vec<Arc<SecretBinding>> {
         self.bindings.state()
     }
+
+    fn registrations(&self) -> Vec<Arc<ControllerRegistration>> {
+        self.registrations.state()
+    }
+
+    fn installations(&self) -> Vec<Arc<ControllerInstallation>> {
+        self.installations.state()
+    }
 }
 
 /// The controllers' names, for [`crate::app`].
-pub const CONTROLLERS: [&str; 4] = [
+pub const CONTROLLERS: [&str; 7] = [
     CloudProfile::CONTROLLER,
     SecretBinding::CONTROLLER,
     Quota::CONTROLLER,
     <PartialObjectMeta<Secret> as Protected>::CONTROLLER,
+    Seed::CONTROLLER,
+    ControllerRegistration::CONTROLLER,
+    ControllerDeployment::CONTROLLER,
 ];
 
-/// Runs the four controllers; `common` builds the shared parts of the controller named so.
+/// Runs the seven controllers; `common` builds the shared parts of the controller named so.
 pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop: Stop, ready: Arc<AtomicBool>) {
-    let [cloud_profile, secret_binding, quota, secret] = CONTROLLERS.map(&common);
+    let [cloud_profile, secret_binding, quota, secret, seed, registration, deployment] = CONTROLLERS.map(&common);
     let client = cloud_profile.client.clone();
     let resources = [
         kube::api::ApiResource::erase::<CloudProfile>(&()),
         kube::api::ApiResource::erase::<SecretBinding>(&()),
         kube::api::ApiResource::erase::<Quota>(&()),
         kube::api::ApiResource::erase::<Shoot>(&()),
+        kube::api::ApiResource::erase::<Seed>(&()),
+        kube::api::ApiResource::erase::<ControllerRegistration>(&()),
+        kube::api::ApiResource::erase::<ControllerDeployment>(&()),
+        kube::api::ApiResource::erase::<ControllerInstallation>(&()),
     ];
     match runtime::wait_for_resources(&client, "protection", &resources, stop.clone()).await {
         Ok(true) => {}
@@ -85,7 +111,7 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
             return;
         }
     }
-    let flags: Vec<Arc<AtomicBool>> = (0..6).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let flags: Vec<Arc<AtomicBool>> = (0..11).map(|_| Arc::new(AtomicBool::new(false))).collect();
     let (shoots, shoot_events) = runtime::reflect(
         Api::<DeserializeGuard<Shoot>>::all(client.clone()),
         watcher::Config::default(),
@@ -93,6 +119,20 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
     );
     let (bindings, binding_events) =
         runtime::reflect(Api::<SecretBinding>::all(client.clone()), watcher::Config::default(), flags[1].clone());
+    let (registrations, registration_events) = runtime::reflect(
+        Api::<ControllerRegistration>::all(client.clone()),
+        watcher::Config::default(),
+        flags[6].clone(),
+    );
+    let (installations, installation_events) = runtime::reflect(
+        Api::<ControllerInstallation>::all(client.clone()),
+        watcher::Config::default(),
+        flags[7].clone(),
+    );
+    let (seed_tx, seed_rx) = mpsc::unbounded();
+    let (registration_tx, registration_rx) = mpsc::unbounded();
+    let (deployment_tx, deployment_rx) = mpsc::unbounded();
+    let deployment_tx2 = deployment_tx.clone();
     let (profile_tx, profile_rx) = mpsc::unbounded();
     let (sb_tx, sb_rx) = mpsc::unbounded();
     let (secret_tx, secret_rx) = mpsc::unbounded();
@@ -106,6 +146,10 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
                 }
                 if let (Some(binding), Some(ns)) = (&shoot.spec.secret_binding_name, shoot.namespace()) {
                     let _ = sb_tx.unbounded_send(ObjectRef::new(binding).within(&ns));
+                }
+                let on = shoot.spec.seed_name.iter().chain(shoot.status.as_ref().and_then(|s| s.seed_name.as_ref()));
+                for seed in on {
+                    let _ = seed_tx.unbounded_send(ObjectRef::new(seed));
                 }
             }
         }
@@ -121,11 +165,52 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         }
         future::ready(())
     });
-    let ctx = Arc::new(Context { cloud_profile, secret_binding, quota, secret, shoots, bindings });
+    let feed_installations = installation_events.take_until(stop.clone()).for_each(move |event| {
+        for i in touched(event) {
+            let _ = registration_tx.unbounded_send(ObjectRef::new(&i.spec.registration_ref.name));
+            if let Some(d) = &i.spec.deployment_ref {
+                let _ = deployment_tx.unbounded_send(ObjectRef::new(&d.name));
+            }
+        }
+        future::ready(())
+    });
+    let feed_registrations = registration_events.take_until(stop.clone()).for_each(move |event| {
+        for r in touched(event) {
+            for d in decide::deployments_of(&r) {
+                let _ = deployment_tx2.unbounded_send(ObjectRef::new(&d));
+            }
+        }
+        future::ready(())
+    });
+    let ctx = Arc::new(Context {
+        cloud_profile,
+        secret_binding,
+        quota,
+        secret,
+        seed,
+        registration,
+        deployment,
+        shoots,
+        bindings,
+        registrations,
+        installations,
+    });
     let sync = runtime::report_when_synced(flags.clone(), ready, stop.clone());
     futures::join!(
         feed_shoots,
         feed_bindings,
+        feed_installations,
+        feed_registrations,
+        controller::<Seed>(&client, &ctx, flags[8].clone(), seed_rx, concurrency, stop.clone()),
+        controller::<ControllerRegistration>(
+            &client,
+            &ctx,
+            flags[9].clone(),
+            registration_rx,
+            concurrency,
+            stop.clone()
+        ),
+        controller::<ControllerDeployment>(&client, &ctx, flags[10].clone(), deployment_rx, concurrency, stop.clone()),
         controller::<CloudProfile>(&client, &ctx, flags[2].clone(), profile_rx, concurrency, stop.clone()),
         controller::<SecretBinding>(&client, &ctx, flags[3].clone(), sb_rx, concurrency, stop.clone()),
         controller::<Quota>(&client, &ctx, flags[4].clone(), quota_rx, concurrency, stop.clone()),

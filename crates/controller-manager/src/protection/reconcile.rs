@@ -6,7 +6,7 @@
 use super::Context;
 use super::decide::{self, Step};
 use crate::runtime::{self, Reason};
-use api::core::{CloudProfile, Quota, SecretBinding};
+use api::core::{CloudProfile, ControllerDeployment, ControllerRegistration, Quota, SecretBinding, Seed};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
@@ -86,6 +86,47 @@ impl Protected for Quota {
     fn users(&self, ctx: &Context) -> Vec<String> {
         let (ns, name) = namespace_and_name(self);
         decide::quota_users(&ns, &name, ctx.bindings().iter().map(Arc::as_ref))
+    }
+}
+
+impl Protected for Seed {
+    const CONTROLLER: &'static str = "seed-protection";
+    const FINALIZER: &'static str = FINALIZER;
+    type Full = Seed;
+    fn api(client: kube::Client, _namespace: &str) -> Api<Seed> {
+        Api::all(client)
+    }
+    fn users(&self, ctx: &Context) -> Vec<String> {
+        decide::seed_users(&self.name_any(), ctx.shoots().iter())
+    }
+}
+
+impl Protected for ControllerRegistration {
+    const CONTROLLER: &'static str = "controllerregistration-protection";
+    const FINALIZER: &'static str = FINALIZER;
+    type Full = ControllerRegistration;
+    fn api(client: kube::Client, _namespace: &str) -> Api<ControllerRegistration> {
+        Api::all(client)
+    }
+    fn users(&self, ctx: &Context) -> Vec<String> {
+        decide::registration_users(&self.name_any(), ctx.installations().iter().map(Arc::as_ref))
+    }
+}
+
+impl Protected for ControllerDeployment {
+    const CONTROLLER: &'static str = "controllerdeployment-protection";
+    const FINALIZER: &'static str = FINALIZER;
+    type Full = ControllerDeployment;
+    fn api(client: kube::Client, _namespace: &str) -> Api<ControllerDeployment> {
+        Api::all(client)
+    }
+    fn users(&self, ctx: &Context) -> Vec<String> {
+        let (registrations, installations) = (ctx.registrations(), ctx.installations());
+        decide::deployment_users(
+            &self.name_any(),
+            registrations.iter().map(Arc::as_ref),
+            installations.iter().map(Arc::as_ref),
+        )
     }
 }
 
