@@ -18,6 +18,7 @@ pub mod bastion;
 pub mod cloudprofile;
 pub mod managedseed;
 pub mod project;
+pub mod quota;
 pub mod review;
 pub mod secretbinding;
 pub mod seed;

@@ -4,7 +4,8 @@ use super::decode::decode;
 use super::{Admission, Endpoint, Outcome, Request};
 use crate::field::{ErrorList, FieldError, Path};
 use crate::shoot::{self, DefaultingContext, ShootContext};
-use crate::{bastion, cloudprofile, managedseed, project, secretbinding, seed};
+use crate::{bastion, cloudprofile, managedseed, project, quota, secretbinding, seed};
+use api::core::cloudprofile::CloudProfileSpec;
 use api::core::{CloudProfile, Project, SecretBinding, Seed, Shoot};
 use api::operations::Bastion;
 use api::seedmanagement::ManagedSeed;
@@ -98,8 +99,16 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
         user: &req.user,
         seed_assigners: &adm.config().seed_assigners,
     };
+    let quotas = |old: Option<&Shoot>| match &profile {
+        Some(p) => quota_check(adm, &new, old, &p.spec),
+        None => ErrorList::default(),
+    };
     match req.operation {
-        Operation::Create => check(shoot::validate_create(&new, ctx)),
+        Operation::Create => {
+            let mut errs = shoot::validate_create(&new, ctx);
+            errs.extend(quotas(None));
+            check(errs)
+        }
         Operation::Update => {
             let old: Shoot = object(req.old_object.as_ref(), "oldObject")?;
             if new.spec == old.spec {
@@ -115,10 +124,81 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
                     "the spec of a shoot that is being deleted cannot be changed",
                 )]));
             }
-            check(shoot::validate_update(&new, &old, ctx))
+            let mut errs = shoot::validate_update(&new, &old, ctx);
+            errs.extend(quotas(Some(&old)));
+            check(errs)
         }
         _ => Ok(()),
     }
+}
+
+/// The Quotas of the shoot's SecretBinding, each with the other shoots in its scope
+/// (`Project`: the shoot's namespace; `Secret`: the shoots whose binding refers to the same
+/// Secret), judged by [`crate::quota::validate`].
+fn quota_check(adm: &Admission, shoot: &Shoot, old: Option<&Shoot>, profile: &CloudProfileSpec) -> ErrorList {
+    let lookup = adm.lookup();
+    let namespace = shoot.metadata.namespace.clone().unwrap_or_default();
+    let name = shoot.metadata.name.clone().unwrap_or_default();
+    let Some(binding) = shoot.spec.secret_binding_name.as_deref().and_then(|b| lookup.secret_binding(&namespace, b))
+    else {
+        return ErrorList::default();
+    };
+    let secret_of = |b: &SecretBinding| {
+        let ns = b.metadata.namespace.clone().unwrap_or_default();
+        (b.spec.secret_ref.namespace.clone().unwrap_or(ns), b.spec.secret_ref.name.clone())
+    };
+    let all = lookup.shoots();
+    let others: Vec<&Shoot> = all
+        .iter()
+        .map(Arc::as_ref)
+        .filter(|s| {
+            !(s.metadata.namespace.as_deref() == Some(namespace.as_str())
+                && s.metadata.name.as_deref() == Some(name.as_str()))
+        })
+        .collect();
+    let quotas: Vec<Arc<api::core::Quota>> = binding
+        .spec
+        .quotas
+        .iter()
+        .filter_map(|q| {
+            let ns = q.namespace.clone().unwrap_or_else(|| binding.metadata.namespace.clone().unwrap_or_default());
+            lookup.quota(&ns, &q.name)
+        })
+        .collect();
+    let scoped: Vec<quota::Scoped<'_>> = quotas
+        .iter()
+        .map(|q| {
+            let in_scope: Vec<&Shoot> = match q.spec.scope.kind.as_str() {
+                "Secret" => others
+                    .iter()
+                    .copied()
+                    .filter(|s| {
+                        let ns = s.metadata.namespace.as_deref().unwrap_or_default();
+                        s.spec
+                            .secret_binding_name
+                            .as_deref()
+                            .and_then(|b| lookup.secret_binding(ns, b))
+                            .is_some_and(|b| secret_of(&b) == secret_of(&binding))
+                    })
+                    .collect(),
+                _ => others
+                    .iter()
+                    .copied()
+                    .filter(|s| s.metadata.namespace.as_deref() == Some(namespace.as_str()))
+                    .collect(),
+            };
+            quota::Scoped {
+                quota: format!(
+                    "{}/{}",
+                    q.metadata.namespace.as_deref().unwrap_or_default(),
+                    q.metadata.name.as_deref().unwrap_or_default()
+                ),
+                limits: &q.spec.metrics,
+                others: in_scope,
+            }
+        })
+        .collect();
+    quota::validate(shoot, old, &scoped, profile)
 }
 
 /// Runs `rules` on create and update (with the old object on update).

@@ -1,7 +1,7 @@
 //! The related objects the rules need, looked up without an API round trip: the server backs
 //! this with watch-fed caches ([`crate::server::caches`]); tests back it with plain vectors.
 
-use api::core::{CloudProfile, Project, Seed, Shoot};
+use api::core::{CloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
 use kube::ResourceExt;
 use std::sync::Arc;
 
@@ -12,6 +12,8 @@ pub trait Lookup: Send + Sync {
     fn shoot(&self, namespace: &str, name: &str) -> Option<Arc<Shoot>>;
     fn shoots(&self) -> Vec<Arc<Shoot>>;
     fn projects(&self) -> Vec<Arc<Project>>;
+    fn secret_binding(&self, namespace: &str, name: &str) -> Option<Arc<SecretBinding>>;
+    fn quota(&self, namespace: &str, name: &str) -> Option<Arc<Quota>>;
 }
 
 /// A [`Lookup`] over fixed lists (tests, benchmarks).
@@ -21,6 +23,8 @@ pub struct StaticLookup {
     pub seeds: Vec<Arc<Seed>>,
     pub shoots: Vec<Arc<Shoot>>,
     pub projects: Vec<Arc<Project>>,
+    pub secret_bindings: Vec<Arc<SecretBinding>>,
+    pub quotas: Vec<Arc<Quota>>,
 }
 
 impl Lookup for StaticLookup {
@@ -42,5 +46,16 @@ impl Lookup for StaticLookup {
 
     fn projects(&self) -> Vec<Arc<Project>> {
         self.projects.clone()
+    }
+
+    fn secret_binding(&self, namespace: &str, name: &str) -> Option<Arc<SecretBinding>> {
+        self.secret_bindings
+            .iter()
+            .find(|b| b.name_any() == name && b.namespace().as_deref() == Some(namespace))
+            .cloned()
+    }
+
+    fn quota(&self, namespace: &str, name: &str) -> Option<Arc<Quota>> {
+        self.quotas.iter().find(|q| q.name_any() == name && q.namespace().as_deref() == Some(namespace)).cloned()
     }
 }

@@ -1,8 +1,9 @@
-//! Watch-fed caches of the objects the rules look up (CloudProfiles, Seeds, Shoots, Projects),
+//! Watch-fed caches of the objects the rules look up (CloudProfiles, Seeds, Shoots, Projects,
+//! SecretBindings, Quotas),
 //! so that answering a request needs no API round trip.
 
 use crate::review::Lookup;
-use api::core::{CloudProfile, Project, Seed, Shoot};
+use api::core::{CloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
 use futures::StreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -20,6 +21,8 @@ pub struct Caches {
     seeds: Store<Seed>,
     shoots: Store<Shoot>,
     projects: Store<Project>,
+    bindings: Store<SecretBinding>,
+    quotas: Store<Quota>,
 }
 
 impl Debug for Caches {
@@ -57,7 +60,9 @@ impl Caches {
             profiles: cache(Api::all(client.clone()), stop.clone()),
             seeds: cache(Api::all(client.clone()), stop.clone()),
             shoots: cache(Api::all(client.clone()), stop.clone()),
-            projects: cache(Api::all(client.clone()), stop),
+            projects: cache(Api::all(client.clone()), stop.clone()),
+            bindings: cache(Api::all(client.clone()), stop.clone()),
+            quotas: cache(Api::all(client.clone()), stop),
         }
     }
 
@@ -67,7 +72,9 @@ impl Caches {
             self.profiles.wait_until_ready(),
             self.seeds.wait_until_ready(),
             self.shoots.wait_until_ready(),
-            self.projects.wait_until_ready()
+            self.projects.wait_until_ready(),
+            self.bindings.wait_until_ready(),
+            self.quotas.wait_until_ready()
         );
     }
 }
@@ -91,5 +98,13 @@ impl Lookup for Caches {
 
     fn projects(&self) -> Vec<Arc<Project>> {
         self.projects.state()
+    }
+
+    fn secret_binding(&self, namespace: &str, name: &str) -> Option<Arc<SecretBinding>> {
+        self.bindings.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn quota(&self, namespace: &str, name: &str) -> Option<Arc<Quota>> {
+        self.quotas.get(&ObjectRef::new(name).within(namespace))
     }
 }

@@ -18,7 +18,11 @@ fn rule(group: &str, resources: &[&str], verbs: &[&str]) -> PolicyRule {
 /// The ClusterRole rules of the webhook server.
 pub fn rules() -> Vec<PolicyRule> {
     vec![
-        rule("core.gardener.cloud", &["cloudprofiles", "seeds", "shoots", "projects"], &["list", "watch"]),
+        rule(
+            "core.gardener.cloud",
+            &["cloudprofiles", "seeds", "shoots", "projects", "secretbindings", "quotas"],
+            &["list", "watch"],
+        ),
         rule(
             "admissionregistration.k8s.io",
             &["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],

@@ -1,0 +1,218 @@
+//! Quotas: the resources of the shoots in a Quota's scope, summed, stay within its `metrics`.
+//! Pure; the webhook looks up the shoot's SecretBinding, the Quotas it lists and the shoots in
+//! each Quota's scope, and passes them here.
+//!
+//! What a shoot uses is computed as Gardener does, from its worker pools at their maximum size
+//! and the CloudProfile's machine and volume types: `cpu`, `gpu`, `memory` (the machine type's,
+//! times `maximum`), and `storage.standard` / `storage.premium` (the pool's volume size, times
+//! `maximum`, by the volume type's class; a volume without a type counts as standard).
+//! `loadbalancer` is not counted: the garden cannot see the shoot's Services.
+//!
+//! The scope of a Quota is its `spec.scope.kind`: `Project` (every shoot in the project's
+//! namespace, which is the Quota's) or `Secret` (every shoot whose SecretBinding refers to the
+//! same Secret). A create is refused when the sum would exceed a limit; an update only when it
+//! raises a metric that then exceeds its limit (so a quota lowered below what exists does not
+//! block unrelated changes).
+
+use crate::field::{ErrorList, FieldError, Path};
+use api::core::Shoot;
+use api::core::cloudprofile::CloudProfileSpec;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use std::collections::BTreeMap;
+
+/// A Kubernetes quantity as a number: `2`, `500m`, `1.5`, `8Gi`, `1e3`, `10G`. `None` when it
+/// does not parse. (Hand-written: the crates for this pull in another k8s-openapi release.)
+pub fn parse_quantity(q: &str) -> Option<f64> {
+    let q = q.trim();
+    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(q.len());
+    let (number, suffix) = q.split_at(split);
+    let base: f64 = number.parse().ok()?;
+    let factor = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        s => {
+            let exp = s.strip_prefix('e').or_else(|| s.strip_prefix('E'))?;
+            10f64.powi(exp.parse().ok()?)
+        }
+    };
+    let value = base * factor;
+    value.is_finite().then_some(value)
+}
+
+/// What `shoot` uses, by metric name.
+pub fn usage(shoot: &Shoot, profile: &CloudProfileSpec) -> BTreeMap<&'static str, f64> {
+    let mut out = BTreeMap::new();
+    for pool in &shoot.spec.provider.workers {
+        let count = f64::from(pool.maximum.max(0));
+        if let Some(machine) = profile.machine_types.iter().find(|m| m.name == pool.machine.type_) {
+            for (metric, q) in [("cpu", &machine.cpu), ("gpu", &machine.gpu), ("memory", &machine.memory)] {
+                *out.entry(metric).or_insert(0.0) += parse_quantity(&q.0).unwrap_or(0.0) * count;
+            }
+        }
+        if let Some(volume) = &pool.volume {
+            let premium = volume
+                .type_
+                .as_ref()
+                .and_then(|t| profile.volume_types.iter().find(|v| &v.name == t))
+                .is_some_and(|v| v.class == "premium");
+            let metric = if premium { "storage.premium" } else { "storage.standard" };
+            *out.entry(metric).or_insert(0.0) += parse_quantity(&volume.size).unwrap_or(0.0) * count;
+        }
+    }
+    out
+}
+
+/// One Quota that applies to the shoot, with the other shoots in its scope.
+#[derive(Debug)]
+pub struct Scoped<'a> {
+    /// `namespace/name`, for messages.
+    pub quota: String,
+    pub limits: &'a BTreeMap<String, Quantity>,
+    /// The shoots in the quota's scope, other than the one being judged.
+    pub others: Vec<&'a Shoot>,
+}
+
+fn show(metric: &str, value: f64) -> String {
+    if metric == "memory" || metric.starts_with("storage.") {
+        format!("{:.1}Gi", value / 1024f64.powi(3))
+    } else {
+        format!("{value}")
+    }
+}
+
+/// The quota violations of `shoot` (created, or updated from `old`).
+pub fn validate(shoot: &Shoot, old: Option<&Shoot>, quotas: &[Scoped<'_>], profile: &CloudProfileSpec) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let mine = usage(shoot, profile);
+    let before = old.map(|o| usage(o, profile)).unwrap_or_default();
+    for quota in quotas {
+        let mut others: BTreeMap<&'static str, f64> = BTreeMap::new();
+        for other in &quota.others {
+            for (metric, value) in usage(other, profile) {
+                *others.entry(metric).or_insert(0.0) += value;
+            }
+        }
+        for (metric, limit) in quota.limits {
+            let Some(limit) = parse_quantity(&limit.0) else { continue };
+            let Some(metric) =
+                ["cpu", "gpu", "memory", "storage.standard", "storage.premium"].into_iter().find(|m| m == metric)
+            else {
+                continue;
+            };
+            let wanted = mine.get(metric).copied().unwrap_or(0.0);
+            let raised = wanted > before.get(metric).copied().unwrap_or(0.0);
+            let total = others.get(metric).copied().unwrap_or(0.0) + wanted;
+            if total > limit && (old.is_none() || raised) {
+                errs.push(FieldError::forbidden(
+                    Path::new("spec").child("provider").child("workers"),
+                    format!(
+                        "quota {} allows {metric} {}; the shoots in its scope would use {} (this shoot {})",
+                        quota.quota,
+                        show(metric, limit),
+                        show(metric, total),
+                        show(metric, wanted)
+                    ),
+                ));
+            }
+        }
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use api::core::cloudprofile::{MachineType, VolumeType};
+    use api::core::shoot::provider::{Machine, Volume, Worker};
+
+    #[test]
+    fn quantities() {
+        for (q, want) in [
+            ("2", 2.0),
+            ("500m", 0.5),
+            ("1.5", 1.5),
+            ("8Gi", 8.0 * 1024f64.powi(3)),
+            ("1k", 1000.0),
+            ("1e3", 1000.0),
+            ("10G", 1e10),
+            ("256Mi", 256.0 * 1024f64.powi(2)),
+        ] {
+            assert_eq!(parse_quantity(q), Some(want), "{q}");
+        }
+        for bad in ["", "Gi", "1Q", "1e", "abc", "1ee3"] {
+            assert_eq!(parse_quantity(bad), None, "{bad}");
+        }
+    }
+
+    fn profile() -> CloudProfileSpec {
+        CloudProfileSpec {
+            machine_types: vec![MachineType {
+                name: "m".into(),
+                cpu: Quantity("2".into()),
+                gpu: Quantity("0".into()),
+                memory: Quantity("4Gi".into()),
+                ..Default::default()
+            }],
+            volume_types: vec![VolumeType { name: "fast".into(), class: "premium".into(), ..Default::default() }],
+            ..Default::default()
+        }
+    }
+
+    fn shoot(name: &str, maximum: i32, volume: Option<&str>) -> Shoot {
+        let mut s = Shoot::new(name, Default::default());
+        s.spec.provider.workers = vec![Worker {
+            name: "pool".into(),
+            maximum,
+            minimum: 1,
+            machine: Machine { type_: "m".into(), ..Default::default() },
+            volume: Some(Volume { type_: volume.map(Into::into), size: "10Gi".into(), ..Default::default() }),
+            ..Default::default()
+        }];
+        s
+    }
+
+    #[test]
+    fn usage_counts_pools_at_their_maximum() {
+        let u = usage(&shoot("a", 3, Some("fast")), &profile());
+        assert_eq!(u["cpu"], 6.0);
+        assert_eq!(u["memory"], 12.0 * 1024f64.powi(3));
+        assert_eq!(u["storage.premium"], 30.0 * 1024f64.powi(3));
+        assert!(!u.contains_key("storage.standard"));
+        assert_eq!(usage(&shoot("b", 1, None), &profile())["storage.standard"], 10.0 * 1024f64.powi(3));
+    }
+
+    #[test]
+    fn creates_beyond_the_limit_and_raising_updates_are_refused() {
+        let limits: BTreeMap<String, Quantity> =
+            [("cpu".to_string(), Quantity("10".into())), ("loadbalancer".to_string(), Quantity("1".into()))].into();
+        let existing = shoot("existing", 2, None); // 4 cpu
+        let quota = |others| Scoped { quota: "garden-dev/q".into(), limits: &limits, others };
+        let p = profile();
+        // 4 + 6 = 10: allowed; 4 + 8 = 12: refused, naming the quota and the numbers.
+        assert!(validate(&shoot("new", 3, None), None, &[quota(vec![&existing])], &p).is_empty());
+        let errs = validate(&shoot("new", 4, None), None, &[quota(vec![&existing])], &p);
+        assert_eq!(
+            errs.to_string(),
+            "spec.provider.workers: Forbidden: quota garden-dev/q allows cpu 10; the shoots in its scope would use 12 (this shoot 8)"
+        );
+        // Already over the limit (the quota was lowered): an update that does not raise cpu
+        // passes, one that raises it does not.
+        let big = shoot("big", 5, None); // 10 cpu
+        assert!(validate(&big, Some(&big), &[quota(vec![&existing])], &p).is_empty());
+        assert!(!validate(&shoot("big", 6, None), Some(&big), &[quota(vec![&existing])], &p).is_empty());
+    }
+}
