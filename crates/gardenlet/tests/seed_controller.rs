@@ -1,7 +1,9 @@
 //! The seed controller against a real kube-apiserver: registration, status, heartbeat Lease,
-//! and no status writes while nothing changes.
+//! and no status writes while nothing changes; gardenlet acts as its chart's ServiceAccount.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+mod support;
 
 use api::common::{ConditionStatus, Gardener};
 use api::core::Seed;
@@ -20,7 +22,8 @@ async fn registers_the_seed_and_keeps_it_alive_without_needless_writes() {
     testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let config: GardenletConfig = serde_yaml::from_str(CONFIG).unwrap();
     let gardener = Gardener { id: "test".into(), name: "gardenlet-test".into(), version: "0.1.0".into() };
-    let controller = SeedController::new(client.clone(), config.seed.clone(), Duration::from_millis(300), gardener);
+    let gardenlet = support::chart::gardenlet_client(&env, CONFIG).await;
+    let controller = SeedController::new(gardenlet, config.seed.clone(), Duration::from_millis(300), gardener);
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(controller.clone().run(async move {

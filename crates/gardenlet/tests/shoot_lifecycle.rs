@@ -64,15 +64,7 @@ async fn harness() -> Harness {
         .await
         .unwrap();
     let config: Arc<GardenletConfig> = Arc::new(serde_yaml::from_str(CONFIG).unwrap());
-    let values = serde_json::json!({
-        "crds": {"enabled": false},
-        "replicas": 1,
-        "config": serde_yaml::from_str::<serde_json::Value>(CONFIG).unwrap(),
-    });
-    testenv::helm::install(&env, "gardenlet", &testenv::helm::chart("gardener/gardenlet"), "garden", &values, false)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let gardenlet = env.client_as_service_account("garden", "gardenlet").await.unwrap();
+    let gardenlet = support::chart::gardenlet_client(&env, CONFIG).await;
     let seed = SeedController::new(gardenlet.clone(), config.seed.clone(), Duration::from_secs(30), Default::default());
     seed.register().await.unwrap();
     seed.sync_status().await.unwrap();

@@ -1,7 +1,10 @@
 //! The ShootState sync against a real kube-apiserver: states are copied as they change and
-//! only then, and an oversized state is refused with the offender named.
+//! only then, and an oversized state is refused with the offender named. The sync acts as
+//! gardenlet's chart's ServiceAccount.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+mod support;
 
 use api::core::ShootState;
 use api::extensions::Infrastructure;
@@ -11,7 +14,10 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use std::time::{Duration, Instant};
 
-async fn setup() -> (testenv::TestEnv, kube::Client) {
+const CONFIG: &str = "seed:\n  name: local\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n";
+
+/// The control plane, the admin client, and gardenlet's (its chart's ServiceAccount).
+async fn setup() -> (testenv::TestEnv, kube::Client, kube::Client) {
     let env = testenv::TestEnv::start().await.unwrap();
     let client = env.client().await.unwrap();
     testenv::install_crds(&client, &api::crds::all()).await.unwrap();
@@ -43,7 +49,8 @@ async fn setup() -> (testenv::TestEnv, kube::Client) {
         .create(&PostParams::default(), &infra)
         .await
         .unwrap();
-    (env, client)
+    let gardenlet = support::chart::gardenlet_client(&env, CONFIG).await;
+    (env, client, gardenlet)
 }
 
 async fn set_status(client: &kube::Client, status: serde_json::Value) -> Infrastructure {
@@ -67,8 +74,9 @@ async fn wait_state(states: &Api<ShootState>, check: impl Fn(&ShootState) -> boo
 
 #[tokio::test]
 async fn extension_states_are_copied_on_change_only() {
-    let (_env, client) = setup().await;
-    let task = tokio::spawn(run::<Infrastructure>(client.clone(), client.clone(), 1024 * 1024, "local".to_string()));
+    let (_env, client, gardenlet) = setup().await;
+    let task =
+        tokio::spawn(run::<Infrastructure>(gardenlet.clone(), gardenlet.clone(), 1024 * 1024, "local".to_string()));
     let states: Api<ShootState> = Api::namespaced(client.clone(), "garden-dev");
 
     set_status(&client, serde_json::json!({"state": {"network": "n-1"}})).await;
@@ -93,10 +101,10 @@ async fn extension_states_are_copied_on_change_only() {
 
 #[tokio::test]
 async fn an_oversized_state_is_refused_and_names_the_offender() {
-    let (_env, client) = setup().await;
+    let (_env, client, gardenlet) = setup().await;
     let infra = set_status(&client, serde_json::json!({"state": {"blob": "x".repeat(20_000)}})).await;
     let before = Api::<ShootState>::namespaced(client.clone(), "garden-dev").get("demo").await.unwrap();
-    let err = sync_object(&client, &infra, 10_000, "local").await.unwrap_err();
+    let err = sync_object(&gardenlet, &infra, 10_000, "local").await.unwrap_err();
     assert!(matches!(err, SyncError::TooLarge { .. }));
     let message = err.to_string();
     assert!(
@@ -105,16 +113,16 @@ async fn an_oversized_state_is_refused_and_names_the_offender() {
     );
     let after = Api::<ShootState>::namespaced(client.clone(), "garden-dev").get("demo").await.unwrap();
     assert_eq!(after.resource_version(), before.resource_version(), "nothing written");
-    assert!(sync_object(&client, &infra, 1024 * 1024, "local").await.unwrap(), "fits under a larger limit");
+    assert!(sync_object(&gardenlet, &infra, 1024 * 1024, "local").await.unwrap(), "fits under a larger limit");
 }
 
 #[tokio::test]
 async fn a_state_reported_before_the_shoot_state_exists_creates_it_and_another_seeds_shoot_is_left_alone() {
-    let (_env, client) = setup().await;
+    let (_env, client, gardenlet) = setup().await;
     let states: Api<ShootState> = Api::namespaced(client.clone(), "garden-dev");
     states.delete("demo", &Default::default()).await.unwrap();
     let infra = set_status(&client, serde_json::json!({"state": {"network": "early"}})).await;
-    assert!(sync_object(&client, &infra, 1024 * 1024, "local").await.unwrap());
+    assert!(sync_object(&gardenlet, &infra, 1024 * 1024, "local").await.unwrap());
     let created = states.get("demo").await.unwrap();
     assert_eq!(created.spec.extensions[0].state.as_ref().unwrap().0["network"], "early");
     let owner = created.metadata.owner_references.unwrap_or_default();
@@ -125,7 +133,7 @@ async fn a_state_reported_before_the_shoot_state_exists_creates_it_and_another_s
     let owned = serde_json::json!({"status": {"seedName": "other"}});
     shoots.patch_status("demo", &PatchParams::default(), &Patch::Merge(&owned)).await.unwrap();
     let infra = set_status(&client, serde_json::json!({"state": {"network": "stale"}})).await;
-    assert!(!sync_object(&client, &infra, 1024 * 1024, "local").await.unwrap());
+    assert!(!sync_object(&gardenlet, &infra, 1024 * 1024, "local").await.unwrap());
     let kept = states.get("demo").await.unwrap();
     assert_eq!(kept.spec.extensions[0].state.as_ref().unwrap().0["network"], "early");
 }

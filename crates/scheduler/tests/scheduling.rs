@@ -21,7 +21,7 @@ use support::*;
 
 #[tokio::test]
 async fn shoots_land_where_they_should_and_refusals_are_explained() {
-    let (_env, client) = garden().await;
+    let (env, client) = garden().await;
     // A shoot migrating from eu-0-source to eu-b holds a place on both. eu-0-source allows one
     // shoot, so it is full; without counting the migration it would win every tie by name.
     create_seed(&client, seed("eu-0-source", "eu-west-1"), true, Some(1)).await;
@@ -48,7 +48,7 @@ async fn shoots_land_where_they_should_and_refusals_are_explained() {
         .await
         .unwrap();
 
-    let running = start_scheduler(&client, quick_config());
+    let running = start_scheduler(&as_scheduler(&env).await, quick_config());
     let addr = running.addr;
 
     let mut garden_shoot = tolerating(shoot("garden-shoot", "eu-west-1"), TAINT_PROTECTED);
@@ -133,12 +133,12 @@ async fn shoots_land_where_they_should_and_refusals_are_explained() {
 
 #[tokio::test]
 async fn a_burst_of_fifty_shoots_fills_forty_places_and_explains_the_other_ten() {
-    let (_env, client) = garden().await;
+    let (env, client) = garden().await;
     let capacities = [("seed-a", 15u32), ("seed-b", 10), ("seed-c", 10), ("seed-d", 5)];
     for (name, capacity) in capacities {
         create_seed(&client, seed(name, "eu-west-1"), true, Some(capacity)).await;
     }
-    let running = start_scheduler(&client, quick_config());
+    let running = start_scheduler(&as_scheduler(&env).await, quick_config());
     eventually("the scheduler's caches to sync", || async {
         if running.readiness.is_ready() { Ok(()) } else { Err(format!("{:?}", running.readiness.pending())) }
     })
@@ -196,7 +196,7 @@ async fn a_burst_of_fifty_shoots_fills_forty_places_and_explains_the_other_ten()
 
 #[tokio::test]
 async fn waiting_shoots_go_to_a_seed_that_becomes_ready_or_frees_capacity() {
-    let (_env, client) = garden().await;
+    let (env, client) = garden().await;
     create_seed(&client, seed("late", "eu-west-1"), false, Some(3)).await;
     // Retries are so slow that only the re-queue on seed and capacity changes can place a shoot
     // within the test's time.
@@ -204,7 +204,7 @@ async fn waiting_shoots_go_to_a_seed_that_becomes_ready_or_frees_capacity() {
         backoff: BackoffConfig { initial_seconds: 3600.0, max_seconds: 3600.0, jitter: 0.0 },
         ..quick_config()
     };
-    let _running = start_scheduler(&client, config);
+    let _running = start_scheduler(&as_scheduler(&env).await, config);
     let names = ["wait-1", "wait-2", "wait-3", "wait-4"];
     for name in names {
         create_shoot(&client, &shoot(name, "eu-west-1")).await;

@@ -31,7 +31,9 @@ pub const NS: &str = "garden-dev";
 /// The longest any single expectation may take to come true.
 pub const TIMEOUT: Duration = Duration::from_secs(90);
 
-/// A fresh control plane with every CRD, the project namespace and the `local` CloudProfile.
+/// A fresh control plane with every CRD, the project namespace, the `local` CloudProfile, and
+/// the scheduler's part of the control-plane chart (its ServiceAccount and RBAC), installed
+/// with Helm: [`as_scheduler`] acts as that ServiceAccount, so the tests prove its rules.
 pub async fn garden() -> (TestEnv, Client) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("scheduler=info"));
@@ -44,7 +46,21 @@ pub async fn garden() -> (TestEnv, Client) {
     let mut profile = CloudProfile::new("local", Default::default());
     profile.spec.type_ = "local".into();
     Api::<CloudProfile>::all(client.clone()).create(&PostParams::default(), &profile).await.unwrap();
+    let values = serde_json::json!({
+        "crds": {"enabled": false},
+        "controllerManager": {"enabled": false},
+        "scheduler": {"replicas": 1},
+    });
+    let chart = testenv::helm::chart("gardener/controlplane");
+    testenv::helm::install(&env, "gardener-controlplane", &chart, "garden", &values, false)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     (env, client)
+}
+
+/// A client acting as the scheduler's ServiceAccount (`garden/gardener-scheduler`).
+pub async fn as_scheduler(env: &TestEnv) -> Client {
+    env.client_as_service_account("garden", "gardener-scheduler").await.unwrap()
 }
 
 /// A test configuration: quick retries.
