@@ -28,17 +28,24 @@ use support::simulator::Simulator;
 const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: mover\n  namespace: garden-dev\nspec:\n  seedName: seed-a\n  region: local\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n";
 const NS: &str = "shoot--dev--mover";
 
-fn config(seed: &str) -> Arc<GardenletConfig> {
-    let yaml = format!(
+fn config_yaml(seed: &str) -> String {
+    format!(
         "seed:\n  name: {seed}\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n"
-    );
-    Arc::new(serde_yaml::from_str(&yaml).unwrap())
+    )
+}
+
+fn config(seed: &str) -> Arc<GardenletConfig> {
+    Arc::new(serde_yaml::from_str(&config_yaml(seed)).unwrap())
 }
 
 /// One seed: its cluster, extension controllers, simulator, and (restartable) gardenlet.
 struct SeedSide {
-    _env: testenv::TestEnv,
+    env: testenv::TestEnv,
+    /// The admin of this seed's cluster (the test's own reads and writes, the stand-ins).
     client: kube::Client,
+    /// gardenlet in the garden and in its seed: the ServiceAccounts of its chart's releases.
+    garden_sa: kube::Client,
+    seed_sa: kube::Client,
     config: Arc<GardenletConfig>,
     worker: TestActuator,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -54,13 +61,23 @@ impl Drop for SeedSide {
 }
 
 impl SeedSide {
-    async fn start(name: &str, garden: Option<&kube::Client>, backup_root: &std::path::Path) -> Self {
+    /// `garden`: the garden's control plane when it is another cluster (else this one is).
+    /// gardenlet's chart is installed into this cluster (its seed side) and, for another garden,
+    /// into the garden as well (namespace `garden-<seed>`), and gardenlet acts as those
+    /// ServiceAccounts.
+    async fn start(name: &str, garden: Option<&testenv::TestEnv>, backup_root: &std::path::Path) -> Self {
         let env = testenv::TestEnv::start_with(support::simulator::seed_options()).await.unwrap();
         let client = env.client().await.unwrap();
         testenv::install_crds(&client, &api::crds::all()).await.unwrap();
-        let garden = garden.cloned().unwrap_or_else(|| client.clone());
         let config = config(name);
-        let seed = SeedController::new(garden, config.seed.clone(), Duration::from_secs(30), Default::default());
+        let yaml = config_yaml(name);
+        let seed_sa = support::chart::gardenlet_client(&env, &yaml).await;
+        let garden_sa = match garden {
+            None => seed_sa.clone(),
+            Some(g) => support::chart::gardenlet_client_in(g, &yaml, &format!("garden-{name}"), false).await,
+        };
+        let seed =
+            SeedController::new(garden_sa.clone(), config.seed.clone(), Duration::from_secs(30), Default::default());
         seed.register().await.unwrap();
         seed.sync_status().await.unwrap();
         let worker = TestActuator::new();
@@ -80,24 +97,25 @@ impl SeedSide {
             ),
             Simulator::new().spawn(c.clone()),
         ];
-        Self { _env: env, client, config, worker, tasks, gardenlet: None }
+        Self { env, client, garden_sa, seed_sa, config, worker, tasks, gardenlet: None }
     }
 
     /// Starts (or restarts) this seed's gardenlet: the shoot controller and the ShootState sync.
-    fn start_gardenlet(&mut self, garden: &kube::Client) {
+    fn start_gardenlet(&mut self) {
         if let Some(old) = self.gardenlet.take() {
             old.abort();
         }
+        let garden = &self.garden_sa;
         let controller = ShootController {
             garden: garden.clone(),
-            seed: self.client.clone(),
+            seed: self.seed_sa.clone(),
             config: self.config.clone(),
             wait_timeout: Duration::from_secs(60),
             backoff: gardenlet::shoot::controller::default_backoff(),
             metrics: None,
         };
         let sync = gardenlet::shootstate_sync::run_all(
-            self.client.clone(),
+            self.seed_sa.clone(),
             garden.clone(),
             gardenlet::shootstate_sync::SAFE_SIZE_BYTES,
             self.config.seed.name.clone(),
@@ -129,11 +147,11 @@ async fn two_seeds() -> TwoSeeds {
     let backup_root = tempfile::tempdir().unwrap();
     let mut a = SeedSide::start("seed-a", None, backup_root.path()).await;
     let garden = a.client.clone();
-    let mut b = SeedSide::start("seed-b", Some(&garden), backup_root.path()).await;
+    let mut b = SeedSide::start("seed-b", Some(&a.env), backup_root.path()).await;
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();
     Api::<Namespace>::all(garden.clone()).create(&PostParams::default(), &ns).await.unwrap();
-    a.start_gardenlet(&garden);
-    b.start_gardenlet(&garden);
+    a.start_gardenlet();
+    b.start_gardenlet();
     TwoSeeds { a, b, garden, backup_root }
 }
 
@@ -295,19 +313,18 @@ async fn a_migration_interrupted_by_restarting_either_gardenlet_completes() {
     seeds.create_on_a().await;
     let marker = write_marker(&seeds.a.client).await;
     let states_before = extension_states(&seeds.a.client).await;
-    let garden = seeds.garden.clone();
 
     // Hold the Worker's migrate on A and restart A's gardenlet while it waits there.
     let held = seeds.a.worker.hold.clone().lock_owned().await;
     seeds.move_to_b(serde_json::json!({})).await;
     wait_annotated(Api::<ext::Worker>::namespaced(seeds.a.client.clone(), NS), "mover", "migrate").await;
-    seeds.a.start_gardenlet(&garden);
+    seeds.a.start_gardenlet();
     drop(held);
 
     // Hold the Worker's restore on B and restart B's gardenlet while it waits there.
     let held = seeds.b.worker.hold.clone().lock_owned().await;
     wait_annotated(Api::<ext::Worker>::namespaced(seeds.b.client.clone(), NS), "mover", "restore").await;
-    seeds.b.start_gardenlet(&garden);
+    seeds.b.start_gardenlet();
     drop(held);
 
     seeds.wait_restored_on_b().await;
@@ -363,7 +380,7 @@ async fn a_forced_restore_without_the_source_completes_and_the_source_stays_out(
 
     // A's gardenlet comes back and sees the shoot change again: it must not act on it.
     let versions_on_a = namespace_versions(&seeds.a.client).await;
-    seeds.a.start_gardenlet(&garden);
+    seeds.a.start_gardenlet();
     let patch = serde_json::json!({"metadata": {"annotations": {"gardener.cloud/operation": "reconcile"}}});
     seeds.shoots().patch("mover", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     seeds
