@@ -37,7 +37,7 @@ async fn backup_directories_appear_and_disappear() {
         let root = tempfile::tempdir().unwrap();
         let config = BackupConfig::new(root.path());
         let none = ClusterContext::none();
-        let buckets = LocalBackupBucket::new(tc.client.clone(), config.clone());
+        let buckets = LocalBackupBucket::new(as_provider_local(&tc).await.unwrap(), config.clone());
         let entries = LocalBackupEntry::new(config.clone());
         let bucket = BackupBucket::new(
             "bucket-1",

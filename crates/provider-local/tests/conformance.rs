@@ -1,5 +1,6 @@
 //! Every kind of provider-local through the SDK's conformance suite on a real kube-apiserver:
-//! create, no-op updates, a spec update, a reconcile request, migrate, restore and delete.
+//! create, no-op updates, a spec update, a reconcile request, migrate, restore and delete. The
+//! controllers and actuators act as the chart's ServiceAccount.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
@@ -26,9 +27,10 @@ async fn conforms<K: ExtensionResource, A: Actuator<K>>(
     sample: K,
     update: impl Fn(&mut K) + Send + Sync + 'static,
 ) -> Report {
-    let report = bounded(Conformance::with_client(make, sample).with_spec_update(update).run())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let report =
+        bounded(Conformance::with_client(make, sample).with_spec_update(update).with_identity(chart_identity).run())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
     println!("{report}");
     assert_eq!(report.noop_calls, 0);
     assert_eq!(report.calls.get("Reconcile"), Some(&3), "{report}");

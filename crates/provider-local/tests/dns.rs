@@ -45,7 +45,7 @@ async fn zone(tc: &TestCluster) -> BTreeMap<String, String> {
 async fn records_of_two_shoots_in_one_zone_do_not_clobber_each_other() {
     bounded(async {
         let tc = TestCluster::start().await.unwrap();
-        let dns = LocalDnsRecord::new(tc.client.clone(), DNS_NS);
+        let dns = LocalDnsRecord::new(as_provider_local(&tc).await.unwrap(), DNS_NS);
         let none = ClusterContext::none();
         let a = record("shoot--dev--a", "api.a.local.example", &["10.0.0.1"]);
         let b = record("shoot--dev--b", "api.b.local.example", &["10.0.0.2"]);

@@ -40,7 +40,7 @@ fn state_of(outcome: &Outcome<Worker>) -> WorkerState {
 async fn worker_scales_to_zero_on_hibernation_and_back() {
     bounded(async {
         let tc = TestCluster::start().await.unwrap();
-        let actuator = LocalWorker::new(tc.client.clone(), None);
+        let actuator = LocalWorker::new(as_provider_local(&tc).await.unwrap(), None);
         let w = worker(vec![pool("a", 2, "machine:1"), pool("b", 1, "machine:1")]);
 
         let awake = actuator.reconcile(&w, &cluster(false)).await.unwrap();
@@ -71,7 +71,7 @@ async fn worker_scales_to_zero_on_hibernation_and_back() {
 async fn a_changed_machine_spec_replaces_the_machines() {
     bounded(async {
         let tc = TestCluster::start().await.unwrap();
-        let actuator = LocalWorker::new(tc.client.clone(), None);
+        let actuator = LocalWorker::new(as_provider_local(&tc).await.unwrap(), None);
         actuator.reconcile(&worker(vec![pool("a", 3, "machine:1")]), &cluster(false)).await.unwrap();
         let before = machines(&tc.client).await;
         assert_eq!(before.len(), 3);
@@ -112,7 +112,8 @@ async fn a_changed_machine_spec_replaces_the_machines() {
 async fn migrate_and_restore_adopt_the_machines_without_recreating_them() {
     bounded(async {
         let tc = TestCluster::start().await.unwrap();
-        let source = LocalWorker::new(tc.client.clone(), None);
+        let sa = as_provider_local(&tc).await.unwrap();
+        let source = LocalWorker::new(sa.clone(), None);
         let w = worker(vec![pool("a", 2, "machine:1")]);
         source.reconcile(&w, &cluster(false)).await.unwrap();
         let before = machines(&tc.client).await;
@@ -127,7 +128,7 @@ async fn migrate_and_restore_adopt_the_machines_without_recreating_them() {
         assert_eq!(recorded, expected, "the state lists every machine with its UID");
 
         // The destination: a fresh actuator and the object as gardenlet restores it.
-        let destination = LocalWorker::new(tc.client.clone(), None);
+        let destination = LocalWorker::new(sa, None);
         let mut restored = w.clone();
         restored.status.get_or_insert_with(Default::default).default.state = migrated.state.clone().map(Into::into);
         let outcome = destination.restore(&restored, &cluster(false)).await.unwrap();

@@ -45,6 +45,7 @@ use crate::metrics::Metrics;
 use crate::runner::stop_signal;
 use api::common::{LastOperationState, LastOperationType};
 use api::helpers::constants::{ANNOTATION_OPERATION, ANNOTATION_TIMESTAMP};
+use futures::future::BoxFuture;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -112,6 +113,10 @@ type Update<K> = Box<dyn Fn(&mut K) + Send + Sync>;
 
 type MakeActuator<A> = Box<dyn FnOnce(Client) -> A + Send>;
 
+/// Gives the client the controller and the actuator act as, in a started test cluster (for
+/// example a ServiceAccount bound by the extension's chart); see [`Conformance::with_identity`].
+type Identity = Box<dyn for<'a> FnOnce(&'a TestCluster) -> BoxFuture<'a, Result<Client, String>> + Send>;
+
 /// The conformance run for one actuator and one sample object.
 pub struct Conformance<K: ExtensionResource, A> {
     actuator: MakeActuator<A>,
@@ -119,6 +124,7 @@ pub struct Conformance<K: ExtensionResource, A> {
     update: Option<Update<K>>,
     shoot: Option<Value>,
     step_timeout: Duration,
+    identity: Option<Identity>,
 }
 
 impl<K: ExtensionResource, A> fmt::Debug for Conformance<K, A> {
@@ -138,7 +144,25 @@ impl<K: ExtensionResource, A: Actuator<K>> Conformance<K, A> {
 
     /// Like [`Conformance::new`] for an actuator that needs a client of the test cluster.
     pub fn with_client(make: impl FnOnce(Client) -> A + Send + 'static, sample: K) -> Self {
-        Self { actuator: Box::new(make), sample, update: None, shoot: None, step_timeout: Duration::from_secs(60) }
+        Self {
+            actuator: Box::new(make),
+            sample,
+            update: None,
+            shoot: None,
+            step_timeout: Duration::from_secs(60),
+            identity: None,
+        }
+    }
+
+    /// Runs the controller and the actuator as the client `identity` gives (default: the
+    /// cluster's admin), so the run also proves the extension's RBAC; the suite's own reads and
+    /// writes stay the admin's.
+    pub fn with_identity(
+        mut self,
+        identity: impl for<'a> FnOnce(&'a TestCluster) -> BoxFuture<'a, Result<Client, String>> + Send + 'static,
+    ) -> Self {
+        self.identity = Some(Box::new(identity));
+        self
     }
 
     /// A spec change for the "spec update" step (without one, that step redeploys unchanged).
@@ -171,6 +195,10 @@ impl<K: ExtensionResource, A: Actuator<K>> Conformance<K, A> {
         if let Some(cluster) = self.sample.cluster_name() {
             tc.cluster(&cluster, self.shoot.clone().unwrap_or_else(|| sample_shoot(&type_))).await?;
         }
+        let acting = match self.identity {
+            Some(identity) => identity(&tc).await.map_err(|e| err("setup", e))?,
+            None => tc.client.clone(),
+        };
         let log = CallLog::default();
         let metrics = Metrics::standalone("conformance").map_err(|e| err("setup", e))?;
         let config = ControllerConfig::new([type_]).backoff(crate::backoff::BackoffConfig {
@@ -179,8 +207,8 @@ impl<K: ExtensionResource, A: Actuator<K>> Conformance<K, A> {
             jitter: 0.1,
         });
         let controller = ExtensionController::new(
-            tc.client.clone(),
-            Recording::new((self.actuator)(tc.client.clone()), log.clone()),
+            acting.clone(),
+            Recording::new((self.actuator)(acting), log.clone()),
             config,
             metrics.clone(),
         );

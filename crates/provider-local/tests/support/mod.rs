@@ -66,3 +66,26 @@ pub fn worker(pools: Vec<WorkerPool>) -> Worker {
     w.metadata.namespace = Some(NS.into());
     w
 }
+
+/// provider-local's chart installed into the test cluster (its ServiceAccount and RBAC; CRDs
+/// are the cluster's own), and a client acting as that ServiceAccount, so a test proves the
+/// chart grants what the actuators use.
+pub async fn as_provider_local(
+    tc: &extension_sdk::testing::TestCluster,
+) -> Result<extension_sdk::kube::Client, String> {
+    use extension_sdk::testing::testenv;
+    let chart = testenv::helm::chart("gardener/provider-local");
+    let values = json!({"replicas": 1});
+    testenv::helm::install(&tc.env, "gardener-extension-provider-local", &chart, "garden", &values, false)
+        .await
+        .map_err(|e| e.to_string())?;
+    tc.env.client_as_service_account("garden", "gardener-extension-provider-local").await.map_err(|e| e.to_string())
+}
+
+/// [`as_provider_local`] for `Conformance::with_identity`.
+#[allow(clippy::type_complexity)] // the SDK's BoxFuture, spelled out (no futures dependency here)
+pub fn chart_identity(
+    tc: &extension_sdk::testing::TestCluster,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<extension_sdk::kube::Client, String>> + Send + '_>> {
+    Box::pin(as_provider_local(tc))
+}
