@@ -104,8 +104,18 @@ async fn every_component_runs_ready_unprivileged_with_one_leader_and_the_seed_re
                 .unwrap_or_default();
             assert!(metrics.contains("# TYPE"), "{name} /metrics: {metrics}");
         }
-        let leader = holder(&client, lease).await.unwrap_or_default();
-        assert!(names.contains(&leader), "{name}: the leader {leader:?} is one of its pods {names:?}");
+        // Right after a rollout (another test may just have upgraded a release) the old leader
+        // has released the Lease and a new pod has not taken it yet: wait at most a few lease
+        // durations for one of the current pods to lead.
+        let leader = wait(&format!("{name}: one of its pods {names:?} to lead"), LEASE_DURATION * 3, || {
+            let (client, names) = (client.clone(), names.clone());
+            async move {
+                let leader = holder(&client, lease).await.unwrap_or_default();
+                if names.contains(&leader) { Ok(leader) } else { Err(format!("held by {leader:?}")) }
+            }
+        })
+        .await;
+        assert!(names.contains(&leader));
     }
     let seed =
         kubectl(&["get", "seed", "local", "-o", "jsonpath={.status.conditions[?(@.type==\"GardenletReady\")].status}"]);
