@@ -68,8 +68,18 @@ async fn a_killed_kubelet_and_containerd_are_repaired_by_up_without_losing_data(
     assert!(out.status.success(), "up repairs the cluster: {}", String::from_utf8_lossy(&out.stderr));
     assert_ne!(pid_of("kubelet"), kubelet);
     assert_ne!(pid_of("containerd"), containerd);
-    let node = Api::<Node>::all(client.clone()).get(NODE_NAME).await.expect("node");
-    assert!(local_cluster::up::node_ready(&node));
+    // The restarted kubelet may report the node NotReady for a moment (its runtime and pod
+    // lifecycle checks settle after start): Ready again within a minute.
+    let nodes = Api::<Node>::all(client.clone());
+    let started = std::time::Instant::now();
+    loop {
+        let node = nodes.get(NODE_NAME).await.expect("node");
+        if local_cluster::up::node_ready(&node) {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the node is not Ready: {:?}", node.status);
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
     // The repaired node runs new pods.
     let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "default");
     let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(serde_json::json!({
