@@ -17,41 +17,9 @@
 use crate::field::{ErrorList, FieldError, Path};
 use api::core::Shoot;
 use api::core::cloudprofile::CloudProfileSpec;
+use api::helpers::quantity::parse as parse_quantity;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
-
-/// A Kubernetes quantity as a number: `2`, `500m`, `1.5`, `8Gi`, `1e3`, `10G`. `None` when it
-/// does not parse. (Hand-written: the crates for this pull in another k8s-openapi release.)
-pub fn parse_quantity(q: &str) -> Option<f64> {
-    let q = q.trim();
-    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-')).unwrap_or(q.len());
-    let (number, suffix) = q.split_at(split);
-    let base: f64 = number.parse().ok()?;
-    let factor = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        s => {
-            let exp = s.strip_prefix('e').or_else(|| s.strip_prefix('E'))?;
-            10f64.powi(exp.parse().ok()?)
-        }
-    };
-    let value = base * factor;
-    value.is_finite().then_some(value)
-}
 
 /// What `shoot` uses, by metric name.
 pub fn usage(shoot: &Shoot, profile: &CloudProfileSpec) -> BTreeMap<&'static str, f64> {
@@ -138,25 +106,6 @@ mod tests {
     use super::*;
     use api::core::cloudprofile::{MachineType, VolumeType};
     use api::core::shoot::provider::{Machine, Volume, Worker};
-
-    #[test]
-    fn quantities() {
-        for (q, want) in [
-            ("2", 2.0),
-            ("500m", 0.5),
-            ("1.5", 1.5),
-            ("8Gi", 8.0 * 1024f64.powi(3)),
-            ("1k", 1000.0),
-            ("1e3", 1000.0),
-            ("10G", 1e10),
-            ("256Mi", 256.0 * 1024f64.powi(2)),
-        ] {
-            assert_eq!(parse_quantity(q), Some(want), "{q}");
-        }
-        for bad in ["", "Gi", "1Q", "1e", "abc", "1ee3"] {
-            assert_eq!(parse_quantity(bad), None, "{bad}");
-        }
-    }
 
     fn profile() -> CloudProfileSpec {
         CloudProfileSpec {

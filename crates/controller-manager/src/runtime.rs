@@ -285,6 +285,18 @@ pub async fn wait_for_resources(
     }
 }
 
+/// [`wait_for_resources`] for a controller's start: whether it may run (`false` when `stop`
+/// came first, or discovery failed, which is logged naming the controller).
+pub async fn served(client: &Client, controller: &str, resources: &[ApiResource], stop: Stop) -> bool {
+    match wait_for_resources(client, controller, resources, stop).await {
+        Ok(served) => served,
+        Err(e) => {
+            tracing::error!(controller, error = %extension_sdk::cli::report(&e), "the controller cannot start");
+            false
+        }
+    }
+}
+
 /// Logs what a controller's run stream yields that is not a plain success.
 pub fn log_result<T, E: std::error::Error + 'static, R: std::fmt::Debug + std::fmt::Display>(
     controller: &'static str,

@@ -4,6 +4,7 @@ pub mod conditions;
 pub mod constants;
 pub mod extension_operation;
 pub mod names;
+pub mod quantity;
 pub mod versions;
 
 pub use names::{TechnicalId, project_namespace};

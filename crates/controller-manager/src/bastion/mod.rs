@@ -28,13 +28,8 @@ pub struct Context {
 pub async fn run(common: Common, config: BastionConfig, stop: Stop, ready: Arc<AtomicBool>) {
     let client = common.client.clone();
     let resources = [kube::api::ApiResource::erase::<Bastion>(&()), kube::api::ApiResource::erase::<Shoot>(&())];
-    match runtime::wait_for_resources(&client, reconcile::NAME, &resources, stop.clone()).await {
-        Ok(true) => {}
-        Ok(false) => return,
-        Err(e) => {
-            tracing::error!(error = %extension_sdk::cli::report(&e), "the bastion controller cannot start");
-            return;
-        }
+    if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
+        return;
     }
     let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::new(AtomicBool::new(false))).collect();
     let (bastions, bastion_events) =

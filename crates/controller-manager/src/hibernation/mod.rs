@@ -26,13 +26,8 @@ pub struct Context {
 pub async fn run(common: Common, config: HibernationConfig, stop: Stop, ready: Arc<AtomicBool>) {
     let client = common.client.clone();
     let resources = [kube::api::ApiResource::erase::<Shoot>(&())];
-    match runtime::wait_for_resources(&client, reconcile::NAME, &resources, stop.clone()).await {
-        Ok(true) => {}
-        Ok(false) => return,
-        Err(e) => {
-            tracing::error!(error = %extension_sdk::cli::report(&e), "the hibernation controller cannot start");
-            return;
-        }
+    if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
+        return;
     }
     let flag = Arc::new(AtomicBool::new(false));
     let (shoots, events) =

@@ -48,13 +48,8 @@ pub async fn run(common: Common, concurrency: u16, stop: Stop, ready: Arc<Atomic
         kube::api::ApiResource::erase::<ControllerRegistration>(&()),
         kube::api::ApiResource::erase::<ControllerInstallation>(&()),
     ];
-    match runtime::wait_for_resources(&client, reconcile::NAME, &resources, stop.clone()).await {
-        Ok(true) => {}
-        Ok(false) => return,
-        Err(e) => {
-            tracing::error!(error = %extension_sdk::cli::report(&e), "the controllerinstallation controller cannot start");
-            return;
-        }
+    if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
+        return;
     }
     let flags: Vec<Arc<AtomicBool>> = (0..4).map(|_| Arc::new(AtomicBool::new(false))).collect();
     let all = watcher::Config::default;

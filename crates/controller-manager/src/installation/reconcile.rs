@@ -11,6 +11,7 @@ use api::core::{ControllerInstallation, Seed};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -90,12 +91,10 @@ async fn reconcile_seed(seed: &Seed, ctx: &Context) -> Result<Action, Error> {
         });
         // Applying what is already there changes nothing (no new resourceVersion); skip the
         // request when the cached object already says it.
-        let current = existing.contains_key(&installation)
-            && ctx.installations.state().iter().any(|i| {
-                i.name_any() == installation
-                    && i.spec.deployment_ref.as_ref().map(|r| r.name.as_str()) == deployment.map(|d| d.name.as_str())
-            });
-        if current {
+        let cached = ctx.installations.get(&ObjectRef::new(&installation));
+        if cached.is_some_and(|i| {
+            i.spec.deployment_ref.as_ref().map(|r| r.name.as_str()) == deployment.map(|d| d.name.as_str())
+        }) {
             continue;
         }
         api.patch(&installation, &PatchParams::apply(&field_manager(NAME)).force(), &Patch::Apply(&body))

@@ -103,13 +103,8 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         kube::api::ApiResource::erase::<ControllerDeployment>(&()),
         kube::api::ApiResource::erase::<ControllerInstallation>(&()),
     ];
-    match runtime::wait_for_resources(&client, "protection", &resources, stop.clone()).await {
-        Ok(true) => {}
-        Ok(false) => return,
-        Err(e) => {
-            tracing::error!(error = %extension_sdk::cli::report(&e), "the protection controllers cannot start");
-            return;
-        }
+    if !runtime::served(&client, "protection", &resources, stop.clone()).await {
+        return;
     }
     let flags: Vec<Arc<AtomicBool>> = (0..11).map(|_| Arc::new(AtomicBool::new(false))).collect();
     let (shoots, shoot_events) = runtime::reflect(

@@ -249,30 +249,8 @@ pub fn capacity(seed: &Seed, placed: u32) -> Result<(), DropReason> {
 /// Reads a Kubernetes quantity as a whole count, rounding down: `"50"`, `"1k"`, `"2Ki"`,
 /// `"1e3"`, `"1500m"`. `None` for anything else or a negative value.
 pub fn parse_count(quantity: &str) -> Option<u64> {
-    let s = quantity.trim();
-    let digits_end = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+')).unwrap_or(s.len());
-    let (number, suffix) = s.split_at(digits_end);
-    let value: f64 = number.parse().ok()?;
-    let multiplier: f64 = match suffix {
-        "" => 1.0,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        e if e.starts_with(['e', 'E']) => 10f64.powi(e[1..].parse::<i32>().ok()?),
-        _ => return None,
-    };
-    let count = (value * multiplier).floor();
-    (count.is_finite() && count >= 0.0).then(|| count.min(u64::MAX as f64) as u64)
+    let count = api::helpers::quantity::parse(quantity)?.floor();
+    (count >= 0.0).then(|| count.min(u64::MAX as f64) as u64)
 }
 
 #[cfg(test)]
