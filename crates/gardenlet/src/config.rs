@@ -66,6 +66,8 @@ pub struct ControllerSettings {
     pub shoot_sync_period_seconds: u64,
     /// How long failed operations are retried before the shoot is marked Failed, in seconds.
     pub shoot_retry_window_seconds: u64,
+    /// ControllerInstallations reconciled at once.
+    pub controller_installation_concurrent_syncs: u16,
 }
 
 impl Default for ControllerSettings {
@@ -75,6 +77,7 @@ impl Default for ControllerSettings {
             shoot_concurrent_syncs: 5,
             shoot_sync_period_seconds: 3600,
             shoot_retry_window_seconds: 12 * 3600,
+            controller_installation_concurrent_syncs: 2,
         }
     }
 }
@@ -141,6 +144,9 @@ impl GardenletConfig {
         }
         if self.controllers.shoot_concurrent_syncs == 0 {
             return Err(("controllers.shootConcurrentSyncs", "must be at least 1".into()));
+        }
+        if self.controllers.controller_installation_concurrent_syncs == 0 {
+            return Err(("controllers.controllerInstallationConcurrentSyncs", "must be at least 1".into()));
         }
         Ok(())
     }

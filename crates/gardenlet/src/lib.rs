@@ -4,6 +4,7 @@
 pub mod components;
 pub mod config;
 pub mod flow;
+pub mod installation;
 pub mod metrics;
 pub mod seed;
 pub mod shoot;

@@ -1,7 +1,7 @@
 //! The gardenlet binary: `gardenlet --config <file>`.
 //!
 //! Registers the seed of the configuration file in the garden and runs the seed controller,
-//! the shoot controller and the ShootState sync, with `/healthz`, `/readyz` and `/metrics` on
+//! the shoot controller, the ControllerInstallation controller and the ShootState sync, with `/healthz`, `/readyz` and `/metrics` on
 //! `--metrics-bind-address`, until SIGTERM or Ctrl+C. See `--help`.
 
 use clap::Parser;
@@ -68,6 +68,11 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             _ = gardenlet::shootstate_sync::run_all(sync_seed, sync_garden, gardenlet::shootstate_sync::SAFE_SIZE_BYTES, sync_name) => {}
             _ = stop => {}
         }
+    });
+    let (install_garden, install_seed, install_name) = (garden.clone(), seed.clone(), config.seed.name.clone());
+    let install_concurrency = config.controllers.controller_installation_concurrent_syncs;
+    runner.add_task_with_readiness(move |stop, ready| {
+        gardenlet::installation::run(install_garden, install_seed, install_name, install_concurrency, stop, ready)
     });
     let metrics = gardenlet::metrics::ShootMetrics::new(runner.registry())?;
     let shoots = ShootController {

@@ -13,6 +13,24 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// The ControllerDeployment type gardenlet installs itself: `providerConfig.manifests` holds the
+/// controller's Kubernetes objects, rendered (for example `helm template` output). Namespaced
+/// objects without a namespace go into `extension-<installation>`.
+pub const DEPLOYMENT_TYPE_MANIFEST: &str = "manifest";
+/// Label gardenlet puts on every object it deploys for a ControllerInstallation.
+pub const LABEL_CONTROLLER_INSTALLATION: &str = "controllerinstallation.core.gardener.cloud/name";
+/// Finalizer gardenlet keeps on a ControllerInstallation while its objects exist in the seed.
+pub const FINALIZER_CONTROLLER_INSTALLATION: &str = "core.gardener.cloud/controllerinstallation";
+
+/// The `providerConfig` of a `manifest` ControllerDeployment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestDeployment {
+    /// The objects to deploy into the seed, each a complete Kubernetes object.
+    #[serde(default)]
+    pub manifests: Vec<Opaque>,
+}
+
 /// Condition type of a ControllerInstallation: the request is valid.
 pub const CONDITION_VALID: &str = "Valid";
 /// Condition type of a ControllerInstallation: the controller has been installed.
