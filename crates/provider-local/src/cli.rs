@@ -42,6 +42,26 @@ pub struct Cli {
     pub leader_election: LeaderElectionArgs,
     #[command(flatten)]
     pub common: CommonArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What to do instead of running the controllers.
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Print the ControllerRegistration and ControllerDeployment (type `manifest`) that install
+    /// provider-local on the seeds that need it, as YAML for `kubectl apply -f -`.
+    Registration {
+        /// The controller's image.
+        #[arg(long, value_name = "IMAGE")]
+        image: String,
+        /// Replicas per seed.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(i32).range(1..))]
+        replicas: i32,
+        /// When a seed gets it: `OnDemand` (its shoots need it) or `Always`.
+        #[arg(long, default_value = "OnDemand", value_parser = ["OnDemand", "Always", "AlwaysExceptNoShoots"])]
+        policy: String,
+    },
 }
 
 impl Cli {

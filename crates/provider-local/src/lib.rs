@@ -41,6 +41,7 @@ pub mod extension;
 pub mod infrastructure;
 pub mod network;
 pub mod osc;
+pub mod registration;
 pub mod worker;
 
 pub use backup::{BackupConfig, LocalBackupBucket, LocalBackupEntry};

@@ -4,11 +4,24 @@
 use clap::Parser;
 use extension_sdk::cli;
 use extension_sdk::{Runner, RunnerConfig};
-use provider_local::cli::Cli;
+use provider_local::cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(Command::Registration { image, replicas, policy }) = cli.command {
+        let options = provider_local::registration::Options { image, replicas, policy };
+        return match provider_local::registration::documents(&options) {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     cli.common.init_logging();
     cli::block_on(run(cli))
 }
