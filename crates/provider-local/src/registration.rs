@@ -42,7 +42,8 @@ pub fn resources() -> Vec<(&'static str, &'static str)> {
 
 /// The ControllerRegistration `provider-local`.
 pub fn registration(o: &Options) -> Value {
-    let resources: Vec<Value> = resources().into_iter().map(|(kind, type_)| json!({"kind": kind, "type": type_})).collect();
+    let resources: Vec<Value> =
+        resources().into_iter().map(|(kind, type_)| json!({"kind": kind, "type": type_})).collect();
     json!({
         "apiVersion": "core.gardener.cloud/v1beta1",
         "kind": "ControllerRegistration",
@@ -183,13 +184,18 @@ mod tests {
     use super::*;
 
     fn options() -> Options {
-        Options { image: "gardener-rs.local/gardener-extension-provider-local:v0.1.0".into(), replicas: 2, policy: "Always".into() }
+        Options {
+            image: "gardener-rs.local/gardener-extension-provider-local:v0.1.0".into(),
+            replicas: 2,
+            policy: "Always".into(),
+        }
     }
 
     #[test]
     fn registration_serves_every_kind_the_binary_runs_and_names_its_deployment() {
         let r = registration(&options());
-        let kinds: Vec<&str> = r["spec"]["resources"].as_array().unwrap().iter().map(|r| r["kind"].as_str().unwrap()).collect();
+        let kinds: Vec<&str> =
+            r["spec"]["resources"].as_array().unwrap().iter().map(|r| r["kind"].as_str().unwrap()).collect();
         assert_eq!(kinds.len(), crate::CONTROLLERS.len() - 1 + extension::TYPES.len());
         for controller in crate::CONTROLLERS {
             assert!(kinds.iter().any(|k| k.to_lowercase() == controller), "{controller} is not registered");

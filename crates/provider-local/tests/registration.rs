@@ -20,17 +20,24 @@ async fn registration_and_chart_install_the_same_controller() {
         .await
         .unwrap();
     let client = tc.env.client().await.unwrap();
-    let options = Options { image: "gardener-rs.local/gardener-extension-provider-local:v0.1.0".into(), replicas: 2, policy: "OnDemand".into() };
+    let options = Options {
+        image: "gardener-rs.local/gardener-extension-provider-local:v0.1.0".into(),
+        replicas: 2,
+        policy: "OnDemand".into(),
+    };
     let objects = registration::objects(&options);
     let ours = |kind: &str| objects.iter().find(|o| o["kind"] == kind).unwrap().clone();
     let name = "gardener.cloud:extension:provider-local";
 
-    let chart_rules = serde_json::to_value(Api::<ClusterRole>::all(client.clone()).get(name).await.unwrap().rules).unwrap();
+    let chart_rules =
+        serde_json::to_value(Api::<ClusterRole>::all(client.clone()).get(name).await.unwrap().rules).unwrap();
     assert_eq!(chart_rules, ours("ClusterRole")["rules"], "ClusterRole rules");
-    let chart_rules = serde_json::to_value(Api::<Role>::namespaced(client.clone(), "garden").get(name).await.unwrap().rules).unwrap();
+    let chart_rules =
+        serde_json::to_value(Api::<Role>::namespaced(client.clone(), "garden").get(name).await.unwrap().rules).unwrap();
     assert_eq!(chart_rules, ours("Role")["rules"], "Role rules");
 
-    let chart = Api::<Deployment>::namespaced(client.clone(), "garden").get("gardener-extension-provider-local").await.unwrap();
+    let chart =
+        Api::<Deployment>::namespaced(client.clone(), "garden").get("gardener-extension-provider-local").await.unwrap();
     let chart = serde_json::to_value(chart).unwrap();
     let ours = ours("Deployment");
     assert_eq!(chart["spec"]["replicas"], ours["spec"]["replicas"]);
@@ -39,7 +46,9 @@ async fn registration_and_chart_install_the_same_controller() {
         assert_eq!(pod(&chart)[field], pod(&ours)[field], "pod {field}");
     }
     let (theirs, mine) = (&pod(&chart)["containers"][0], &pod(&ours)["containers"][0]);
-    for field in ["name", "command", "args", "env", "ports", "resources", "securityContext", "volumeMounts", "imagePullPolicy"] {
+    for field in
+        ["name", "command", "args", "env", "ports", "resources", "securityContext", "volumeMounts", "imagePullPolicy"]
+    {
         assert_eq!(theirs[field], mine[field], "container {field}");
     }
     // The API server defaults probe fields the chart leaves out; compare what both set.
@@ -48,5 +57,8 @@ async fn registration_and_chart_install_the_same_controller() {
             assert_eq!(&theirs[probe][key], value, "{probe}.{key}");
         }
     }
-    assert_eq!(theirs["image"].as_str().unwrap().rsplit_once(':').unwrap().0, mine["image"].as_str().unwrap().rsplit_once(':').unwrap().0);
+    assert_eq!(
+        theirs["image"].as_str().unwrap().rsplit_once(':').unwrap().0,
+        mine["image"].as_str().unwrap().rsplit_once(':').unwrap().0
+    );
 }

@@ -1,9 +1,10 @@
 //! The garden on the local cluster, as `hack/local-garden.sh` installs it with Helm from
-//! `charts/`: every component's pods run our images as an unprivileged user and are Ready, the
-//! seed is registered, each component has exactly one leader that a frozen leader loses to its
-//! standby within the lease duration, a `helm upgrade` with changed values rolls out, and the
-//! admission webhooks (served by every controller-manager replica behind one Service) refuse an
-//! invalid Shoot.
+//! `charts/` (provider-local through its ControllerRegistration, installed by gardenlet): every
+//! component's pods run our images as an unprivileged user and are Ready, the seed is
+//! registered, each component has exactly one leader that a frozen leader loses to its standby
+//! within the lease duration, a `helm upgrade` with changed values rolls out, a changed
+//! ControllerDeployment rolls out through gardenlet, and the admission webhooks (served by every
+//! controller-manager replica behind one Service) refuse an invalid Shoot.
 //! These tests change the garden's pods, so they run one at a time (`-j 1`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
@@ -17,13 +18,15 @@ use kube::{Client, ResourceExt};
 use std::time::{Duration, Instant};
 
 const NS: &str = "garden";
-/// The Deployments, their leader Leases, the process name (`comm`, 15 characters at most) and
-/// the metrics port.
-const COMPONENTS: [(&str, &str, &str, u16); 4] = [
-    ("gardener-scheduler", "gardener-scheduler-leader-election", "gardener-schedu", 8080),
-    ("gardener-controller-manager", "gardener-controller-manager-leader-election", "gardener-contro", 10258),
-    ("gardenlet", "gardenlet-local-leader-election", "gardenlet", 8080),
-    ("gardener-extension-provider-local", "provider-local-leader-election", "gardener-extens", 8080),
+/// Where gardenlet installs provider-local (`extension-<ControllerInstallation>`).
+const EXTENSION_NS: &str = "extension-provider-local-local";
+/// The namespaces and Deployments, their leader Leases, the process name (`comm`, 15 characters
+/// at most) and the metrics port.
+const COMPONENTS: [(&str, &str, &str, &str, u16); 4] = [
+    (NS, "gardener-scheduler", "gardener-scheduler-leader-election", "gardener-schedu", 8080),
+    (NS, "gardener-controller-manager", "gardener-controller-manager-leader-election", "gardener-contro", 10258),
+    (NS, "gardenlet", "gardenlet-local-leader-election", "gardenlet", 8080),
+    (EXTENSION_NS, "gardener-extension-provider-local", "provider-local-leader-election", "gardener-extens", 8080),
 ];
 /// The runner's lease duration (extension_sdk::LeaderElectionConfig::new).
 const LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -47,14 +50,14 @@ async fn wait<T, Fut: std::future::Future<Output = Result<T, String>>>(
     }
 }
 
-async fn pods_of(client: &Client, name: &str) -> Vec<Pod> {
+async fn pods_of(client: &Client, ns: &str, name: &str) -> Vec<Pod> {
     let selector = format!("app.kubernetes.io/name={name}");
-    let pods = Api::<Pod>::namespaced(client.clone(), NS).list(&ListParams::default().labels(&selector)).await.unwrap();
+    let pods = Api::<Pod>::namespaced(client.clone(), ns).list(&ListParams::default().labels(&selector)).await.unwrap();
     pods.items.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect()
 }
 
-async fn holder(client: &Client, lease: &str) -> Option<String> {
-    let lease = Api::<Lease>::namespaced(client.clone(), NS).get_opt(lease).await.ok()??;
+async fn holder(client: &Client, ns: &str, lease: &str) -> Option<String> {
+    let lease = Api::<Lease>::namespaced(client.clone(), ns).get_opt(lease).await.ok()??;
     lease.spec?.holder_identity.filter(|h| !h.is_empty())
 }
 
@@ -78,11 +81,19 @@ fn signal(pid: u32, sig: &str) {
 #[tokio::test]
 async fn every_component_runs_ready_unprivileged_with_one_leader_and_the_seed_registered() {
     let client = client().await;
-    for (name, lease, _, port) in COMPONENTS {
-        let deployment = Api::<Deployment>::namespaced(client.clone(), NS).get(name).await.unwrap();
-        let status = deployment.status.clone().unwrap_or_default();
-        assert_eq!(status.ready_replicas, Some(2), "{name}: {status:?}");
-        let pods = pods_of(&client, name).await;
+    for (ns, name, lease, _, port) in COMPONENTS {
+        // Another test may just have rolled this component out: wait (bounded) until its
+        // rollout is complete, exactly two pods of the current template Ready.
+        wait(&format!("{name}: two current replicas Ready"), Duration::from_secs(90), || {
+            let deployments = Api::<Deployment>::namespaced(client.clone(), ns);
+            async move {
+                let status = deployments.get(name).await.map_err(|e| e.to_string())?.status.unwrap_or_default();
+                let counts = (status.replicas, status.updated_replicas, status.ready_replicas);
+                if counts == (Some(2), Some(2), Some(2)) { Ok(()) } else { Err(format!("{status:?}")) }
+            }
+        })
+        .await;
+        let pods = pods_of(&client, ns, name).await;
         let names: Vec<String> = pods.iter().map(ResourceExt::name_any).collect();
         for pod in &pods {
             let spec = pod.spec.as_ref().unwrap();
@@ -110,7 +121,7 @@ async fn every_component_runs_ready_unprivileged_with_one_leader_and_the_seed_re
         let leader = wait(&format!("{name}: one of its pods {names:?} to lead"), LEASE_DURATION * 3, || {
             let (client, names) = (client.clone(), names.clone());
             async move {
-                let leader = holder(&client, lease).await.unwrap_or_default();
+                let leader = holder(&client, ns, lease).await.unwrap_or_default();
                 if names.contains(&leader) { Ok(leader) } else { Err(format!("held by {leader:?}")) }
             }
         })
@@ -125,20 +136,23 @@ async fn every_component_runs_ready_unprivileged_with_one_leader_and_the_seed_re
 #[tokio::test]
 async fn a_frozen_leader_loses_its_lease_to_the_standby_and_steps_down() {
     let client = client().await;
-    let (name, lease, comm, _) = COMPONENTS[0];
-    let leader = holder(&client, lease).await.expect("a leader");
-    let pod = pods_of(&client, name).await.into_iter().find(|p| p.name_any() == leader).expect("the leader's pod");
+    let (ns, name, lease, comm, _) = COMPONENTS[0];
+    let leader = holder(&client, ns, lease).await.expect("a leader");
+    let pod = pods_of(&client, ns, name).await.into_iter().find(|p| p.name_any() == leader).expect("the leader's pod");
     let pid = host_pid(&pod.uid().unwrap(), comm).expect("the leader's process on the host");
 
     // SIGSTOP: the leader can neither renew nor release, like a hung process or a partition.
     signal(pid, "-STOP");
     let frozen = Instant::now();
-    let next = wait("the standby to take the lease", LEASE_DURATION * 3, || {
-        let client = client.clone();
-        let leader = leader.clone();
-        async move { holder(&client, lease).await.filter(|h| *h != leader).ok_or_else(|| format!("held by {leader}")) }
-    })
-    .await;
+    let next =
+        wait("the standby to take the lease", LEASE_DURATION * 3, || {
+            let client = client.clone();
+            let leader = leader.clone();
+            async move {
+                holder(&client, ns, lease).await.filter(|h| *h != leader).ok_or_else(|| format!("held by {leader}"))
+            }
+        })
+        .await;
     let took = frozen.elapsed();
     eprintln!("{name}: {next} took over {took:.1?} after the leader froze");
     assert!(took >= LEASE_DURATION - Duration::from_secs(3), "taken over before the lease could expire: {took:?}");
@@ -154,11 +168,11 @@ async fn a_frozen_leader_loses_its_lease_to_the_standby_and_steps_down() {
         }
     })
     .await;
-    assert_eq!(holder(&client, lease).await.as_deref(), Some(next.as_str()));
+    assert_eq!(holder(&client, ns, lease).await.as_deref(), Some(next.as_str()));
     wait("both replicas Ready again", Duration::from_secs(90), || {
         let client = client.clone();
         async move {
-            let d = Api::<Deployment>::namespaced(client, NS).get(name).await.map_err(|e| e.to_string())?;
+            let d = Api::<Deployment>::namespaced(client, ns).get(name).await.map_err(|e| e.to_string())?;
             let ready = d.status.and_then(|s| s.ready_replicas);
             if ready == Some(2) { Ok(()) } else { Err(format!("ready replicas {ready:?}")) }
         }
@@ -169,17 +183,17 @@ async fn a_frozen_leader_loses_its_lease_to_the_standby_and_steps_down() {
 #[tokio::test]
 async fn a_helm_upgrade_with_changed_values_rolls_out() {
     let client = client().await;
-    let name = "gardener-extension-provider-local";
+    let name = "gardenlet";
     let before = Api::<Deployment>::namespaced(client.clone(), NS).get(name).await.unwrap();
     let upgrade = |level: &str| {
         let root = repo_root();
         let kubeconfig = state_dir().join("kubeconfig");
         let status = std::process::Command::new("python3")
             .current_dir(&root)
-            .args(["hack/helm.py", "upgrade", name, "charts/gardener/provider-local", "--namespace", NS])
+            .args(["hack/helm.py", "upgrade", name, "charts/gardener/gardenlet", "--namespace", NS])
             .arg("--kubeconfig")
             .arg(&kubeconfig)
-            .args(["--values", "hack/local-values/provider-local.yaml", "--set-json", &format!("logLevel=\"{level}\"")])
+            .args(["--values", "hack/local-values/gardenlet.yaml", "--set-json", &format!("logLevel=\"{level}\"")])
             .status()
             .unwrap();
         assert!(status.success(), "helm upgrade {name} --set logLevel={level}");
@@ -188,11 +202,72 @@ async fn a_helm_upgrade_with_changed_values_rolls_out() {
     let after = Api::<Deployment>::namespaced(client.clone(), NS).get(name).await.unwrap();
     assert!(after.metadata.generation > before.metadata.generation, "the upgrade changed the pod template");
     // Helm waited for the rollout: every pod runs the new arguments and is Ready.
-    for pod in pods_of(&client, name).await {
+    for pod in pods_of(&client, NS, name).await {
         let args = pod.spec.unwrap().containers[0].args.clone().unwrap_or_default();
         assert!(args.contains(&"--log-level=debug,kube=warn".to_string()), "{args:?}");
     }
     upgrade("info,kube=warn");
+}
+
+/// The condition `type_` of ControllerInstallation provider-local-local.
+fn installation_condition(type_: &str) -> String {
+    let path = format!("jsonpath={{.status.conditions[?(@.type==\"{type_}\")].status}}");
+    kubectl(&["get", "controllerinstallation", "provider-local-local", "-o", &path])
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[tokio::test]
+async fn provider_local_is_installed_by_gardenlet_and_follows_its_controller_deployment() {
+    let client = client().await;
+    for type_ in ["Valid", "Installed", "Healthy"] {
+        assert_eq!(installation_condition(type_), "True", "ControllerInstallation provider-local-local {type_}");
+    }
+    let name = "gardener-extension-provider-local";
+    let deployments = Api::<Deployment>::namespaced(client.clone(), EXTENSION_NS);
+    let labels = deployments.get(name).await.unwrap().metadata.labels.unwrap_or_default();
+    assert_eq!(
+        labels.get("controllerinstallation.core.gardener.cloud/name").map(String::as_str),
+        Some("provider-local-local")
+    );
+    // One replica instead of two in the ControllerDeployment: gardenlet applies it, the
+    // installation reports the rollout, and is Healthy again once done.
+    let scale = |replicas: i64| {
+        let patch = format!(
+            "[{{\"op\": \"replace\", \"path\": \"/providerConfig/manifests/5/spec/replicas\", \"value\": {replicas}}}]"
+        );
+        let kind = kubectl(&[
+            "get",
+            "controllerdeployment",
+            "provider-local",
+            "-o",
+            "jsonpath={.providerConfig.manifests[5].kind}",
+        ]);
+        assert_eq!(kind.unwrap().trim(), "Deployment");
+        kubectl(&["patch", "controllerdeployment", "provider-local", "--type=json", "-p", &patch]).unwrap();
+    };
+    scale(1);
+    let rolled = |want: i32| {
+        let deployments = deployments.clone();
+        move || {
+            let deployments = deployments.clone();
+            async move {
+                let d = deployments.get(name).await.map_err(|e| e.to_string())?;
+                let replicas = d.spec.and_then(|s| s.replicas);
+                let ready = d.status.and_then(|s| s.ready_replicas).unwrap_or(0);
+                let healthy = installation_condition("Healthy");
+                if replicas == Some(want) && ready == want && healthy == "True" {
+                    Ok(())
+                } else {
+                    Err(format!("replicas {replicas:?}, ready {ready}, Healthy {healthy}"))
+                }
+            }
+        }
+    };
+    wait("provider-local scaled to 1 through its ControllerDeployment", Duration::from_secs(90), rolled(1)).await;
+    scale(2);
+    wait("provider-local back at 2 replicas", Duration::from_secs(90), rolled(2)).await;
 }
 
 #[tokio::test]
