@@ -57,3 +57,16 @@ start=$SECONDS
 "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" wait seed/local --for=condition=GardenletReady --timeout=120s >/dev/null ||
   die "the Seed local did not become GardenletReady; see \`$KUBECTL --kubeconfig $KUBECONFIG_FILE -n $NS logs deploy/gardenlet\`"
 log "Seed local is GardenletReady after $((SECONDS - start)) s"
+
+# What users start from: CloudProfile, Project and SecretBinding `local` (example/local/).
+"$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" apply -f example/local/garden.yaml >/dev/null || die "could not apply example/local/garden.yaml"
+phase=""
+for _ in $(seq 60); do # kubectl 1.20 has no `wait --for=jsonpath`
+  phase=$("$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" get project local -o jsonpath='{.status.phase}' 2>/dev/null || true)
+  [ "$phase" = Ready ] && break
+  sleep 1
+done
+[ "$phase" = Ready ] ||
+  die "the Project local did not become Ready; see \`$KUBECTL --kubeconfig $KUBECONFIG_FILE -n $NS logs deploy/gardener-controller-manager\`"
+"$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" apply -f example/local/secretbinding.yaml >/dev/null || die "could not apply example/local/secretbinding.yaml"
+log "CloudProfile, Project and SecretBinding local are there: \`kubectl apply -f example/shoot.yaml\` creates a shoot"

@@ -99,11 +99,12 @@ pub async fn reconcile(installation: Arc<ControllerInstallation>, ctx: Arc<Conte
     }
 }
 
-/// The registration and deployment of an installation, from the caches.
-fn sources(
-    installation: &ControllerInstallation,
-    ctx: &Context,
-) -> Result<(Arc<ControllerRegistration>, Arc<ControllerDeployment>), (&'static str, String)> {
+/// Why an installation cannot be looked at: the condition reason and message.
+type Unusable = (&'static str, String);
+
+/// The deployment of an installation (its own reference, else its registration's first), from
+/// the caches.
+fn deployment_of(installation: &ControllerInstallation, ctx: &Context) -> Result<Arc<ControllerDeployment>, Unusable> {
     let reg_name = &installation.spec.registration_ref.name;
     let registration = ctx
         .registrations
@@ -119,7 +120,7 @@ fn sources(
         .deployments
         .get(&ObjectRef::new(&deployment_name))
         .ok_or(("DeploymentNotFound", format!("ControllerDeployment {deployment_name} does not exist")))?;
-    Ok((registration, deployment))
+    Ok(deployment)
 }
 
 /// Applies what the installation's deployment carries and prunes what it no longer carries.
@@ -130,7 +131,7 @@ async fn install(
     ctx: &Context,
 ) -> (Observed, Vec<ObjectId>) {
     let name = installation.name_any();
-    let (_, deployment) = match sources(installation, ctx) {
+    let deployment = match deployment_of(installation, ctx) {
         Ok(s) => s,
         Err((reason, message)) => return (Observed::Invalid { reason, message }, previous.to_vec()),
     };
