@@ -96,7 +96,7 @@ profile="${IMAGE_PROFILE:-dev}"
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 out_dir="$target_dir/$([ "$profile" = dev ] && echo debug || echo "$profile")"
 log "cargo build --profile $profile (our binaries)"
-cargo build -q --profile "$profile" --bin gardenlet --bin gardener-scheduler --bin gardener-controller-manager --bin gardener-extension-provider-local >&2
+cargo build -q --profile "$profile" --bin gardenlet --bin gardener-scheduler --bin gardener-controller-manager --bin gardener-extension-provider-local --bin machine-init >&2
 for bin in gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local; do
   version=$("$out_dir/$bin" --version | awk '{print $2}')
   [ -n "$version" ] || die "cannot read the version of $out_dir/$bin"
@@ -106,5 +106,41 @@ for bin in gardenlet gardener-scheduler gardener-controller-manager gardener-ext
   ln -s "usr/local/bin/$bin" "$root/entrypoint"
   build "gardener-rs.local/$bin:v$version" "$work/$bin" images/gardener-component/Containerfile
 done
+
+# The machine image (images/machine/Containerfile): machine-init, the kubelet, and Debian's
+# containerd, runc, CNI plugins, bash, iptables and busybox, with the pause and busybox images
+# inside for the machine's containerd. Tagged with the Kubernetes version of its kubelet.
+for f in containerd containerd-shim-runc-v2 ctr; do [ -x "/usr/bin/$f" ] || die "/usr/bin/$f is missing; run hack/setup-local.sh"; done
+root="$work/machine/rootfs"
+mkdir -p "$root"
+cp -a images/machine/files/. "$root/"
+mkdir -p "$root/etc/cni/net.d" "$root/var/lib/machine/images" "$root/bin" "$root/tmp" "$root/run" "$root/var/log" "$root/opt/cni/bin"
+chmod 1777 "$root/tmp"
+stage_with_libs "$out_dir/machine-init" "$root" /usr/local/bin/machine-init
+strip "$root/usr/local/bin/machine-init"
+mkdir -p "$root/usr/bin" && ln -s ../local/bin/machine-init "$root/usr/bin/systemctl"
+stage_with_libs "$ASSETS/kubelet" "$root" /opt/bin/kubelet
+for f in containerd containerd-shim-runc-v2 ctr; do stage_with_libs "/usr/bin/$f" "$root" "/usr/bin/$f"; done
+stage_with_libs /usr/sbin/runc "$root" /usr/sbin/runc
+for plugin in bridge host-local loopback portmap; do stage_with_libs "/usr/lib/cni/$plugin" "$root" "/opt/cni/bin/$plugin"; done
+stage_with_libs /bin/bash "$root" /bin/bash
+xtables=$(readlink -f /usr/sbin/iptables)
+stage_with_libs "$xtables" "$root" "/usr/sbin/$(basename "$xtables")"
+for tool in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+  ln -s "$(basename "$xtables")" "$root/usr/sbin/$tool"
+done
+if [ -d /usr/lib/x86_64-linux-gnu/xtables ]; then
+  mkdir -p "$root/usr/lib/x86_64-linux-gnu" && cp -a /usr/lib/x86_64-linux-gnu/xtables "$root/usr/lib/x86_64-linux-gnu/"
+fi
+cp /bin/busybox "$root/bin/busybox"
+for tool in sh cat chmod mkdir rm mv ls ln head tail base64 sleep seq echo mount umount find du df grep sed \
+  awk tr cut wc date hostname ps kill touch stat uname nsenter losetup readlink sync true false test env; do
+  [ -e "$root/bin/$tool" ] || ln -s busybox "$root/bin/$tool"
+done
+pause_archive="$CACHE/registry.k8s.io_pause_$PAUSE_VERSION.tar"
+busybox_archive="$CACHE/gardener-rs.local_busybox_$BUSYBOX_VERSION.tar"
+cp "$pause_archive" "$root/var/lib/machine/images/pause.tar"
+cp "$busybox_archive" "$root/var/lib/machine/images/busybox.tar"
+build "gardener-rs.local/machine:$K8S_VERSION" "$work/machine" images/machine/Containerfile
 
 echo "$CACHE"

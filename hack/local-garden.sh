@@ -39,7 +39,9 @@ provider_local="$target_dir/$([ "$profile" = dev ] && echo debug || echo "$profi
 version=$("$provider_local" --version | awk '{print $2}')
 # A garden set up before provider-local was registered had it as a Helm release.
 python3 hack/helm.py uninstall gardener-extension-provider-local --namespace "$NS" --kubeconfig "$KUBECONFIG_FILE" >/dev/null 2>&1 || true
-"$provider_local" registration --image "gardener-rs.local/gardener-extension-provider-local:v$version" --policy Always |
+machine_image="gardener-rs.local/machine:v1.20.2" # the tag hack/images.sh gives it (K8S_VERSION)
+"$provider_local" registration --image "gardener-rs.local/gardener-extension-provider-local:v$version" --policy Always \
+  --machine-image "$machine_image" |
   "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" apply -f - >/dev/null ||
   die "could not register provider-local"
 installation() {

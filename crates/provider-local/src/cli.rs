@@ -61,6 +61,9 @@ pub enum Command {
         /// When a seed gets it: `OnDemand` (its shoots need it) or `Always`.
         #[arg(long, default_value = "OnDemand", value_parser = ["OnDemand", "Always", "AlwaysExceptNoShoots"])]
         policy: String,
+        /// The machine image for pools whose provider config names none.
+        #[arg(long, value_name = "IMAGE")]
+        machine_image: Option<String>,
     },
 }
 

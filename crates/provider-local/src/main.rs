@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::Registration { image, replicas, policy }) = cli.command {
-        let options = provider_local::registration::Options { image, replicas, policy };
+    if let Some(Command::Registration { image, replicas, policy, machine_image }) = cli.command {
+        let options = provider_local::registration::Options { image, replicas, policy, machine_image };
         return match provider_local::registration::documents(&options) {
             Ok(yaml) => {
                 print!("{yaml}");

@@ -18,6 +18,9 @@ pub struct Options {
     pub replicas: i32,
     /// `OnDemand` (when a seed's shoots need it) or `Always`.
     pub policy: String,
+    /// The machine image for pools that name none (`--machine-image`, the chart's
+    /// `machineImage`).
+    pub machine_image: Option<String>,
 }
 
 /// The kinds and types provider-local serves.
@@ -105,9 +108,9 @@ pub fn namespace_rules() -> Value {
     ])
 }
 
-/// The container arguments (the chart's defaults).
-pub fn args() -> Vec<String> {
-    [
+/// The container arguments (the chart's defaults, and its `machineImage` when given).
+pub fn args(machine_image: Option<&str>) -> Vec<String> {
+    let mut args: Vec<String> = [
         "--leader-election=true",
         "--metrics-bind-address=0.0.0.0:8080",
         "--log-level=info,kube=warn",
@@ -118,7 +121,9 @@ pub fn args() -> Vec<String> {
         "--bastion-service-type=ClusterIP",
     ]
     .map(String::from)
-    .to_vec()
+    .to_vec();
+    args.extend(machine_image.map(|m| format!("--machine-image={m}")));
+    args
 }
 
 /// The objects that run provider-local in a seed; namespaced ones carry no namespace (gardenlet
@@ -158,7 +163,7 @@ pub fn objects(o: &Options) -> Vec<Value> {
                         "image": o.image,
                         "imagePullPolicy": "IfNotPresent",
                         "command": [format!("/usr/local/bin/{NAME}")],
-                        "args": args(),
+                        "args": args(o.machine_image.as_deref()),
                         "env": env,
                         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
                         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "initialDelaySeconds": 5, "periodSeconds": 10, "failureThreshold": 3},
@@ -188,6 +193,7 @@ mod tests {
             image: "gardener-rs.local/gardener-extension-provider-local:v0.1.0".into(),
             replicas: 2,
             policy: "Always".into(),
+            machine_image: None,
         }
     }
 

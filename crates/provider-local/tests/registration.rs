@@ -16,14 +16,22 @@ use serde_json::{Value, json};
 async fn registration_and_chart_install_the_same_controller() {
     let tc = TestCluster::start().await.unwrap();
     let chart = testenv::helm::chart("gardener/provider-local");
-    testenv::helm::install(&tc.env, "gardener-extension-provider-local", &chart, "garden", &json!({}), false)
-        .await
-        .unwrap();
+    testenv::helm::install(
+        &tc.env,
+        "gardener-extension-provider-local",
+        &chart,
+        "garden",
+        &json!({"machineImage": "gardener-rs.local/machine:v1.20.2"}),
+        false,
+    )
+    .await
+    .unwrap();
     let client = tc.env.client().await.unwrap();
     let options = Options {
         image: "gardener-rs.local/gardener-extension-provider-local:v0.1.0".into(),
         replicas: 2,
         policy: "OnDemand".into(),
+        machine_image: Some("gardener-rs.local/machine:v1.20.2".into()),
     };
     let objects = registration::objects(&options);
     let ours = |kind: &str| objects.iter().find(|o| o["kind"] == kind).unwrap().clone();

@@ -103,6 +103,7 @@ pub mod secrets {
     pub const CA_CLIENT_BUNDLE: &str = "ca-client-bundle";
     pub const CA_ETCD_BUNDLE: &str = "ca-etcd-bundle";
     pub const CA_FRONT_PROXY_BUNDLE: &str = "ca-front-proxy-bundle";
+    pub const CA_KUBELET_BUNDLE: &str = "ca-kubelet-bundle";
 }
 
 /// Label keys and values on every control-plane object.

@@ -167,13 +167,22 @@ pub fn osc_name(pool: &str) -> String {
     format!("osc-{pool}")
 }
 
+/// Where the kubelet's configuration file lives on a machine (Gardener's path).
+pub const KUBELET_CONFIG_PATH: &str = "/var/lib/kubelet/config/kubelet";
+/// The CA bundle the kubelet checks client certificates against (`ca-kubelet`, which signs the
+/// API server's kubelet client certificate).
+pub const KUBELET_CLIENT_CA_PATH: &str = "/var/lib/kubelet/ca-kubelet.crt";
+
 /// One OperatingSystemConfig per worker pool: the kubelet unit and the files it needs to join
-/// the cluster by TLS bootstrapping (bootstrap kubeconfig with the token, the CA bundle).
+/// the cluster by TLS bootstrapping (bootstrap kubeconfig with the token, the CA bundle, the
+/// kubelet configuration, and the kubelet CA bundle it trusts for the API server's client
+/// certificate).
 pub fn operating_system_configs(
     v: &ShootValues,
     shoot: &Shoot,
     bootstrap_kubeconfig: &str,
     ca_bundle: &str,
+    kubelet_ca_bundle: &str,
 ) -> Vec<OperatingSystemConfig> {
     shoot
         .spec
@@ -187,7 +196,7 @@ pub fn operating_system_configs(
                 name: "kubelet.service".to_string(),
                 command: None,
                 enable: Some(true),
-                content: Some(kubelet_unit(&v.kubernetes_version)),
+                content: Some(kubelet_unit(&v.kubernetes_version, &pool.name)),
                 drop_ins: Vec::new(),
                 file_paths: Vec::new(),
             };
@@ -210,6 +219,8 @@ pub fn operating_system_configs(
                     files: vec![
                         inline(bootstrap_kubeconfig, 0o600, "/var/lib/kubelet/kubeconfig-bootstrap"),
                         inline(ca_bundle, 0o644, "/var/lib/kubelet/ca.crt"),
+                        inline(kubelet_ca_bundle, 0o644, KUBELET_CLIENT_CA_PATH),
+                        inline(&kubelet_config(v), 0o644, KUBELET_CONFIG_PATH),
                     ],
                 },
                 status: None,
@@ -218,9 +229,30 @@ pub fn operating_system_configs(
         .collect()
 }
 
-fn kubelet_unit(version: &str) -> String {
+/// The kubelet unit, as Gardener's: TLS bootstrap, the configuration file, the container
+/// runtime's socket, the pool label, and `$KUBELET_EXTRA_ARGS` from `/etc/default/kubelet`
+/// for what the machine image knows best (its cgroup root, say).
+fn kubelet_unit(version: &str, pool: &str) -> String {
     format!(
-        "[Unit]\nDescription=kubelet {version}\nAfter=containerd.service\n\n[Service]\nRestart=always\nExecStart=/opt/bin/kubelet \\\n  --bootstrap-kubeconfig=/var/lib/kubelet/kubeconfig-bootstrap \\\n  --kubeconfig=/var/lib/kubelet/kubeconfig-real \\\n  --client-ca-file=/var/lib/kubelet/ca.crt \\\n  --rotate-certificates=true\n\n[Install]\nWantedBy=multi-user.target\n"
+        "[Unit]\nDescription=kubelet {version}\nAfter=containerd.service\n\n[Service]\nRestart=always\nRestartSec=5\nEnvironmentFile=-/etc/default/kubelet\nExecStart=/opt/bin/kubelet \\\n  --bootstrap-kubeconfig=/var/lib/kubelet/kubeconfig-bootstrap \\\n  --kubeconfig=/var/lib/kubelet/kubeconfig-real \\\n  --config={KUBELET_CONFIG_PATH} \\\n  --container-runtime=remote \\\n  --container-runtime-endpoint=unix:///run/containerd/containerd.sock \\\n  --node-labels={POOL_LABEL}={pool} \\\n  --v=2 $KUBELET_EXTRA_ARGS\n\n[Install]\nWantedBy=multi-user.target\n"
+    )
+}
+
+const POOL_LABEL: &str = "worker.gardener.cloud/pool";
+
+/// The shoot's cluster DNS address: the tenth address of the service network, as Gardener
+/// picks it.
+pub fn cluster_dns(v: &ShootValues) -> std::net::IpAddr {
+    v.services.hosts().nth(9).unwrap_or_else(|| v.services.network())
+}
+
+/// The kubelet configuration: client certificates rotated through CSRs, webhook
+/// authentication and authorization against the shoot's API server, the shoot's cluster DNS,
+/// cgroupfs, and eviction thresholds low enough for a machine sharing its host's disk.
+pub fn kubelet_config(v: &ShootValues) -> String {
+    format!(
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nauthentication:\n  anonymous:\n    enabled: false\n  webhook:\n    enabled: true\n  x509:\n    clientCAFile: {KUBELET_CLIENT_CA_PATH}\nauthorization:\n  mode: Webhook\nrotateCertificates: true\ncgroupDriver: cgroupfs\nfailSwapOn: false\nreadOnlyPort: 0\nclusterDomain: cluster.local\nclusterDNS:\n- {dns}\nevictionHard:\n  memory.available: 100Mi\n  nodefs.available: \"1%\"\n  nodefs.inodesFree: \"1%\"\n  imagefs.available: \"1%\"\nimageGCHighThresholdPercent: 100\nimageGCLowThresholdPercent: 99\nserializeImagePulls: false\nmaxPods: 110\n",
+        dns = cluster_dns(v)
     )
 }
 

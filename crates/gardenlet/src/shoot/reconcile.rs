@@ -448,8 +448,9 @@ async fn deploy_operating_system_configs(ctx: Arc<OperationContext>) -> Result<(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: shoot\n  cluster:\n    server: {}\n    certificate-authority: /var/lib/kubelet/ca.crt\ncontexts:\n- name: kubelet-bootstrap\n  context:\n    cluster: shoot\n    user: kubelet-bootstrap\ncurrent-context: kubelet-bootstrap\nusers:\n- name: kubelet-bootstrap\n  user:\n    token: {token_text}\n",
         server(&ctx)
     );
+    let kubelet_ca = secret_value(&ctx, crate::components::common::secrets::CA_KUBELET_BUNDLE, pki::data_keys::BUNDLE)?;
     let secrets_api: Api<Secret> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
-    for (osc, pool) in ext::operating_system_configs(&ctx.values, &ctx.shoot, &bootstrap_kubeconfig, &ca)
+    for (osc, pool) in ext::operating_system_configs(&ctx.values, &ctx.shoot, &bootstrap_kubeconfig, &ca, &kubelet_ca)
         .into_iter()
         .zip(ctx.shoot.spec.provider.workers.iter().map(|w| w.name.clone()))
     {

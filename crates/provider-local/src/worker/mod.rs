@@ -28,6 +28,8 @@ use std::time::Duration;
 pub use pods::{LABEL_CLASS, LABEL_POOL, machine_labels};
 
 const COMPONENT: &str = "worker";
+/// How often a Worker whose machines are not all running looks again.
+const MACHINE_POLL: Duration = Duration::from_secs(3);
 
 /// A machine as recorded in `status.state`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -95,6 +97,7 @@ impl LocalWorker {
         let hibernated = cluster.is_hibernated();
         let mut classes = BTreeSet::new();
         let mut pools = BTreeSet::new();
+        let mut waiting = 0;
         for (i, pool) in worker.spec.pools.iter().enumerate() {
             let field = format!("spec.pools[{i}]");
             let pool_config: PoolConfig =
@@ -132,6 +135,7 @@ impl LocalWorker {
                     machines.delete(&name).await?;
                 }
             }
+            waiting += machines.not_running(&pool.name, &hash, want).await?;
         }
         machines.delete_other_pools(&pools).await?;
         machines.delete_unused_classes(&classes).await?;
@@ -150,14 +154,19 @@ impl LocalWorker {
         let changed = worker.status.as_ref().is_none_or(|s| s.machine_deployments != deployments);
         let state = serde_json::to_value(&state).map_err(|e| Error::config(&object, "status.state", e.to_string()))?;
         let provider_status = serde_json::json!({"machineNamespace": machines.namespace, "hibernated": hibernated});
-        Ok(Outcome::done().with_state(state).with_provider_status(provider_status).with_status(
-            move |s: &mut extension_sdk::api::extensions::WorkerStatus| {
-                if changed {
-                    s.machine_deployments = deployments;
-                    s.machine_deployments_last_update_time = Some(Time(Timestamp::now()));
-                }
-            },
-        ))
+        let outcome = Outcome::done().with_state(state).with_provider_status(provider_status);
+        let outcome = if waiting > 0 {
+            tracing::info!(waiting, "waiting for machines to run");
+            outcome.requeue(MACHINE_POLL)
+        } else {
+            outcome
+        };
+        Ok(outcome.with_status(move |s: &mut extension_sdk::api::extensions::WorkerStatus| {
+            if changed {
+                s.machine_deployments = deployments;
+                s.machine_deployments_last_update_time = Some(Time(Timestamp::now()));
+            }
+        }))
     }
 }
 

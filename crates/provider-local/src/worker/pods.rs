@@ -10,7 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use extension_sdk::api::extensions::worker::WorkerPool;
 use extension_sdk::k8s_openapi::ByteString;
 use extension_sdk::k8s_openapi::api::core::v1::{
-    Container, Pod, PodSpec, Secret, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, Pod, PodSpec, Secret, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
 };
 use extension_sdk::kube::api::{ListParams, ObjectMeta, Patch, PostParams};
 use extension_sdk::kube::{Api, Client, ResourceExt};
@@ -86,6 +86,20 @@ impl Machines {
                 Some(Existing { name, hash, index })
             })
             .collect())
+    }
+
+    /// How many of a pool's `want` machines of class `hash` are not running yet: missing,
+    /// starting, or blocked by a machine of the same name that is still terminating.
+    pub async fn not_running(&self, pool: &str, hash: &str, want: u32) -> Result<u32, Error> {
+        let pods = self.list(Some(format!("{LABEL_POOL}={pool}"))).await?;
+        let running = pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .filter(|p| p.labels().get(LABEL_CLASS).is_some_and(|h| h == hash))
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .count() as u32;
+        let terminating = pods.iter().any(|p| p.metadata.deletion_timestamp.is_some());
+        Ok(want.saturating_sub(running).max(u32::from(terminating && running < want)))
     }
 
     /// Every machine with its UID, sorted by name.
@@ -190,8 +204,14 @@ impl Machines {
     }
 }
 
+/// Directories a machine's container runtime and kubelet keep on a real file system (an
+/// emptyDir), not on the container's overlay root: containerd's snapshots cannot nest overlays.
+const MACHINE_STATE: [(&str, &str); 2] = [("containerd", "/var/lib/containerd"), ("kubelet", "/var/lib/kubelet")];
+/// Time for a machine to stop its kubelet and containers and remove its cgroups.
+const MACHINE_GRACE_SECONDS: i64 = 60;
+
 /// The Pod of one machine: a privileged container of the machine image with the class's user
-/// data mounted at `/etc/machine/userData`.
+/// data mounted at `/etc/machine/userData` and its runtime state on emptyDir volumes.
 pub fn machine_pod(technical_id: &str, pool: &WorkerPool, hash: &str, index: u32, image: &str, class: &str) -> Pod {
     debug_assert!(hash.len() <= HASH_LEN);
     let name = machine_name(&pool.name, hash, index);
@@ -210,19 +230,36 @@ pub fn machine_pod(technical_id: &str, pool: &WorkerPool, hash: &str, index: u32
                 name: "node".into(),
                 image: Some(image.into()),
                 security_context: Some(SecurityContext { privileged: Some(true), ..Default::default() }),
-                volume_mounts: Some(vec![VolumeMount {
-                    name: "user-data".into(),
-                    mount_path: USER_DATA_MOUNT.into(),
-                    read_only: Some(true),
-                    ..Default::default()
-                }]),
+                volume_mounts: Some(
+                    std::iter::once(VolumeMount {
+                        name: "user-data".into(),
+                        mount_path: USER_DATA_MOUNT.into(),
+                        read_only: Some(true),
+                        ..Default::default()
+                    })
+                    .chain(MACHINE_STATE.iter().map(|(name, path)| VolumeMount {
+                        name: (*name).into(),
+                        mount_path: (*path).into(),
+                        ..Default::default()
+                    }))
+                    .collect(),
+                ),
                 ..Default::default()
             }],
-            volumes: Some(vec![Volume {
-                name: "user-data".into(),
-                secret: Some(SecretVolumeSource { secret_name: Some(class.into()), ..Default::default() }),
-                ..Default::default()
-            }]),
+            termination_grace_period_seconds: Some(MACHINE_GRACE_SECONDS),
+            volumes: Some(
+                std::iter::once(Volume {
+                    name: "user-data".into(),
+                    secret: Some(SecretVolumeSource { secret_name: Some(class.into()), ..Default::default() }),
+                    ..Default::default()
+                })
+                .chain(MACHINE_STATE.iter().map(|(name, _)| Volume {
+                    name: (*name).into(),
+                    empty_dir: Some(EmptyDirVolumeSource::default()),
+                    ..Default::default()
+                }))
+                .collect(),
+            ),
             ..Default::default()
         }),
         status: None,
@@ -244,7 +281,12 @@ mod tests {
         assert_eq!(labels.get(LABEL_CLASS).map(String::as_str), Some("0123456789"));
         let spec = pod.spec.unwrap_or_default();
         assert_eq!(spec.containers[0].image.as_deref(), Some("img:1"));
-        let volume = spec.volumes.unwrap_or_default().pop().and_then(|v| v.secret).and_then(|s| s.secret_name);
-        assert_eq!(volume.as_deref(), Some("machine-class-p-0123456789"));
+        let volumes = spec.volumes.unwrap_or_default();
+        let secret = volumes[0].secret.as_ref().and_then(|s| s.secret_name.as_deref());
+        assert_eq!(secret, Some("machine-class-p-0123456789"));
+        assert!(volumes[1..].iter().all(|v| v.empty_dir.is_some()), "runtime state on emptyDirs");
+        let mounts: Vec<&str> =
+            spec.containers[0].volume_mounts.iter().flatten().map(|m| m.mount_path.as_str()).collect();
+        assert_eq!(mounts, vec!["/etc/machine", "/var/lib/containerd", "/var/lib/kubelet"]);
     }
 }
