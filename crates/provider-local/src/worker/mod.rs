@@ -8,6 +8,7 @@
 //! ones listed (same names, same UIDs) instead of recreating them.
 
 pub mod desired;
+mod nodes;
 mod pods;
 
 use crate::common::{describe, ensure_namespace, provider_config, shoot_labels, technical_id};
@@ -141,6 +142,12 @@ impl LocalWorker {
         machines.delete_unused_classes(&classes).await?;
 
         let state = WorkerState { machines: machines.records().await? };
+        let (live, terminating) = machines.live_and_terminating().await?;
+        if waiting == 0 && !hibernated {
+            nodes::delete_orphans(&self.client, &machines.technical_id, &live).await;
+        }
+        // Machines still shutting down are followed until they are gone.
+        waiting += terminating as u32;
         let deployments: Vec<MachineDeployment> = worker
             .spec
             .pools

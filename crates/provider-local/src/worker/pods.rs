@@ -102,6 +102,14 @@ impl Machines {
         Ok(want.saturating_sub(running).max(u32::from(terminating && running < want)))
     }
 
+    /// Names of the machines that are not being deleted, and how many are being deleted.
+    pub async fn live_and_terminating(&self) -> Result<(BTreeSet<String>, usize), Error> {
+        let pods = self.list(None).await?;
+        let terminating = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some()).count();
+        let live = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).map(|p| p.name_any()).collect();
+        Ok((live, terminating))
+    }
+
     /// Every machine with its UID, sorted by name.
     pub async fn records(&self) -> Result<Vec<MachineRecord>, Error> {
         let mut records: Vec<MachineRecord> = self

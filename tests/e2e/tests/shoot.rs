@@ -1,0 +1,207 @@
+//! The main job, on the local garden: `example/shoot.yaml` applied as a user applies it becomes
+//! a real cluster. Its control plane runs in the seed, its worker machine (a Pod with its own
+//! kubelet and containerd) joins it as a Ready Node by bootstrap token and CSR, a pod runs on
+//! that node and its log is read through the shoot's API server; deleting the shoot removes its
+//! namespaces, machines, volumes and Nodes' cgroups on the host. Gardener's e2e "create, use,
+//! delete" test (test/e2e/gardener/shoot) is the model.
+//!
+//! On failure the test prints the Shoot's status, the seed namespaces' pods and events, and the
+//! machine's log.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+use e2e::{kubectl, repo_root};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use kube::api::{Api, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config, ResourceExt};
+use std::time::{Duration, Instant};
+
+const PROJECT_NS: &str = "garden-local";
+const SHOOT: &str = "local";
+const SEED_NS: &str = "shoot--local--local";
+const MACHINE_NS: &str = "shoot--local--local--machines";
+/// Gardener gives its e2e create test 15 minutes on 8 CPUs; ours runs on 2.
+const CREATE_TIMEOUT: Duration = Duration::from_secs(600);
+const DELETE_TIMEOUT: Duration = Duration::from_secs(600);
+const STEP_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// What an operator needs to see when a step fails.
+fn diagnosis() -> String {
+    let shoot = kubectl(&["-n", PROJECT_NS, "get", "shoot", SHOOT, "-o", "jsonpath={.status}"]).unwrap_or_else(|e| e);
+    let mut out = format!("shoot status: {shoot}\n");
+    for ns in [SEED_NS, MACHINE_NS] {
+        let pods = kubectl(&["-n", ns, "get", "pods,pvc", "-o", "wide"]).unwrap_or_else(|e| e);
+        let events = kubectl(&["-n", ns, "get", "events", "--sort-by=.lastTimestamp"]).unwrap_or_else(|e| e);
+        let tail: Vec<&str> = events.lines().rev().take(15).collect();
+        out.push_str(&format!(
+            "{ns}:\n{pods}\nlast events:\n{}\n",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ));
+    }
+    let machine =
+        kubectl(&["-n", MACHINE_NS, "logs", "-l", "worker.gardener.cloud/pool", "--tail=40"]).unwrap_or_else(|e| e);
+    let worker = kubectl(&["-n", SEED_NS, "get", "worker", "-o", "jsonpath={.items[*].status.lastOperation}"])
+        .unwrap_or_else(|e| e);
+    out.push_str(&format!("worker: {worker}\nmachine log:\n{machine}\n"));
+    out
+}
+
+async fn wait<T, Fut: std::future::Future<Output = Result<Option<T>, String>>>(
+    what: &str,
+    timeout: Duration,
+    mut probe: impl FnMut() -> Fut,
+) -> (T, Duration) {
+    let start = Instant::now();
+    let mut last = String::new();
+    loop {
+        match probe().await {
+            Ok(Some(v)) => return (v, start.elapsed()),
+            Ok(None) => {}
+            Err(e) => last = e,
+        }
+        if start.elapsed() > timeout {
+            panic!("{what}: not within {timeout:?}; last: {last}\n{}", diagnosis());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The shoot's admin kubeconfig, as `hack/shoot-kubeconfig.sh` prints it.
+fn shoot_kubeconfig() -> Result<String, String> {
+    let out = std::process::Command::new(repo_root().join("hack/shoot-kubeconfig.sh"))
+        .args(["local", SHOOT])
+        .env("KUBECTL", e2e::assets().join("kubectl"))
+        .env("KUBECONFIG_FILE", e2e::kubeconfig())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+async fn shoot_client() -> Result<Client, String> {
+    let kubeconfig = Kubeconfig::from_yaml(&shoot_kubeconfig()?).map_err(|e| e.to_string())?;
+    let config =
+        Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.map_err(|e| e.to_string())?;
+    Client::try_from(config).map_err(|e| e.to_string())
+}
+
+fn shoot_field(path: &str) -> Result<String, String> {
+    kubectl(&["-n", PROJECT_NS, "get", "shoot", SHOOT, "-o", &format!("jsonpath={path}")])
+}
+
+fn node_ready(n: &Node) -> bool {
+    n.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+#[tokio::test]
+async fn a_shoot_gets_a_real_node_runs_a_pod_and_is_deleted_without_leftovers() {
+    kubectl(&["apply", "-f", &repo_root().join("example/shoot.yaml").display().to_string()]).unwrap();
+
+    let ((), created) = wait("the shoot's creation succeeds", CREATE_TIMEOUT, || async {
+        let op = shoot_field("{.status.lastOperation.type}/{.status.lastOperation.state}")?;
+        if op.ends_with("/Failed") {
+            return Err(format!("lastOperation {op}"));
+        }
+        Ok((op == "Create/Succeeded").then_some(()))
+    })
+    .await;
+    eprintln!("shoot created after {created:?}");
+
+    let (shoot, _) = wait("a client for the shoot", STEP_TIMEOUT, || async { shoot_client().await.map(Some) }).await;
+    let nodes: Api<Node> = Api::all(shoot.clone());
+    let (node, ready_after) = wait("the worker's Node is Ready", STEP_TIMEOUT, || async {
+        let list = nodes.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+        Ok(list.items.into_iter().find(node_ready))
+    })
+    .await;
+    eprintln!("node {} Ready {ready_after:?} after the shoot was created", node.name_any());
+    let labels = node.labels();
+    assert_eq!(labels.get("worker.gardener.cloud/pool").map(String::as_str), Some("local"), "the pool label");
+
+    let pods: Api<Pod> = Api::namespaced(shoot.clone(), "default");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "hello"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "hello",
+                "image": "gardener-rs.local/busybox:1.35.0",
+                "command": ["sh", "-c", "echo hello from $(hostname) on the shoot"],
+            }],
+        },
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let (phase, ran) = wait("the pod runs to completion on the node", STEP_TIMEOUT, || async {
+        let p = pods.get("hello").await.map_err(|e| e.to_string())?;
+        let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+        Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
+    })
+    .await;
+    eprintln!("pod completed after {ran:?}");
+    let scheduled = pods.get("hello").await.unwrap().spec.and_then(|s| s.node_name).unwrap_or_default();
+    assert_eq!(scheduled, node.name_any(), "the pod ran on the worker's node");
+    let log = pods.logs("hello", &Default::default()).await.unwrap();
+    assert_eq!(phase, "Succeeded", "log: {log}");
+    assert_eq!(log.trim(), "hello from hello on the shoot", "the log, read through the shoot's API server");
+
+    let configmaps: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
+    let cm: ConfigMap =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}, "data": {"k": "v"}})).unwrap();
+    configmaps.create(&PostParams::default(), &cm).await.unwrap();
+    assert_eq!(configmaps.get("kept").await.unwrap().data.unwrap()["k"], "v");
+
+    kubectl(&[
+        "-n",
+        PROJECT_NS,
+        "annotate",
+        "shoot",
+        SHOOT,
+        "confirmation.gardener.cloud/deletion=true",
+        "--overwrite",
+    ])
+    .unwrap();
+    kubectl(&["-n", PROJECT_NS, "delete", "shoot", SHOOT, "--wait=false"]).unwrap();
+    let ((), deleted) = wait("the shoot is gone", DELETE_TIMEOUT, || async {
+        match kubectl(&["-n", PROJECT_NS, "get", "shoot", SHOOT, "-o", "name"]) {
+            Ok(_) => Ok(None),
+            Err(e) if e.contains("NotFound") => Ok(Some(())),
+            Err(e) => Err(e),
+        }
+    })
+    .await;
+    eprintln!("shoot deleted after {deleted:?}");
+    for ns in [SEED_NS, MACHINE_NS] {
+        let (_, _) = wait(&format!("namespace {ns} is gone"), STEP_TIMEOUT, || async move {
+            match kubectl(&["get", "namespace", ns, "-o", "name"]) {
+                Ok(_) => Ok(None),
+                Err(e) if e.contains("NotFound") => Ok(Some(())),
+                Err(e) => Err(e),
+            }
+        })
+        .await;
+    }
+    let volumes = kubectl(&["get", "pv", "-o", "name"]).unwrap();
+    assert!(volumes.trim().is_empty(), "no volume is left: {volumes}");
+    let leftovers: Vec<String> = walk_cgroups(std::path::Path::new("/sys/fs/cgroup/memory/kubepods"));
+    assert!(leftovers.is_empty(), "the machine's cgroups are gone from the host: {leftovers:?}");
+}
+
+/// cgroup directories named `machine` (a machine's kubelet root) below `dir`.
+fn walk_cgroups(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            if e.file_name() == "machine" {
+                found.push(e.path().display().to_string());
+            } else {
+                found.extend(walk_cgroups(&e.path()));
+            }
+        }
+    }
+    found
+}
