@@ -1,7 +1,9 @@
 //! The main job, on the local garden: `example/shoot.yaml` applied as a user applies it becomes
 //! a real cluster. Its control plane runs in the seed, its worker machine (a Pod with its own
 //! kubelet and containerd) joins it as a Ready Node by bootstrap token and CSR, a pod runs on
-//! that node and its log is read through the shoot's API server; deleting the shoot removes its
+//! that node and its log is read through the shoot's API server; hibernation scales machines
+//! and control plane to zero and keeps etcd's volume, waking up brings the same cluster back
+//! (a ConfigMap created before is there, the node rejoins); deleting the shoot removes its
 //! namespaces, machines, volumes and Nodes' cgroups on the host. Gardener's e2e "create, use,
 //! delete" test (test/e2e/gardener/shoot) is the model.
 //!
@@ -98,7 +100,7 @@ fn node_ready(n: &Node) -> bool {
 }
 
 #[tokio::test]
-async fn a_shoot_gets_a_real_node_runs_a_pod_and_is_deleted_without_leftovers() {
+async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_without_leftovers() {
     kubectl(&["apply", "-f", &repo_root().join("example/shoot.yaml").display().to_string()]).unwrap();
 
     let ((), created) = wait("the shoot's creation succeeds", CREATE_TIMEOUT, || async {
@@ -154,6 +156,65 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_and_is_deleted_without_leftovers() 
         serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}, "data": {"k": "v"}})).unwrap();
     configmaps.create(&PostParams::default(), &cm).await.unwrap();
     assert_eq!(configmaps.get("kept").await.unwrap().data.unwrap()["k"], "v");
+
+    // Hibernation: machines and control plane scaled to zero, etcd's volume kept.
+    kubectl(&[
+        "-n",
+        PROJECT_NS,
+        "patch",
+        "shoot",
+        SHOOT,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"hibernation":{"enabled":true}}}"#,
+    ])
+    .unwrap();
+    let ((), hibernated) = wait("the shoot hibernates", CREATE_TIMEOUT, || async {
+        let state = shoot_field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
+        let pods = kubectl(&["-n", SEED_NS, "get", "pods", "-o", "name"])?
+            + &kubectl(&["-n", MACHINE_NS, "get", "pods", "-o", "name"])?;
+        Ok((state == "true/Reconcile/Succeeded" && pods.trim().is_empty()).then_some(()))
+    })
+    .await;
+    eprintln!("shoot hibernated after {hibernated:?}");
+    let claims = kubectl(&["-n", SEED_NS, "get", "pvc", "-o", "name"]).unwrap();
+    assert!(claims.contains("data-etcd-main-0"), "etcd's volume is kept while hibernated: {claims}");
+
+    // Waking up brings the same cluster back: the ConfigMap is there, the node rejoins.
+    kubectl(&[
+        "-n",
+        PROJECT_NS,
+        "patch",
+        "shoot",
+        SHOOT,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"hibernation":{"enabled":false}}}"#,
+    ])
+    .unwrap();
+    let (kept, woken) = wait("the shoot wakes up with its data and a Ready node", CREATE_TIMEOUT, || async {
+        let state = shoot_field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
+        if state != "false/Reconcile/Succeeded" {
+            return Ok(None);
+        }
+        let client = shoot_client().await?;
+        let ready = Api::<Node>::all(client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .iter()
+            .any(node_ready);
+        let cm = Api::<ConfigMap>::namespaced(client, "default").get_opt("kept").await.map_err(|e| e.to_string())?;
+        Ok(ready.then_some(cm))
+    })
+    .await;
+    eprintln!("shoot woke up with a Ready node after {woken:?}");
+    assert_eq!(
+        kept.and_then(|c| c.data).unwrap_or_default().get("k").map(String::as_str),
+        Some("v"),
+        "the ConfigMap survived"
+    );
 
     kubectl(&[
         "-n",
