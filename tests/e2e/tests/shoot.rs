@@ -112,10 +112,15 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
     })
     .await;
     eprintln!("shoot created after {created:?}");
+    // Created means usable: the Worker waits for its machines' Nodes, so every condition holds.
+    for condition in ["APIServerAvailable", "ControlPlaneHealthy", "EveryNodeReady", "SystemComponentsHealthy"] {
+        let status = shoot_field(&format!("{{.status.conditions[?(@.type==\"{condition}\")].status}}")).unwrap();
+        assert_eq!(status, "True", "condition {condition} of the created shoot\n{}", diagnosis());
+    }
 
     let (shoot, _) = wait("a client for the shoot", STEP_TIMEOUT, || async { shoot_client().await.map(Some) }).await;
     let nodes: Api<Node> = Api::all(shoot.clone());
-    let (node, ready_after) = wait("the worker's Node is Ready", STEP_TIMEOUT, || async {
+    let (node, ready_after) = wait("the worker's Node is Ready", Duration::from_secs(30), || async {
         let list = nodes.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
         Ok(list.items.into_iter().find(node_ready))
     })

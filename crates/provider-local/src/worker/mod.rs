@@ -144,7 +144,9 @@ impl LocalWorker {
         let state = WorkerState { machines: machines.records().await? };
         let (live, terminating) = machines.live_and_terminating().await?;
         if waiting == 0 && !hibernated {
-            nodes::delete_orphans(&self.client, &machines.technical_id, &live).await;
+            // Running machines count once their Nodes are Ready, as Gardener's machine
+            // controller counts them.
+            waiting += nodes::sync(&self.client, &machines.technical_id, &live).await.unwrap_or(0) as u32;
         }
         // Machines still shutting down are followed until they are gone.
         waiting += terminating as u32;
@@ -163,7 +165,7 @@ impl LocalWorker {
         let provider_status = serde_json::json!({"machineNamespace": machines.namespace, "hibernated": hibernated});
         let outcome = Outcome::done().with_state(state).with_provider_status(provider_status);
         let outcome = if waiting > 0 {
-            tracing::info!(waiting, "waiting for machines to run");
+            tracing::info!(waiting, "waiting for machines to run and their Nodes to be Ready");
             outcome.requeue(MACHINE_POLL)
         } else {
             outcome
