@@ -27,10 +27,20 @@ async fn conforms<K: ExtensionResource, A: Actuator<K>>(
     sample: K,
     update: impl Fn(&mut K) + Send + Sync + 'static,
 ) -> Report {
-    let report =
-        bounded(Conformance::with_client(make, sample).with_spec_update(update).with_identity(chart_identity).run())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+    conforms_as(make, sample, update, chart_identity).await
+}
+
+async fn conforms_as<K: ExtensionResource, A: Actuator<K>>(
+    make: impl FnOnce(Client) -> A + Send + 'static,
+    sample: K,
+    update: impl Fn(&mut K) + Send + Sync + 'static,
+    identity: fn(
+        &extension_sdk::testing::TestCluster,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Client, String>> + Send + '_>>,
+) -> Report {
+    let report = bounded(Conformance::with_client(make, sample).with_spec_update(update).with_identity(identity).run())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     println!("{report}");
     assert_eq!(report.noop_calls, 0);
     assert_eq!(report.calls.get("Reconcile"), Some(&3), "{report}");
@@ -145,7 +155,39 @@ async fn operatingsystemconfig_conforms() {
 #[tokio::test]
 async fn worker_conforms() {
     let sample = worker(vec![pool("pool", 2, "machine:1")]);
-    conforms(|c| LocalWorker::new(c, None), sample, |w| w.spec.pools = vec![pool("pool", 2, "machine:2")]).await;
+    let update = |w: &mut Worker| w.spec.pools = vec![pool("pool", 2, "machine:2")];
+    conforms_as(|c| LocalWorker::new(c, None), sample, update, chart_identity_with_machine_simulator).await;
+}
+
+/// [`chart_identity`], plus the machine simulator: there is no kubelet here, so machine Pods
+/// would never run and a Worker would wait for them forever.
+#[allow(clippy::type_complexity)] // the SDK's BoxFuture, spelled out
+fn chart_identity_with_machine_simulator(
+    tc: &extension_sdk::testing::TestCluster,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<Client, String>> + Send + '_>> {
+    tokio::spawn(machine_simulator(tc.client.clone()));
+    chart_identity(tc)
+}
+
+/// Test stand-in for the kubelets of machines: marks every machine Pod `Running`.
+async fn machine_simulator(admin: Client) {
+    use extension_sdk::k8s_openapi::api::core::v1::Pod;
+    use extension_sdk::kube::ResourceExt;
+    use extension_sdk::kube::api::{Api, ListParams, Patch, PatchParams};
+    let pods: Api<Pod> = Api::all(admin.clone());
+    loop {
+        if let Ok(list) = pods.list(&ListParams::default().labels(provider_local::worker::LABEL_POOL)).await {
+            for p in list.items {
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+                if phase != Some("Running") && p.metadata.deletion_timestamp.is_none() {
+                    let api: Api<Pod> = Api::namespaced(admin.clone(), &p.namespace().unwrap_or_default());
+                    let status = Patch::Merge(json!({"status": {"phase": "Running"}}));
+                    let _ = api.patch_status(&p.name_any(), &PatchParams::default(), &status).await;
+                }
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test]

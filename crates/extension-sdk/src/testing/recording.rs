@@ -32,6 +32,9 @@ pub struct Call {
     /// The operation annotation the object still carried.
     pub annotation: Option<String>,
     pub ok: bool,
+    /// The call succeeded but asked to be called again (`Outcome::requeue`): the operation goes
+    /// on, so the call does not complete a step.
+    pub requeued: bool,
 }
 
 /// The calls made to a [`Recording`] actuator. Cheap to clone; clones share the log.
@@ -48,9 +51,10 @@ impl CallLog {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// How many calls of this kind were made.
+    /// How many calls of this kind completed their operation (calls that asked to be called
+    /// again are part of the operation that follows them, and not counted).
     pub fn count(&self, kind: CallKind) -> usize {
-        self.calls().iter().filter(|c| c.kind == kind).count()
+        self.calls().iter().filter(|c| c.kind == kind && !c.requeued).count()
     }
 
     /// How many calls were made.
@@ -70,6 +74,10 @@ pub struct Recording<A> {
     log: CallLog,
 }
 
+fn requeued<K: ExtensionResource>(r: &Result<Outcome<K>, ActuatorError>) -> bool {
+    r.as_ref().is_ok_and(|o| o.requeue_after.is_some())
+}
+
 impl<A> Recording<A> {
     pub fn new(inner: A, log: CallLog) -> Self {
         Self { inner, log }
@@ -85,11 +93,13 @@ fn call_of<K: ExtensionResource>(kind: CallKind, obj: &K, finalizer: &str) -> Ca
         had_finalizer: obj.finalizers().iter().any(|f| f == finalizer),
         annotation: obj.annotations().get(ANNOTATION_OPERATION).cloned(),
         ok: false,
+        requeued: false,
     }
 }
 
 impl<A> Recording<A> {
-    fn record<T>(&self, mut call: Call, result: &Result<T, ActuatorError>, state: Option<&Value>) {
+    fn record<T>(&self, mut call: Call, result: &Result<T, ActuatorError>, state: Option<&Value>, requeued: bool) {
+        call.requeued = requeued;
         call.ok = result.is_ok();
         call.returned_state = state.cloned();
         self.log.push(call);
@@ -100,35 +110,35 @@ impl<K: ExtensionResource, A: Actuator<K>> Actuator<K> for Recording<A> {
     async fn reconcile(&self, obj: &K, cluster: &ClusterContext) -> Result<Outcome<K>, ActuatorError> {
         let call = call_of(CallKind::Reconcile, obj, &K::finalizer());
         let r = self.inner.reconcile(obj, cluster).await;
-        self.record(call, &r, r.as_ref().ok().and_then(|o| o.state.as_ref()));
+        self.record(call, &r, r.as_ref().ok().and_then(|o| o.state.as_ref()), requeued(&r));
         r
     }
 
     async fn delete(&self, obj: &K, cluster: &ClusterContext) -> Result<(), ActuatorError> {
         let call = call_of(CallKind::Delete, obj, &K::finalizer());
         let r = self.inner.delete(obj, cluster).await;
-        self.record(call, &r, None);
+        self.record(call, &r, None, false);
         r
     }
 
     async fn force_delete(&self, obj: &K, cluster: &ClusterContext) -> Result<(), ActuatorError> {
         let call = call_of(CallKind::ForceDelete, obj, &K::finalizer());
         let r = self.inner.force_delete(obj, cluster).await;
-        self.record(call, &r, None);
+        self.record(call, &r, None, false);
         r
     }
 
     async fn migrate(&self, obj: &K, cluster: &ClusterContext) -> Result<Outcome<K>, ActuatorError> {
         let call = call_of(CallKind::Migrate, obj, &K::finalizer());
         let r = self.inner.migrate(obj, cluster).await;
-        self.record(call, &r, r.as_ref().ok().and_then(|o| o.state.as_ref()));
+        self.record(call, &r, r.as_ref().ok().and_then(|o| o.state.as_ref()), requeued(&r));
         r
     }
 
     async fn restore(&self, obj: &K, cluster: &ClusterContext) -> Result<Outcome<K>, ActuatorError> {
         let call = call_of(CallKind::Restore, obj, &K::finalizer());
         let r = self.inner.restore(obj, cluster).await;
-        self.record(call, &r, r.as_ref().ok().and_then(|o| o.state.as_ref()));
+        self.record(call, &r, r.as_ref().ok().and_then(|o| o.state.as_ref()), requeued(&r));
         r
     }
 }
