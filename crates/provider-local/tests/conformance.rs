@@ -30,13 +30,16 @@ async fn conforms<K: ExtensionResource, A: Actuator<K>>(
     conforms_as(make, sample, update, chart_identity).await
 }
 
+/// Who the controller acts as: [`chart_identity`], possibly with a test simulator started.
+type Identity = fn(
+    &extension_sdk::testing::TestCluster,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<Client, String>> + Send + '_>>;
+
 async fn conforms_as<K: ExtensionResource, A: Actuator<K>>(
     make: impl FnOnce(Client) -> A + Send + 'static,
     sample: K,
     update: impl Fn(&mut K) + Send + Sync + 'static,
-    identity: fn(
-        &extension_sdk::testing::TestCluster,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Client, String>> + Send + '_>>,
+    identity: Identity,
 ) -> Report {
     let report = bounded(Conformance::with_client(make, sample).with_spec_update(update).with_identity(identity).run())
         .await
