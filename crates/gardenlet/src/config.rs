@@ -28,6 +28,15 @@ pub struct GardenletConfig {
     /// How kube-apiservers of shoots are exposed in this seed.
     #[serde(default = "default_service_type")]
     pub kube_apiserver_service_type: ServiceType,
+    /// The share (in percent, 1 to 100) of the default resource requests that shoot control-plane
+    /// components ask for: a small seed that hosts many idle control planes sets it lower, so
+    /// that requests follow what the components use (docs/gardenlet.md).
+    #[serde(default = "default_requests_percent")]
+    pub control_plane_requests_percent: u32,
+}
+
+fn default_requests_percent() -> u32 {
+    100
 }
 
 fn default_service_type() -> ServiceType {

@@ -76,6 +76,8 @@ pub struct ControlPlaneValues {
     /// The directory of the shoot's backup entry on the seed host, when the seed has backups
     /// with a directory store: etcd restores a migration's final snapshot from there.
     pub etcd_backup_dir: Option<String>,
+    /// The share of the default resource requests components ask for (percent, 1 to 100).
+    pub requests_percent: u32,
 }
 
 /// The shoot's own kube-apiserver settings (`spec.kubernetes.kubeAPIServer`).
@@ -193,11 +195,14 @@ pub fn https_probe(path: &str, port: i32, initial_delay: i32, period: i32) -> Pr
     }
 }
 
-pub fn requests(cpu: &str, memory: &str) -> ResourceRequirements {
+/// Resource requests: `percent` of the default `cpu_millis` and `memory_mib` (at least 1m and
+/// 1Mi; percent is clamped to 1..=100).
+pub fn requests(percent: u32, cpu_millis: u64, memory_mib: u64) -> ResourceRequirements {
+    let scale = |v: u64| (v * u64::from(percent.clamp(1, 100)) / 100).max(1);
     ResourceRequirements {
         requests: Some(BTreeMap::from([
-            ("cpu".to_string(), Quantity(cpu.to_string())),
-            ("memory".to_string(), Quantity(memory.to_string())),
+            ("cpu".to_string(), Quantity(format!("{}m", scale(cpu_millis)))),
+            ("memory".to_string(), Quantity(format!("{}Mi", scale(memory_mib)))),
         ])),
         ..Default::default()
     }

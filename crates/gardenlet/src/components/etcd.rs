@@ -134,7 +134,7 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         ]),
         readiness_probe: Some(http_probe("/health", 5)),
         liveness_probe: Some(http_probe("/health", 15)),
-        resources: Some(common::requests("200m", "300Mi")),
+        resources: Some(common::requests(values.requests_percent, 200, 300)),
         volume_mounts: Some(vec![data_mount()]),
         ..Default::default()
     };

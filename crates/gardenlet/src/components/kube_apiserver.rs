@@ -149,7 +149,7 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
         ports: Some(vec![ContainerPort { name: Some("https".into()), container_port: PORT, ..Default::default() }]),
         liveness_probe: Some(common::https_probe("/livez", PORT, 15, 10)),
         readiness_probe: Some(common::https_probe("/readyz", PORT, 10, 10)),
-        resources: Some(common::requests("250m", "512Mi")),
+        resources: Some(common::requests(values.requests_percent, 250, 512)),
         ..Default::default()
     };
     let strategy = DeploymentStrategy {

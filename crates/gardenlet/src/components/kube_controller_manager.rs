@@ -50,7 +50,7 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
         command: Some(vec!["kube-controller-manager".to_string()]),
         args: Some(args(values)),
         liveness_probe: Some(common::https_probe("/healthz", PORT, 15, 10)),
-        resources: Some(common::requests("100m", "128Mi")),
+        resources: Some(common::requests(values.requests_percent, 100, 128)),
         ..Default::default()
     };
     common::deployment(values, NAME, (APP, ROLE), MOUNTED_SECRETS, container, None)

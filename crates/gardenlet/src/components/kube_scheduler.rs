@@ -29,7 +29,7 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
         command: Some(vec!["kube-scheduler".to_string()]),
         args: Some(args()),
         liveness_probe: Some(common::https_probe("/healthz", PORT, 15, 10)),
-        resources: Some(common::requests("50m", "64Mi")),
+        resources: Some(common::requests(values.requests_percent, 50, 64)),
         ..Default::default()
     };
     common::deployment(values, NAME, (APP, ROLE), MOUNTED_SECRETS, container, None)

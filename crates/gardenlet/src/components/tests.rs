@@ -27,6 +27,7 @@ fn values() -> ControlPlaneValues {
         apiserver: ApiServerSettings::default(),
         secret_checksums: BTreeMap::from([("kube-apiserver".to_string(), "abc".to_string())]),
         etcd_backup_dir: None,
+        requests_percent: 100,
     }
 }
 
@@ -247,4 +248,19 @@ fn every_mounted_secret_and_key_is_produced_by_the_pki() {
             assert!(plan.secrets.value(secret, key).is_some(), "{arg}: pki's {secret} has no key {key}");
         }
     }
+}
+
+#[test]
+fn control_plane_requests_follow_the_configured_share() {
+    let cpu = |r: &k8s_openapi::api::core::v1::ResourceRequirements| {
+        r.requests.as_ref().map(|q| (q["cpu"].0.clone(), q["memory"].0.clone()))
+    };
+    assert_eq!(cpu(&super::common::requests(100, 250, 512)), Some(("250m".into(), "512Mi".into())));
+    assert_eq!(cpu(&super::common::requests(20, 250, 512)), Some(("50m".into(), "102Mi".into())));
+    assert_eq!(
+        cpu(&super::common::requests(0, 50, 64)),
+        Some(("1m".into(), "1Mi".into())),
+        "at least 1 percent, 1 unit"
+    );
+    assert_eq!(cpu(&super::common::requests(500, 50, 64)), Some(("50m".into(), "64Mi".into())), "at most the default");
 }

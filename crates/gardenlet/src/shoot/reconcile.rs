@@ -201,7 +201,7 @@ async fn deploy_cloudprovider_secret(ctx: Arc<OperationContext>) -> Result<(), T
 }
 
 async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    let values = ctx.values.control_plane(&ctx.config.images, true);
+    let values = ctx.values.control_plane(&ctx.config.images, true, ctx.config.control_plane_requests_percent);
     apply(&ctx, &kube_apiserver::service(&values, ctx.config.kube_apiserver_service_type)).await?;
     let svc: Service = wait_for(&ctx, kube_apiserver::NAME, |s: &Service| {
         kube_apiserver::service_address(s).map(|_| ()).ok_or_else(|| "no address yet".to_string())
@@ -238,7 +238,7 @@ async fn deploy_dns_records(ctx: Arc<OperationContext>) -> Result<(), TaskError>
 
 /// Control-plane values with the owner and the checksums of the secrets they mount.
 pub(crate) fn control_plane_values(ctx: &OperationContext) -> crate::components::ControlPlaneValues {
-    let mut values = ctx.values.control_plane(&ctx.config.images, true);
+    let mut values = ctx.values.control_plane(&ctx.config.images, true, ctx.config.control_plane_requests_percent);
     let found = ctx.found();
     values.owner = found.cluster_owner.clone();
     if let Some(set) = &found.secrets {

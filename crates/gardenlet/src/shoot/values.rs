@@ -140,7 +140,7 @@ impl ShootValues {
     }
 
     /// Values of the control-plane builders.
-    pub fn control_plane(&self, images: &Images, running: bool) -> ControlPlaneValues {
+    pub fn control_plane(&self, images: &Images, running: bool, requests_percent: u32) -> ControlPlaneValues {
         let replicas = i32::from(running && !self.hibernated);
         ControlPlaneValues {
             namespace: self.namespace().to_string(),
@@ -156,6 +156,7 @@ impl ShootValues {
             apiserver: self.apiserver.clone(),
             secret_checksums: Default::default(),
             etcd_backup_dir: None,
+            requests_percent,
         }
     }
 }
@@ -181,7 +182,7 @@ mod tests {
         let inputs = v.pki_inputs(Some("127.0.0.9"));
         assert!(inputs.kube_apiserver_sans().contains(&"127.0.0.9".to_string()));
         assert_eq!(inputs.admin_server(), "https://127.0.0.9");
-        assert_eq!(v.control_plane(&Images::default(), true).replicas, 1);
+        assert_eq!(v.control_plane(&Images::default(), true, 100).replicas, 1);
     }
 
     #[test]
@@ -189,7 +190,7 @@ mod tests {
         let mut s = shoot(SHOOT);
         s.spec.hibernation = Some(serde_json::from_value(serde_json::json!({"enabled": true})).unwrap());
         let v = ShootValues::new(&s, None).unwrap();
-        assert_eq!(v.control_plane(&Images::default(), true).replicas, 0);
+        assert_eq!(v.control_plane(&Images::default(), true, 100).replicas, 0);
     }
 
     #[test]
