@@ -157,6 +157,12 @@ impl GardenletConfig {
         if self.controllers.controller_installation_concurrent_syncs == 0 {
             return Err(("controllers.controllerInstallationConcurrentSyncs", "must be at least 1".into()));
         }
+        if !(1..=100).contains(&self.control_plane_requests_percent) {
+            return Err((
+                "controlPlaneRequestsPercent",
+                format!("must be between 1 and 100, is {}", self.control_plane_requests_percent),
+            ));
+        }
         Ok(())
     }
 }
@@ -174,6 +180,7 @@ mod tests {
         assert_eq!(c.seed.capacity_shoots, 250);
         assert_eq!(c.controllers.seed_heartbeat(), Duration::from_secs(30));
         assert_eq!(c.kube_apiserver_service_type, ServiceType::LoadBalancer);
+        assert_eq!(c.control_plane_requests_percent, 100);
     }
 
     #[test]
@@ -183,6 +190,9 @@ mod tests {
         let (field, problem) = c.validate().unwrap_err();
         assert_eq!(field, "seed.reservedShoots");
         assert!(problem.contains("between 0 and capacityShoots (250)"), "{problem}");
+        let mut c: GardenletConfig = serde_yaml::from_str(MINIMAL).unwrap();
+        c.control_plane_requests_percent = 0;
+        assert_eq!(c.validate().unwrap_err().0, "controlPlaneRequestsPercent");
         let unknown = format!("{MINIMAL}seedNmae: typo\n");
         let err = serde_yaml::from_str::<GardenletConfig>(&unknown).unwrap_err().to_string();
         assert!(err.contains("seedNmae"), "{err}");
