@@ -234,9 +234,15 @@ async fn remove_finalizer(project: &Project, ctx: &Context) -> Result<(), Error>
     let finalizers: Vec<&String> = project.finalizers().iter().filter(|f| *f != FINALIZER_GARDENER).collect();
     let name = project.name_any();
     let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": project.resource_version()}});
-    Api::<Project>::all(ctx.common.client.clone())
+    match Api::<Project>::all(ctx.common.client.clone())
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .map_err(kube_err("WriteFinalizerFailed", format!("removing the finalizer of project {name}")))?;
-    Ok(())
+    {
+        // Gone already: an earlier reconcile's removal was the last one (the cached object
+        // still showed the finalizer).
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        result => result
+            .map(|_| ())
+            .map_err(kube_err("WriteFinalizerFailed", format!("removing the finalizer of project {name}"))),
+    }
 }

@@ -180,8 +180,12 @@ async fn protect<K: Protected>(obj: &K, ctx: &Context) -> Result<Action, Error> 
     tracing::info!(%what, ?users, "updating the protection finalizer");
     let api = K::api(ctx.client().clone(), &namespace);
     let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": obj.resource_version()}});
-    api.patch_metadata(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(|source| Error { what: format!("updating the finalizers of {what}"), source })?;
+    match api.patch_metadata(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        // Gone already (an earlier removal was the last finalizer): nothing left to protect.
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        result => {
+            result.map_err(|source| Error { what: format!("updating the finalizers of {what}"), source })?;
+        }
+    }
     Ok(Action::await_change())
 }
