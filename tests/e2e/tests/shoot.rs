@@ -95,6 +95,12 @@ fn shoot_field(path: &str) -> Result<String, String> {
     kubectl(&["-n", PROJECT_NS, "get", "shoot", SHOOT, "-o", &format!("jsonpath={path}")])
 }
 
+/// Hibernates or wakes up the shoot, as a user does.
+fn set_hibernation(enabled: bool) {
+    let patch = format!(r#"{{"spec":{{"hibernation":{{"enabled":{enabled}}}}}}}"#);
+    kubectl(&["-n", PROJECT_NS, "patch", "shoot", SHOOT, "--type=merge", "-p", &patch]).unwrap();
+}
+
 fn node_ready(n: &Node) -> bool {
     n.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True")
 }
@@ -163,17 +169,7 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
     assert_eq!(configmaps.get("kept").await.unwrap().data.unwrap()["k"], "v");
 
     // Hibernation: machines and control plane scaled to zero, etcd's volume kept.
-    kubectl(&[
-        "-n",
-        PROJECT_NS,
-        "patch",
-        "shoot",
-        SHOOT,
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"hibernation":{"enabled":true}}}"#,
-    ])
-    .unwrap();
+    set_hibernation(true);
     let ((), hibernated) = wait("the shoot hibernates", CREATE_TIMEOUT, || async {
         let state = shoot_field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
         let pods = kubectl(&["-n", SEED_NS, "get", "pods", "-o", "name"])?
@@ -186,17 +182,7 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
     assert!(claims.contains("data-etcd-main-0"), "etcd's volume is kept while hibernated: {claims}");
 
     // Waking up brings the same cluster back: the ConfigMap is there, the node rejoins.
-    kubectl(&[
-        "-n",
-        PROJECT_NS,
-        "patch",
-        "shoot",
-        SHOOT,
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"hibernation":{"enabled":false}}}"#,
-    ])
-    .unwrap();
+    set_hibernation(false);
     let (kept, woken) = wait("the shoot wakes up with its data and a Ready node", CREATE_TIMEOUT, || async {
         let state = shoot_field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
         if state != "false/Reconcile/Succeeded" {

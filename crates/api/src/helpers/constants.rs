@@ -39,6 +39,8 @@ pub const LABEL_PROJECT_NAME: &str = "project.gardener.cloud/name";
 pub const LABEL_ROLE: &str = "gardener.cloud/role";
 /// Value of [`LABEL_ROLE`] on project namespaces.
 pub const ROLE_PROJECT: &str = "project";
+/// Label naming a worker's pool: on the Nodes a kubelet registers and on the machines behind them.
+pub const LABEL_WORKER_POOL: &str = "worker.gardener.cloud/pool";
 /// Purpose label of extension objects (e.g. `ControlPlane` normal vs exposure).
 pub const LABEL_PURPOSE: &str = "gardener.cloud/purpose";
 

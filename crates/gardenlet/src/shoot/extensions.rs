@@ -233,12 +233,11 @@ pub fn operating_system_configs(
 /// runtime's socket, the pool label, and `$KUBELET_EXTRA_ARGS` from `/etc/default/kubelet`
 /// for what the machine image knows best (its cgroup root, say).
 fn kubelet_unit(version: &str, pool: &str) -> String {
+    use api::helpers::constants::LABEL_WORKER_POOL;
     format!(
-        "[Unit]\nDescription=kubelet {version}\nAfter=containerd.service\n\n[Service]\nRestart=always\nRestartSec=5\nEnvironmentFile=-/etc/default/kubelet\nExecStart=/opt/bin/kubelet \\\n  --bootstrap-kubeconfig=/var/lib/kubelet/kubeconfig-bootstrap \\\n  --kubeconfig=/var/lib/kubelet/kubeconfig-real \\\n  --config={KUBELET_CONFIG_PATH} \\\n  --container-runtime=remote \\\n  --container-runtime-endpoint=unix:///run/containerd/containerd.sock \\\n  --node-labels={POOL_LABEL}={pool} \\\n  --v=2 $KUBELET_EXTRA_ARGS\n\n[Install]\nWantedBy=multi-user.target\n"
+        "[Unit]\nDescription=kubelet {version}\nAfter=containerd.service\n\n[Service]\nRestart=always\nRestartSec=5\nEnvironmentFile=-/etc/default/kubelet\nExecStart=/opt/bin/kubelet \\\n  --bootstrap-kubeconfig=/var/lib/kubelet/kubeconfig-bootstrap \\\n  --kubeconfig=/var/lib/kubelet/kubeconfig-real \\\n  --config={KUBELET_CONFIG_PATH} \\\n  --container-runtime=remote \\\n  --container-runtime-endpoint=unix:///run/containerd/containerd.sock \\\n  --node-labels={LABEL_WORKER_POOL}={pool} \\\n  --v=2 $KUBELET_EXTRA_ARGS\n\n[Install]\nWantedBy=multi-user.target\n"
     )
 }
-
-const POOL_LABEL: &str = "worker.gardener.cloud/pool";
 
 /// The shoot's cluster DNS address: the tenth address of the service network, as Gardener
 /// picks it.

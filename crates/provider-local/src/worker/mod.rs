@@ -98,7 +98,7 @@ impl LocalWorker {
         let hibernated = cluster.is_hibernated();
         let mut classes = BTreeSet::new();
         let mut pools = BTreeSet::new();
-        let mut waiting = 0;
+        let mut wanted = Vec::new();
         for (i, pool) in worker.spec.pools.iter().enumerate() {
             let field = format!("spec.pools[{i}]");
             let pool_config: PoolConfig =
@@ -136,20 +136,21 @@ impl LocalWorker {
                     machines.delete(&name).await?;
                 }
             }
-            waiting += machines.not_running(&pool.name, &hash, want).await?;
+            wanted.push((pool.name.as_str(), hash, want));
         }
         machines.delete_other_pools(&pools).await?;
         machines.delete_unused_classes(&classes).await?;
 
-        let state = WorkerState { machines: machines.records().await? };
-        let (live, terminating) = machines.live_and_terminating().await?;
+        let now = machines.snapshot().await?;
+        let state = WorkerState { machines: now.records() };
+        let mut waiting: u32 = wanted.iter().map(|(pool, hash, want)| now.not_running(pool, hash, *want)).sum();
         if waiting == 0 && !hibernated {
             // Running machines count once their Nodes are Ready, as Gardener's machine
             // controller counts them.
-            waiting += nodes::sync(&self.client, &machines.technical_id, &live).await.unwrap_or(0) as u32;
+            waiting += nodes::sync(&self.client, &machines.technical_id, &now.live()).await.unwrap_or(0) as u32;
         }
         // Machines still shutting down are followed until they are gone.
-        waiting += terminating as u32;
+        waiting += now.terminating_count() as u32;
         let deployments: Vec<MachineDeployment> = worker
             .spec
             .pools

@@ -16,8 +16,8 @@ use extension_sdk::kube::api::{ListParams, ObjectMeta, Patch, PostParams};
 use extension_sdk::kube::{Api, Client, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Label naming a machine's pool.
-pub const LABEL_POOL: &str = "worker.gardener.cloud/pool";
+/// Label naming a machine's pool (the same label its Node carries).
+pub use extension_sdk::api::helpers::constants::LABEL_WORKER_POOL as LABEL_POOL;
 /// Label carrying a machine's class hash.
 pub const LABEL_CLASS: &str = "machine.provider-local.gardener.cloud/class";
 const COMPONENT: &str = "worker";
@@ -88,43 +88,14 @@ impl Machines {
             .collect())
     }
 
-    /// How many of a pool's `want` machines of class `hash` are not running yet: missing,
-    /// starting, or blocked by a machine of the same name that is still terminating.
-    pub async fn not_running(&self, pool: &str, hash: &str, want: u32) -> Result<u32, Error> {
-        let pods = self.list(Some(format!("{LABEL_POOL}={pool}"))).await?;
-        let running = pods
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .filter(|p| p.labels().get(LABEL_CLASS).is_some_and(|h| h == hash))
-            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .count() as u32;
-        let terminating = pods.iter().any(|p| p.metadata.deletion_timestamp.is_some());
-        Ok(want.saturating_sub(running).max(u32::from(terminating && running < want)))
-    }
-
-    /// Names of the machines that are not being deleted, and how many are being deleted.
-    pub async fn live_and_terminating(&self) -> Result<(BTreeSet<String>, usize), Error> {
-        let pods = self.list(None).await?;
-        let terminating = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_some()).count();
-        let live = pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).map(|p| p.name_any()).collect();
-        Ok((live, terminating))
+    /// Every machine Pod as it is now, from one list call.
+    pub async fn snapshot(&self) -> Result<MachinePods, Error> {
+        Ok(MachinePods(self.list(None).await?))
     }
 
     /// Every machine with its UID, sorted by name.
     pub async fn records(&self) -> Result<Vec<MachineRecord>, Error> {
-        let mut records: Vec<MachineRecord> = self
-            .list(None)
-            .await?
-            .iter()
-            .map(|p| MachineRecord {
-                name: p.name_any(),
-                pool: p.labels().get(LABEL_POOL).cloned().unwrap_or_default(),
-                class_hash: p.labels().get(LABEL_CLASS).cloned().unwrap_or_default(),
-                uid: p.uid().unwrap_or_default(),
-            })
-            .collect();
-        records.sort();
-        Ok(records)
+        Ok(self.snapshot().await?.records())
     }
 
     /// Applies a pool's machine-class Secret with its user data (base64 as the API says; data
@@ -212,6 +183,54 @@ impl Machines {
     }
 }
 
+/// A shoot's machine Pods at one moment; the questions a Worker reconcile asks of them.
+pub(super) struct MachinePods(Vec<Pod>);
+
+impl MachinePods {
+    fn terminating(p: &Pod) -> bool {
+        p.metadata.deletion_timestamp.is_some()
+    }
+
+    /// Every machine with its UID, sorted by name.
+    pub fn records(&self) -> Vec<MachineRecord> {
+        let mut records: Vec<MachineRecord> = self
+            .0
+            .iter()
+            .map(|p| MachineRecord {
+                name: p.name_any(),
+                pool: p.labels().get(LABEL_POOL).cloned().unwrap_or_default(),
+                class_hash: p.labels().get(LABEL_CLASS).cloned().unwrap_or_default(),
+                uid: p.uid().unwrap_or_default(),
+            })
+            .collect();
+        records.sort();
+        records
+    }
+
+    /// Names of the machines that are not being deleted.
+    pub fn live(&self) -> BTreeSet<String> {
+        self.0.iter().filter(|p| !Self::terminating(p)).map(|p| p.name_any()).collect()
+    }
+
+    /// How many machines are being deleted.
+    pub fn terminating_count(&self) -> usize {
+        self.0.iter().filter(|p| Self::terminating(p)).count()
+    }
+
+    /// How many of a pool's `want` machines of class `hash` are not running yet: missing,
+    /// starting, or blocked by a machine of the same name that is still terminating.
+    pub fn not_running(&self, pool: &str, hash: &str, want: u32) -> u32 {
+        let of_pool = || self.0.iter().filter(|p| p.labels().get(LABEL_POOL).is_some_and(|l| l == pool));
+        let running = of_pool()
+            .filter(|p| !Self::terminating(p))
+            .filter(|p| p.labels().get(LABEL_CLASS).is_some_and(|h| h == hash))
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .count() as u32;
+        let terminating = of_pool().any(Self::terminating);
+        want.saturating_sub(running).max(u32::from(terminating && running < want))
+    }
+}
+
 /// Directories a machine's container runtime and kubelet keep on a real file system (an
 /// emptyDir), not on the container's overlay root: containerd's snapshots cannot nest overlays.
 const MACHINE_STATE: [(&str, &str); 2] = [("containerd", "/var/lib/containerd"), ("kubelet", "/var/lib/kubelet")];
@@ -296,5 +315,39 @@ mod tests {
         let mounts: Vec<&str> =
             spec.containers[0].volume_mounts.iter().flatten().map(|m| m.mount_path.as_str()).collect();
         assert_eq!(mounts, vec!["/etc/machine", "/var/lib/containerd", "/var/lib/kubelet"]);
+    }
+
+    fn machine(name: &str, pool: &str, hash: &str, phase: &str, deleting: bool) -> Pod {
+        let mut p =
+            machine_pod("shoot--dev--a", &WorkerPool { name: pool.into(), ..Default::default() }, hash, 0, "i", "c");
+        p.metadata.name = Some(name.into());
+        p.status = Some(extension_sdk::k8s_openapi::api::core::v1::PodStatus {
+            phase: Some(phase.into()),
+            ..Default::default()
+        });
+        if deleting {
+            p.metadata.deletion_timestamp =
+                Some(extension_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()));
+        }
+        p
+    }
+
+    #[test]
+    fn a_snapshot_answers_what_the_worker_waits_for() {
+        let now = MachinePods(vec![
+            machine("a-new-0", "a", "new", "Running", false),
+            machine("a-new-1", "a", "new", "Pending", false),
+            machine("a-old-0", "a", "old", "Running", true),
+            machine("b-x-0", "b", "x", "Running", false),
+        ]);
+        assert_eq!(now.not_running("a", "new", 2), 1, "one of two runs");
+        assert_eq!(now.not_running("a", "new", 1), 0, "enough run, the terminating one does not block");
+        assert_eq!(now.not_running("b", "x", 1), 0);
+        assert_eq!(now.not_running("b", "x", 2), 1);
+        assert_eq!(now.not_running("c", "y", 0), 0);
+        assert_eq!(now.terminating_count(), 1);
+        assert_eq!(now.live(), BTreeSet::from(["a-new-0".into(), "a-new-1".into(), "b-x-0".into()]));
+        let names: Vec<String> = now.records().into_iter().map(|r| r.name).collect();
+        assert_eq!(names, vec!["a-new-0", "a-new-1", "a-old-0", "b-x-0"], "every machine, sorted");
     }
 }
