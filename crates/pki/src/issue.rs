@@ -113,9 +113,22 @@ impl Signer {
     /// Issues the certificate `config` describes, with a new key. The certificate ends no
     /// later than the CA does.
     pub(crate) fn sign(&self, config: &CertificateConfig, now: SystemTime) -> Result<Issued, Error> {
+        let key = keys::generate(config.key, kind::CERTIFICATE, &config.name)?;
+        let cert_pem = self.sign_public_key(config, &key, config.key.rsa_bits().is_some(), now)?;
+        Ok(Issued { cert_pem, key_pem: key.serialize_pem() })
+    }
+
+    /// Issues the certificate `config` describes for a key whose private half someone else
+    /// holds (`rsa` adds `keyEncipherment`, as for RSA keys generated here). Returns the PEM.
+    pub(crate) fn sign_public_key(
+        &self,
+        config: &CertificateConfig,
+        public_key: &impl rcgen::PublicKeyData,
+        rsa: bool,
+        now: SystemTime,
+    ) -> Result<String, Error> {
         let name = config.name.as_str();
         let sans = config.parsed_sans()?;
-        let key = keys::generate(config.key, kind::CERTIFICATE, name)?;
         let mut params = CertificateParams::default();
         params.distinguished_name = distinguished_name(&config.common_name, config.organization.as_deref());
         let (not_before, not_after) = validity(kind::CERTIFICATE, name, now, config.validity)?;
@@ -126,7 +139,7 @@ impl Signer {
         params.is_ca = IsCa::ExplicitNoCa;
         params.use_authority_key_identifier_extension = true;
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        if config.key.rsa_bits().is_some() {
+        if rsa {
             params.key_usages.push(KeyUsagePurpose::KeyEncipherment);
         }
         if config.usage.server() {
@@ -145,12 +158,12 @@ impl Signer {
                 ))?),
             });
         }
-        let cert = params.signed_by(&key, &self.issuer).map_err(Error::generate(
+        let cert = params.signed_by(public_key, &self.issuer).map_err(Error::generate(
             kind::CERTIFICATE,
             name,
             "signing the certificate",
         ))?;
-        Ok(Issued { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+        Ok(cert.pem())
     }
 }
 

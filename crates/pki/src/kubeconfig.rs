@@ -11,6 +11,8 @@ use serde::Serialize;
 pub enum Credentials<'a> {
     /// A client certificate and its private key (PEM).
     ClientCertificate { cert_pem: &'a str, key_pem: &'a str },
+    /// A client certificate whose private key the user adds (the key never left them).
+    ClientCertificateOnly { cert_pem: &'a str },
     /// A bearer token (e.g. a bootstrap token).
     Token(&'a str),
 }
@@ -19,6 +21,9 @@ impl std::fmt::Debug for Credentials<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::ClientCertificate { .. } => f.write_str("ClientCertificate(<redacted>)"),
+            Self::ClientCertificateOnly { cert_pem } => {
+                f.debug_struct("ClientCertificateOnly").field("cert_pem", cert_pem).finish()
+            }
             Self::Token(_) => f.write_str("Token(<redacted>)"),
         }
     }
@@ -90,6 +95,9 @@ pub fn render(name: &str, server: &str, ca_bundle_pem: &str, credentials: Creden
             client_key_data: Some(B64.encode(key_pem)),
             token: None,
         },
+        Credentials::ClientCertificateOnly { cert_pem } => {
+            User { client_certificate_data: Some(B64.encode(cert_pem)), ..User::default() }
+        }
         Credentials::Token(token) => User { token: Some(token.to_string()), ..User::default() },
     };
     let config = Config {

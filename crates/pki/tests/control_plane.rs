@@ -12,6 +12,7 @@ use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret as K8sSecret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, ListParams, PostParams};
+use base64::Engine;
 use pki::admin_kubeconfig::{self, AdminKubeconfigRequest, AdminKubeconfigSettings};
 use pki::bootstrap::{self, BootstrapToken, TokenOptions};
 use pki::kubeconfig::{self, Credentials};
@@ -147,7 +148,6 @@ async fn bootstrap_token_authenticates_as_bootstrapper() {
     let cluster_info = bootstrap::cluster_info_kubeconfig(&server, ca_bundle).unwrap();
     let parsed: serde_yaml::Value = serde_yaml::from_str(&cluster_info).unwrap();
     let ca_data = parsed["clusters"][0]["cluster"]["certificate-authority-data"].as_str().unwrap();
-    use base64::Engine;
     let discovered_ca = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(ca_data).unwrap()).unwrap();
     let pins = bootstrap::ca_cert_hashes(&discovered_ca).unwrap();
     assert_eq!(pins, bootstrap::ca_cert_hashes(set.value(names::CA, data_keys::CA_CERT).unwrap()).unwrap());
@@ -246,13 +246,24 @@ async fn short_lived_admin_kubeconfig_is_refused_after_it_expires() {
     let (plane, set) = ControlPlane::start(fresh_set).await;
     let mut settings = AdminKubeconfigSettings::new("test", plane.server());
     settings.max_expiration = Duration::from_secs(6);
-    // Asking for an hour gets the configured maximum of six seconds.
-    let request = AdminKubeconfigRequest { user: "jane@example.com".into(), expiration: Duration::from_secs(3600) };
+    // Jane keeps her private key; she submits only the public one. Asking for an hour gets the
+    // configured maximum of six seconds.
+    let key = rcgen::KeyPair::generate().unwrap();
+    let request = AdminKubeconfigRequest {
+        user: "jane@example.com".into(),
+        expiration: Duration::from_secs(3600),
+        public_key_pem: key.public_key_pem(),
+    };
     let issued = admin_kubeconfig::issue(&set, &settings, &request, SystemTime::now()).unwrap();
     let remaining = issued.expiration.duration_since(SystemTime::now()).unwrap_or_default();
     assert!(remaining <= Duration::from_secs(6), "{remaining:?}");
 
-    let jane = client(&issued.kubeconfig).await;
+    // Without her key the kubeconfig authenticates nobody; with it, she is an admin.
+    let mut kubeconfig: serde_yaml::Value = serde_yaml::from_str(&issued.kubeconfig).unwrap();
+    assert!(kubeconfig["users"][0]["user"].get("client-key-data").is_none());
+    kubeconfig["users"][0]["user"]["client-key-data"] =
+        base64::engine::general_purpose::STANDARD.encode(key.serialize_pem()).into();
+    let jane = client(&serde_yaml::to_string(&kubeconfig).unwrap()).await;
     bounded("before expiry", probe(&jane)).await.unwrap();
 
     // Go checks "now > NotAfter" with second precision; wait a little past it.
