@@ -1,6 +1,6 @@
 //! API types of the system: the `core.gardener.cloud`, `seedmanagement.gardener.cloud`,
-//! `operations.gardener.cloud` and `extensions.gardener.cloud` groups as Rust types with
-//! generated CRDs, plus the constants and pure helpers every component shares.
+//! `operations.gardener.cloud`, `authentication.gardener.cloud` and `extensions.gardener.cloud`
+//! groups as Rust types with generated CRDs, plus the constants and pure helpers every component shares.
 //!
 //! This crate does no client I/O.
 
@@ -8,6 +8,7 @@
 // `duplicated_attributes` lint mistakes for duplicates.
 #![allow(clippy::duplicated_attributes)]
 
+pub mod authentication;
 pub mod common;
 pub mod core;
 pub mod crds;
