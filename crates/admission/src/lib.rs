@@ -1,7 +1,7 @@
 //! Admission for the garden: what users `kubectl apply` is defaulted and validated before it is
 //! stored. The rules are pure functions of the object, the previous object, the requester and
 //! the related objects passed in as values ([`shoot`], [`seed`], [`project`], [`cloudprofile`],
-//! [`bastion`], [`managedseed`], [`secretbinding`]); every refusal is a list of field errors
+//! [`bastion`], [`managedseed`], [`secretbinding`], [`adminkubeconfigrequest`]); every refusal is a list of field errors
 //! ([`field`]). The webhook server ([`server`]) decodes AdmissionReviews, looks the related
 //! objects up in watch-fed caches and applies the rules.
 
@@ -14,6 +14,7 @@ pub mod shoot;
 
 pub use field::{ErrorList, FieldError, Path};
 pub use identity::{Identities, UserInfo};
+pub mod adminkubeconfigrequest;
 pub mod bastion;
 pub mod cloudprofile;
 pub mod managedseed;

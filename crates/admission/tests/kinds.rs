@@ -8,6 +8,7 @@
 mod support;
 
 use admission::fixtures;
+use api::authentication::AdminKubeconfigRequest;
 use api::core::{CloudProfile, Project, SecretBinding, Seed, Shoot};
 use api::operations::Bastion;
 use api::seedmanagement::ManagedSeed;
@@ -64,7 +65,7 @@ async fn bastions_cloudprofiles_projects_seeds_bindings() {
     );
 
     let ingress = |cidr: &str| json!({"spec": {"ingress": [{"ipBlock": {"cidr": cidr}}]}});
-    let as_bob = Api::<Bastion>::namespaced(bob, NS);
+    let as_bob = Api::<Bastion>::namespaced(bob.clone(), NS);
     let message = refusal(
         as_bob.patch("b1", &PatchParams::default(), &Patch::Merge(&ingress("6.6.6.0/24"))).await,
         "bob changes ingress",
@@ -84,6 +85,33 @@ async fn bastions_cloudprofiles_projects_seeds_bindings() {
     as_bob.patch("b1", &PatchParams::default(), &Patch::Merge(&keepalive)).await.unwrap();
     let changed = as_alice.patch("b1", &PatchParams::default(), &Patch::Merge(&ingress("5.6.7.0/24"))).await.unwrap();
     assert_eq!(changed.spec.ingress[0].ip_block.cidr, "5.6.7.0/24");
+
+    // AdminKubeconfigRequest: the certificate's user is whoever asks; a private key pasted by
+    // mistake is refused without being echoed; the spec cannot change afterwards.
+    let key = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n";
+    let request = |name: &str, key: &str| -> AdminKubeconfigRequest {
+        serde_json::from_value(json!({
+            "apiVersion": "authentication.gardener.cloud/v1alpha1", "kind": "AdminKubeconfigRequest",
+            "metadata": {"name": name, "namespace": NS, "annotations": {"gardener.cloud/created-by": "mallory"}},
+            "spec": {"shootRef": {"name": "demo"}, "publicKey": key, "expirationSeconds": 600}
+        }))
+        .unwrap()
+    };
+    let requests = Api::<AdminKubeconfigRequest>::namespaced(alice.clone(), NS);
+    let created = requests.create(&PostParams::default(), &request("r1", key)).await.unwrap();
+    assert_eq!(created.annotations().get("gardener.cloud/created-by").map(String::as_str), Some("alice"));
+    let private = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIHNlY3JldHNlY3JldHNlY3JldHNlY3JldHNlY3JldHM=\n-----END PRIVATE KEY-----\n";
+    let message = refusal(requests.create(&PostParams::default(), &request("r2", private)).await, "a private key");
+    assert!(message.contains("spec.publicKey: Invalid value: \"<redacted>\": is a private key"), "{message}");
+    assert!(!message.contains("MC4CAQ"), "{message}");
+    let longer = json!({"spec": {"expirationSeconds": 86400}});
+    let message = refusal(
+        Api::<AdminKubeconfigRequest>::namespaced(bob.clone(), NS)
+            .patch("r1", &PatchParams::default(), &Patch::Merge(&longer))
+            .await,
+        "a longer validity afterwards",
+    );
+    assert!(message.contains("spec.expirationSeconds: Invalid value"), "{message}");
 
     // CloudProfile: 1.20.2 is used by the shoot, 1.21.0 is not.
     let profiles = Api::<CloudProfile>::all(client.clone());

@@ -4,7 +4,8 @@ use super::decode::decode;
 use super::{Admission, Endpoint, Outcome, Request};
 use crate::field::{ErrorList, FieldError, Path};
 use crate::shoot::{self, DefaultingContext, ShootContext};
-use crate::{bastion, cloudprofile, managedseed, project, quota, secretbinding, seed};
+use crate::{adminkubeconfigrequest, bastion, cloudprofile, managedseed, project, quota, secretbinding, seed};
+use api::authentication::AdminKubeconfigRequest;
 use api::core::cloudprofile::CloudProfileSpec;
 use api::core::{CloudProfile, Project, SecretBinding, Seed, Shoot};
 use api::operations::Bastion;
@@ -15,9 +16,17 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
 /// The resources (plural names) this server has rules for, per endpoint.
-pub const MUTATED: &[&str] = &["shoots", "bastions"];
-pub const VALIDATED: &[&str] =
-    &["shoots", "seeds", "projects", "cloudprofiles", "bastions", "managedseeds", "secretbindings"];
+pub const MUTATED: &[&str] = &["shoots", "bastions", "adminkubeconfigrequests"];
+pub const VALIDATED: &[&str] = &[
+    "shoots",
+    "seeds",
+    "projects",
+    "cloudprofiles",
+    "bastions",
+    "managedseeds",
+    "secretbindings",
+    "adminkubeconfigrequests",
+];
 
 pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &Request<'_>) -> Outcome {
     let result = match (endpoint, resource) {
@@ -27,6 +36,12 @@ pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &
         (Endpoint::Validate, "bastions") => validate_with(req, |b: &Bastion, old| {
             let shoot = shoot_of(adm, b);
             bastion::validate(b, old, &req.user, shoot.as_deref())
+        }),
+        (Endpoint::Mutate, "adminkubeconfigrequests") => mutate_admin_kubeconfig_request(req),
+        (Endpoint::Validate, "adminkubeconfigrequests") => validate_with(req, |r: &AdminKubeconfigRequest, old| {
+            let ns = r.metadata.namespace.as_deref().unwrap_or_default();
+            let shoot = adm.lookup().shoot(ns, &r.spec.shoot_ref.name);
+            adminkubeconfigrequest::validate(r, old, &req.user, shoot.as_deref())
         }),
         (Endpoint::Validate, "seeds") => validate_with(req, |s: &Seed, old| seed::validate(s, old)),
         (Endpoint::Validate, "projects") => {
@@ -229,4 +244,12 @@ fn mutate_bastion(adm: &Admission, req: &Request<'_>) -> Result<Option<serde_jso
         let shoot = shoot_of(adm, b);
         bastion::default(b, old.as_ref(), &req.user, shoot.as_deref());
     })
+}
+
+fn mutate_admin_kubeconfig_request(req: &Request<'_>) -> Result<Option<serde_json::Value>, ErrorList> {
+    let old = match req.operation {
+        Operation::Update => Some(object::<AdminKubeconfigRequest>(req.old_object.as_ref(), "oldObject")?),
+        _ => None,
+    };
+    mutate(req, |r: &mut AdminKubeconfigRequest| adminkubeconfigrequest::default(r, old.as_ref(), &req.user))
 }

@@ -31,6 +31,7 @@ pub enum ClientTarget {
 fn group_of(resource: &str) -> &'static str {
     match resource {
         "bastions" => "operations.gardener.cloud",
+        "adminkubeconfigrequests" => "authentication.gardener.cloud",
         "managedseeds" => "seedmanagement.gardener.cloud",
         _ => "core.gardener.cloud",
     }
