@@ -30,6 +30,8 @@ pub fn add_to(
     runner.add_task_with_readiness(move |stop, ready| crate::seed_lifecycle::run(c, seeds, stop, ready));
     let (c, bastions) = (common(crate::bastion::reconcile::NAME), config.controllers.bastion.clone());
     runner.add_task_with_readiness(move |stop, ready| crate::bastion::run(c, bastions, stop, ready));
+    let (c, requests) = (common(crate::adminkubeconfig::reconcile::NAME), config.controllers.admin_kubeconfig.clone());
+    runner.add_task_with_readiness(move |stop, ready| crate::adminkubeconfig::run(c, requests, stop, ready));
     let (c, hibernation) = (common(crate::hibernation::reconcile::NAME), config.controllers.shoot_hibernation.clone());
     runner.add_task_with_readiness(move |stop, ready| crate::hibernation::run(c, hibernation, stop, ready));
     let (c, maintenance) = (common(crate::maintenance::reconcile::NAME), config.controllers.shoot_maintenance.clone());

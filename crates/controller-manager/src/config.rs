@@ -90,6 +90,7 @@ pub struct Controllers {
     pub project: ProjectConfig,
     pub seed_lifecycle: SeedLifecycleConfig,
     pub bastion: BastionConfig,
+    pub admin_kubeconfig: AdminKubeconfigConfig,
     pub shoot_hibernation: HibernationConfig,
     pub protection: ProtectionConfig,
     pub shoot_maintenance: MaintenanceConfig,
@@ -206,6 +207,28 @@ impl BastionConfig {
     }
 }
 
+/// The AdminKubeconfigRequest controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct AdminKubeconfigConfig {
+    pub concurrent_syncs: u16,
+    /// The longest validity a certificate gets, whatever was asked for (Gardener's
+    /// `--shoot-admin-kubeconfig-max-expiration`, 24 h by default).
+    pub max_expiration_seconds: u64,
+}
+
+impl Default for AdminKubeconfigConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5, max_expiration_seconds: 24 * 3600 }
+    }
+}
+
+impl AdminKubeconfigConfig {
+    pub fn max_expiration(&self) -> Duration {
+        Duration::from_secs(self.max_expiration_seconds)
+    }
+}
+
 /// The hibernation schedule controller.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -273,6 +296,7 @@ impl Config {
             ("controllers.project.concurrentSyncs", c.project.concurrent_syncs),
             ("controllers.seedLifecycle.concurrentSyncs", c.seed_lifecycle.concurrent_syncs),
             ("controllers.bastion.concurrentSyncs", c.bastion.concurrent_syncs),
+            ("controllers.adminKubeconfig.concurrentSyncs", c.admin_kubeconfig.concurrent_syncs),
             ("controllers.shootHibernation.concurrentSyncs", c.shoot_hibernation.concurrent_syncs),
             ("controllers.protection.concurrentSyncs", c.protection.concurrent_syncs),
             ("controllers.shootMaintenance.concurrentSyncs", c.shoot_maintenance.concurrent_syncs),
@@ -291,6 +315,13 @@ impl Config {
             if value == 0 {
                 return Err((field, "must be at least 1 second".into()));
             }
+        }
+        let min = api::authentication::MIN_EXPIRATION_SECONDS.unsigned_abs();
+        if c.admin_kubeconfig.max_expiration_seconds < min {
+            return Err((
+                "controllers.adminKubeconfig.maxExpirationSeconds",
+                format!("must be at least {min} (the shortest validity a request may ask for)"),
+            ));
         }
         if self.admission.certificate_validity_seconds < 3600 {
             return Err(("admission.certificateValiditySeconds", "must be at least 3600 (one hour)".into()));
@@ -346,6 +377,10 @@ mod tests {
         let cases = [
             ("controllers: {project: {concurrentSyncs: 0}}", "controllers.project.concurrentSyncs"),
             ("controllers: {bastion: {maxLifetimeSeconds: 0}}", "controllers.bastion.maxLifetimeSeconds"),
+            (
+                "controllers: {adminKubeconfig: {maxExpirationSeconds: 60}}",
+                "controllers.adminKubeconfig.maxExpirationSeconds",
+            ),
             ("controllers: {shootHibernation: {triggerDeadlineSeconds: 0}}", "triggerDeadlineSeconds"),
             ("controllers: {seedLifecycle: {gracePeriod: 3}}", "gracePeriod"),
             ("controllers: {bastion: {maxLifetimeSeconds: -1}}", "maxLifetimeSeconds"),

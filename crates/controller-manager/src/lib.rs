@@ -6,6 +6,9 @@
 //!   `GardenletReady=Unknown`; later the conditions of the seed's shoots become `Unknown` too.
 //! * [`bastion`]: Bastions expire after their maximum lifetime or when their keep-alive goes
 //!   silent, and go away with their Shoot.
+//! * [`adminkubeconfig`]: AdminKubeconfigRequests get a short-lived client certificate for the
+//!   user's own public key, signed with the shoot's client CA from its ShootState, and go when
+//!   it expires.
 //! * [`hibernation`]: `spec.hibernation.schedules` set and clear `spec.hibernation.enabled`.
 //! * [`maintenance`]: in the maintenance window (or when asked), expired Kubernetes versions
 //!   are forced forward and patch versions auto-updated.
@@ -16,6 +19,7 @@
 //! Time comes from a [`Clock`], so tests move time instead of sleeping. [`app`] adds the
 //! controllers to the SDK's runner (health, readiness, metrics, leader election).
 
+pub mod adminkubeconfig;
 pub mod app;
 pub mod bastion;
 
