@@ -183,10 +183,10 @@ async fn write_status(
     name: &str,
     mut status: serde_json::Value,
 ) -> Result<(), Error> {
-    if status.get("message").and_then(serde_json::Value::as_str) == Some("") {
-        if let Some(fields) = status.as_object_mut() {
-            fields.remove("message");
-        }
+    if status.get("message").and_then(serde_json::Value::as_str) == Some("")
+        && let Some(fields) = status.as_object_mut()
+    {
+        fields.remove("message");
     }
     let body = json!({
         "apiVersion": "authentication.gardener.cloud/v1alpha1",
