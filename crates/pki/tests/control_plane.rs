@@ -8,11 +8,11 @@
 
 mod support;
 
+use base64::Engine;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret as K8sSecret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, ListParams, PostParams};
-use base64::Engine;
 use pki::admin_kubeconfig::{self, AdminKubeconfigRequest, AdminKubeconfigSettings};
 use pki::bootstrap::{self, BootstrapToken, TokenOptions};
 use pki::kubeconfig::{self, Credentials};

@@ -28,7 +28,10 @@ pub struct Context {
 }
 
 /// Metadata events of `K`, raising `flag` once the initial list is in.
-fn metadata_events<K>(client: kube::Client, flag: Arc<AtomicBool>) -> impl Stream<Item = (String, String)> + Send + 'static
+fn metadata_events<K>(
+    client: kube::Client,
+    flag: Arc<AtomicBool>,
+) -> impl Stream<Item = (String, String)> + Send + 'static
 where
     K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
         + Clone
