@@ -10,6 +10,7 @@ pub fn all() -> Vec<CustomResourceDefinition> {
     all.extend(crate::seedmanagement::crds());
     all.extend(crate::operations::crds());
     all.extend(crate::authentication::crds());
+    all.extend(crate::security::crds());
     all.extend(crate::extensions::crds());
     for crd in &mut all {
         make_apiserver_compatible(crd);

@@ -1,6 +1,7 @@
 //! API types of the system: the `core.gardener.cloud`, `seedmanagement.gardener.cloud`,
-//! `operations.gardener.cloud`, `authentication.gardener.cloud` and `extensions.gardener.cloud`
-//! groups as Rust types with generated CRDs, plus the constants and pure helpers every component shares.
+//! `operations.gardener.cloud`, `authentication.gardener.cloud`, `security.gardener.cloud` and
+//! `extensions.gardener.cloud` groups as Rust types with generated CRDs, plus the constants and
+//! pure helpers every component shares.
 //!
 //! This crate does no client I/O.
 
@@ -16,6 +17,7 @@ pub mod extensions;
 pub mod helpers;
 pub mod opaque;
 pub mod operations;
+pub mod security;
 pub mod seedmanagement;
 
 pub use opaque::{AnyJson, Opaque};

@@ -67,7 +67,7 @@ async fn exercise(client: &kube::Client, name: &str, fixture: &Value) -> Vec<Str
 async fn every_crd_is_established_with_the_reference_scope() {
     let (_env, client) = env_with_crds().await;
     let crds = api::crds::all();
-    assert_eq!(crds.len(), 28, "one CRD per kind");
+    assert_eq!(crds.len(), 33, "one CRD per kind");
     let cluster_scoped = [
         ("core.gardener.cloud", "CloudProfile"),
         ("core.gardener.cloud", "Project"),
@@ -75,6 +75,7 @@ async fn every_crd_is_established_with_the_reference_scope() {
         ("core.gardener.cloud", "ControllerRegistration"),
         ("core.gardener.cloud", "ControllerDeployment"),
         ("core.gardener.cloud", "ControllerInstallation"),
+        ("core.gardener.cloud", "ExposureClass"),
         ("core.gardener.cloud", "BackupBucket"),
         ("extensions.gardener.cloud", "BackupBucket"),
         ("extensions.gardener.cloud", "BackupEntry"),
@@ -100,13 +101,13 @@ async fn every_kind_round_trips_through_the_apiserver() {
     let (_env, client) = env_with_crds().await;
     let mut kinds = std::collections::BTreeSet::new();
     let mut problems = Vec::new();
-    for sub in ["core", "extensions", "seedmanagement", "operations", "authentication"] {
+    for sub in ["core", "extensions", "seedmanagement", "operations", "authentication", "security"] {
         for (name, fixture) in load_fixtures(sub) {
             kinds.insert(format!("{} {}", fixture["apiVersion"].as_str().unwrap(), fixture["kind"].as_str().unwrap()));
             problems.extend(exercise(&client, &name, &fixture).await);
         }
     }
-    assert_eq!(kinds.len(), 28, "a fixture per kind; have {kinds:?}");
+    assert_eq!(kinds.len(), 33, "a fixture per kind; have {kinds:?}");
     assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
 }
 

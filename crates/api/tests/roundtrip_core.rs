@@ -1,13 +1,15 @@
-//! Every core fixture (`tests/fixtures/core/`) and every GEP-15 example manifest
+//! Every core, security and authentication fixture (`tests/fixtures/{core,security,authentication}/`) and every GEP-15 example manifest
 //! (`tests/fixtures/seed-examples/`) decodes into its typed kind and encodes back to the same
 //! JSON: no field of the reference API or of the examples is lost.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
+use api::authentication::AdminKubeconfigRequest;
 use api::core::{
     BackupBucket, BackupEntry, CloudProfile, ControllerDeployment, ControllerInstallation, ControllerRegistration,
-    Project, Quota, SecretBinding, Seed, Shoot, ShootState,
+    ExposureClass, InternalSecret, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed, Shoot, ShootState,
 };
+use api::security::{CredentialsBinding, WorkloadIdentity};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -87,7 +89,12 @@ fn diff(path: &str, input: &Value, output: &Value, out: &mut Vec<String>) {
 fn roundtrip_any(path: &Path) -> Result<&'static str, String> {
     let input = load(path);
     let kind = input["kind"].as_str().unwrap_or_default().to_string();
-    assert_eq!(input["apiVersion"], "core.gardener.cloud/v1beta1", "{}", path.display());
+    let group = match kind.as_str() {
+        "CredentialsBinding" | "WorkloadIdentity" => "security.gardener.cloud/v1alpha1",
+        "AdminKubeconfigRequest" => "authentication.gardener.cloud/v1alpha1",
+        _ => "core.gardener.cloud/v1beta1",
+    };
+    assert_eq!(input["apiVersion"], group, "{}", path.display());
     match kind.as_str() {
         "CloudProfile" => roundtrip::<CloudProfile>(path, &input).map(|_| "CloudProfile"),
         "Project" => roundtrip::<Project>(path, &input).map(|_| "Project"),
@@ -101,6 +108,12 @@ fn roundtrip_any(path: &Path) -> Result<&'static str, String> {
         "ControllerRegistration" => roundtrip::<ControllerRegistration>(path, &input).map(|_| "ControllerRegistration"),
         "ControllerDeployment" => roundtrip::<ControllerDeployment>(path, &input).map(|_| "ControllerDeployment"),
         "ControllerInstallation" => roundtrip::<ControllerInstallation>(path, &input).map(|_| "ControllerInstallation"),
+        "ExposureClass" => roundtrip::<ExposureClass>(path, &input).map(|_| "ExposureClass"),
+        "InternalSecret" => roundtrip::<InternalSecret>(path, &input).map(|_| "InternalSecret"),
+        "NamespacedCloudProfile" => roundtrip::<NamespacedCloudProfile>(path, &input).map(|_| "NamespacedCloudProfile"),
+        "CredentialsBinding" => roundtrip::<CredentialsBinding>(path, &input).map(|_| "CredentialsBinding"),
+        "WorkloadIdentity" => roundtrip::<WorkloadIdentity>(path, &input).map(|_| "WorkloadIdentity"),
+        "AdminKubeconfigRequest" => roundtrip::<AdminKubeconfigRequest>(path, &input).map(|_| "AdminKubeconfigRequest"),
         other => Err(format!("{}: unexpected kind {other:?}", path.display())),
     }
 }
@@ -136,6 +149,9 @@ fn core_fixtures_round_trip() {
             "ControllerDeployment",
             "ControllerInstallation",
             "ControllerRegistration",
+            "ExposureClass",
+            "InternalSecret",
+            "NamespacedCloudProfile",
             "Project",
             "Quota",
             "SecretBinding",
@@ -144,6 +160,12 @@ fn core_fixtures_round_trip() {
             "ShootState",
         ],
     );
+}
+
+#[test]
+fn security_and_authentication_fixtures_round_trip() {
+    check_dir("security", &["CredentialsBinding", "WorkloadIdentity"]);
+    check_dir("authentication", &["AdminKubeconfigRequest"]);
 }
 
 #[test]
@@ -156,11 +178,22 @@ fn seed_document_examples_round_trip() {
 
 #[test]
 fn namespaced_fixtures_use_the_project_namespace() {
-    for dir in ["core", "seed-examples"] {
+    for dir in ["core", "seed-examples", "security", "authentication"] {
         for path in fixtures(dir) {
             let v = load(&path);
-            let namespaced =
-                matches!(v["kind"].as_str(), Some("SecretBinding" | "Quota" | "Shoot" | "ShootState" | "BackupEntry"));
+            let namespaced = !matches!(
+                v["kind"].as_str(),
+                Some(
+                    "CloudProfile"
+                        | "Project"
+                        | "Seed"
+                        | "BackupBucket"
+                        | "ControllerRegistration"
+                        | "ControllerDeployment"
+                        | "ControllerInstallation"
+                        | "ExposureClass"
+                )
+            );
             let ns = v["metadata"]["namespace"].as_str();
             if namespaced {
                 assert_eq!(ns, Some("garden-dev"), "{}", path.display());

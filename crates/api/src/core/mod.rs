@@ -6,6 +6,9 @@
 pub mod backup;
 pub mod cloudprofile;
 pub mod controller;
+pub mod exposureclass;
+pub mod internalsecret;
+pub mod namespacedcloudprofile;
 pub mod project;
 pub mod quota;
 pub mod secretbinding;
@@ -20,6 +23,9 @@ pub use controller::{
     ControllerDeployment, ControllerDeploymentFields, ControllerInstallation, ControllerInstallationSpec,
     ControllerInstallationStatus, ControllerRegistration, ControllerRegistrationSpec,
 };
+pub use exposureclass::{ExposureClass, ExposureClassFields};
+pub use internalsecret::{InternalSecret, InternalSecretFields};
+pub use namespacedcloudprofile::{NamespacedCloudProfile, NamespacedCloudProfileSpec, NamespacedCloudProfileStatus};
 pub use project::{Project, ProjectSpec, ProjectStatus};
 pub use quota::{Quota, QuotaSpec};
 pub use secretbinding::{SecretBinding, SecretBindingFields};
@@ -51,6 +57,9 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         ControllerRegistration::crd(),
         ControllerDeployment::crd(),
         ControllerInstallation::crd(),
+        ExposureClass::crd(),
+        InternalSecret::crd(),
+        NamespacedCloudProfile::crd(),
     ]
 }
 
@@ -81,6 +90,9 @@ mod tests {
             ("ControllerRegistration", "controllerregistrations", "Cluster"),
             ("ControllerDeployment", "controllerdeployments", "Cluster"),
             ("ControllerInstallation", "controllerinstallations", "Cluster"),
+            ("ExposureClass", "exposureclasses", "Cluster"),
+            ("InternalSecret", "internalsecrets", "Namespaced"),
+            ("NamespacedCloudProfile", "namespacedcloudprofiles", "Namespaced"),
         ];
         let all = crds();
         assert_eq!(all.len(), expected.len());
@@ -97,7 +109,15 @@ mod tests {
 
     #[test]
     fn status_subresource_exactly_on_kinds_with_a_status() {
-        let with_status = ["projects", "seeds", "shoots", "backupbuckets", "backupentries", "controllerinstallations"];
+        let with_status = [
+            "projects",
+            "seeds",
+            "shoots",
+            "backupbuckets",
+            "backupentries",
+            "controllerinstallations",
+            "namespacedcloudprofiles",
+        ];
         for crd in crds() {
             let plural = crd.spec.names.plural.clone();
             let v = &crd.spec.versions[0];
