@@ -1,5 +1,6 @@
 //! Constants and pure helpers shared by every component.
 
+pub mod cloudprofile_merge;
 pub mod conditions;
 pub mod constants;
 pub mod extension_operation;
