@@ -39,6 +39,11 @@ pub fn add_to(
     let (c, n) =
         (common(crate::installation::reconcile::NAME), config.controllers.controller_installation.concurrent_syncs);
     runner.add_task_with_readiness(move |stop, ready| crate::installation::run(c, n, stop, ready));
+    let (c, n) = (
+        common(crate::namespacedcloudprofile::reconcile::NAME),
+        config.controllers.namespaced_cloud_profile.concurrent_syncs,
+    );
+    runner.add_task_with_readiness(move |stop, ready| crate::namespacedcloudprofile::run(c, n, stop, ready));
     let (c, n) = (common.clone(), config.controllers.protection.concurrent_syncs);
     runner.add_task_with_readiness(move |stop, ready| crate::protection::run(c, n, stop, ready));
     Ok(metrics)

@@ -95,6 +95,21 @@ pub struct Controllers {
     pub protection: ProtectionConfig,
     pub shoot_maintenance: MaintenanceConfig,
     pub controller_installation: InstallationConfig,
+    pub namespaced_cloud_profile: NamespacedCloudProfileConfig,
+}
+
+/// The NamespacedCloudProfile controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct NamespacedCloudProfileConfig {
+    /// Profiles reconciled at once.
+    pub concurrent_syncs: u16,
+}
+
+impl Default for NamespacedCloudProfileConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5 }
+    }
 }
 
 /// The ControllerInstallation controller.
@@ -301,6 +316,7 @@ impl Config {
             ("controllers.protection.concurrentSyncs", c.protection.concurrent_syncs),
             ("controllers.shootMaintenance.concurrentSyncs", c.shoot_maintenance.concurrent_syncs),
             ("controllers.controllerInstallation.concurrentSyncs", c.controller_installation.concurrent_syncs),
+            ("controllers.namespacedCloudProfile.concurrentSyncs", c.namespaced_cloud_profile.concurrent_syncs),
         ] {
             if value == 0 {
                 return Err((field, "must be at least 1".into()));

@@ -12,6 +12,8 @@
 //! * [`hibernation`]: `spec.hibernation.schedules` set and clear `spec.hibernation.enabled`.
 //! * [`maintenance`]: in the maintenance window (or when asked), expired Kubernetes versions
 //!   are forced forward and patch versions auto-updated.
+//! * [`namespacedcloudprofile`]: a NamespacedCloudProfile's `status.cloudProfileSpec` is its
+//!   parent merged with its additions, kept current when either changes.
 //! * [`protection`]: CloudProfiles, SecretBindings, their Secrets and Quotas carry a finalizer
 //!   while anything uses them.
 //!
@@ -30,6 +32,7 @@ pub mod installation;
 pub mod maintenance;
 pub mod metrics;
 
+pub mod namespacedcloudprofile;
 pub mod project;
 pub mod protection;
 pub mod runtime;
