@@ -1,7 +1,9 @@
 //! The objects `up` applies (server-side apply, field manager `local-cluster`): the `kube-dns`
 //! Service in front of the host's DNS server, the default StorageClass, and the add-ons' RBAC,
-//! which grants exactly what the DNS server and the provisioner use.
+//! which grants exactly what the DNS server and the provisioner use: Services, Endpoints and
+//! claims cluster-wide, and ConfigMaps only in the namespace of the extra DNS zones.
 
+use crate::addons::zones::ZONE_NAMESPACE;
 use crate::pki::ADDONS_USER;
 use crate::settings::{DNS_PORT, DNS_SERVICE_IP, NODE_IP, PROVISIONER, STORAGE_CLASS};
 use serde_json::{Value, json};
@@ -20,6 +22,21 @@ pub fn all() -> Vec<Value> {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": { "name": "local-cluster:addons" },
             "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "local-cluster:addons" },
+            "subjects": [ { "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ADDONS_USER } ]
+        }),
+        json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": { "name": ZONE_NAMESPACE }
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": { "name": "local-cluster:addons:dns-zones", "namespace": ZONE_NAMESPACE },
+            "rules": [ { "apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"] } ]
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": { "name": "local-cluster:addons:dns-zones", "namespace": ZONE_NAMESPACE },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "local-cluster:addons:dns-zones" },
             "subjects": [ { "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ADDONS_USER } ]
         }),
         json!({

@@ -1,14 +1,17 @@
 //! Cluster DNS: hickory's authoritative server for the cluster domain, answering from records
-//! computed from Services and Endpoints ([`super::records`]). Queries for any other name are
-//! refused: nothing is forwarded, so no lookup ever leaves the machine.
+//! computed from Services and Endpoints ([`super::records`]), and for the extra zones kept in
+//! ConfigMaps ([`super::zones`]: provider-local's DNSRecords, so a shoot's API server name
+//! resolves). Queries for any other name are refused: nothing is forwarded, so no lookup ever
+//! leaves the machine.
 //!
 //! The zone is rebuilt as a whole when a watched object changes (coalesced over a short
 //! window) and swapped in atomically; a rebuild that yields the same records swaps nothing.
 
 use super::records::{self, Data, Records};
+use super::zones::Zones as ExtraZones;
 use crate::error::{Error, Result};
 use hickory_server::net::runtime::Time;
-use hickory_server::proto::rr::rdata::{A, CNAME, SOA, SRV};
+use hickory_server::proto::rr::rdata::{A, AAAA, CNAME, SOA, SRV, TXT};
 use hickory_server::proto::rr::{LowerName, Name, RData, Record};
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
 use hickory_server::store::in_memory::InMemoryZoneHandler;
@@ -35,13 +38,13 @@ impl std::fmt::Debug for Zones {
 
 impl Zones {
     pub fn new(domain: &str) -> Result<Self> {
-        let catalog = catalog(domain, &Records::new(), 1)?;
+        let catalog = catalog(domain, &Records::new(), &ExtraZones::new(), 1)?;
         Ok(Self { current: Arc::new(RwLock::new(Arc::new(catalog))), domain: domain.to_string() })
     }
 
-    /// Replaces the zone's records.
-    pub fn replace(&self, records: &Records, serial: u32) -> Result<()> {
-        let catalog = catalog(&self.domain, records, serial)?;
+    /// Replaces the cluster domain's records and the extra zones.
+    pub fn replace(&self, records: &Records, extra: &ExtraZones, serial: u32) -> Result<()> {
+        let catalog = catalog(&self.domain, records, extra, serial)?;
         if let Ok(mut current) = self.current.write() {
             *current = Arc::new(catalog);
         }
@@ -69,8 +72,24 @@ fn name(fqdn: &str) -> Result<Name> {
         .map_err(|e| Error::Dns(format!("{fqdn:?} is not a DNS name: {e}").into()))
 }
 
-fn catalog(domain: &str, records: &Records, serial: u32) -> Result<Catalog> {
+fn catalog(domain: &str, records: &Records, extra: &ExtraZones, serial: u32) -> Result<Catalog> {
+    let mut catalog = Catalog::new();
     let origin = name(domain)?;
+    catalog.upsert(LowerName::new(&origin), vec![Arc::new(zone(origin, domain, records, serial)?)]);
+    for (origin, records) in extra {
+        let origin_name = name(origin)?;
+        catalog.upsert(LowerName::new(&origin_name), vec![Arc::new(zone(origin_name, origin, records, serial)?)]);
+    }
+    Ok(catalog)
+}
+
+/// One authoritative zone: an SOA and `records`.
+fn zone(
+    origin: Name,
+    domain: &str,
+    records: &Records,
+    serial: u32,
+) -> Result<InMemoryZoneHandler<hickory_server::net::runtime::TokioRuntimeProvider>> {
     let mut zone = InMemoryZoneHandler::<hickory_server::net::runtime::TokioRuntimeProvider>::empty(
         origin.clone(),
         ZoneType::Primary,
@@ -78,21 +97,21 @@ fn catalog(domain: &str, records: &Records, serial: u32) -> Result<Catalog> {
     );
     let soa =
         SOA::new(name(&format!("ns.dns.{domain}"))?, name(&format!("hostmaster.{domain}"))?, serial, 60, 10, 3600, TTL);
-    zone.upsert_mut(Record::from_rdata(origin.clone(), TTL, RData::SOA(soa)), serial);
+    zone.upsert_mut(Record::from_rdata(origin, TTL, RData::SOA(soa)), serial);
     for (fqdn, datas) in records {
         let owner = name(fqdn)?;
         for data in datas {
             let rdata = match data {
                 Data::A(ip) => RData::A(A(*ip)),
+                Data::Aaaa(ip) => RData::AAAA(AAAA(*ip)),
                 Data::Cname(target) => RData::CNAME(CNAME(name(target)?)),
                 Data::Srv { port, target } => RData::SRV(SRV::new(0, 100, *port, name(target)?)),
+                Data::Txt(text) => RData::TXT(TXT::new(vec![text.clone()])),
             };
             zone.upsert_mut(Record::from_rdata(owner.clone(), TTL, rdata), serial);
         }
     }
-    let mut catalog = Catalog::new();
-    catalog.upsert(LowerName::new(&origin), vec![Arc::new(zone)]);
-    Ok(catalog)
+    Ok(zone)
 }
 
 /// Serves `zones` on UDP and TCP at `listen` until the process ends.
@@ -109,13 +128,76 @@ pub async fn serve(zones: Zones, listen: SocketAddr) -> Result<()> {
     server.block_until_done().await.map_err(|e| Error::Dns(Box::new(e)))
 }
 
-/// Recomputes the records from the reflectors' stores; returns them.
+/// What the server answers: the cluster domain's records and the extra zones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub cluster: Records,
+    pub extra: ExtraZones,
+    /// Lines and ConfigMaps of the extra zones that are not served, and why.
+    pub problems: Vec<String>,
+}
+
+/// Recomputes the records from the reflectors' stores.
 pub fn snapshot(
     services: &kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Service>,
     endpoints: &kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Endpoints>,
+    config_maps: &kube::runtime::reflector::Store<k8s_openapi::api::core::v1::ConfigMap>,
     domain: &str,
-) -> Records {
+) -> Snapshot {
     let svcs: Vec<_> = services.state().iter().map(|s| (**s).clone()).collect();
     let eps: Vec<_> = endpoints.state().iter().map(|e| (**e).clone()).collect();
-    records::compute(domain, &svcs, &eps)
+    let cms: Vec<_> = config_maps.state().iter().map(|c| (**c).clone()).collect();
+    let (extra, problems) = super::zones::from_config_maps(&cms, domain);
+    Snapshot { cluster: records::compute(domain, &svcs, &eps), extra, problems }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dnsclient::{Answer, query_a};
+    use std::net::Ipv4Addr;
+
+    /// The real server on loopback: a Service name, a name from an extra zone, a name the zone
+    /// does not hold, and a name outside every zone (refused, never forwarded).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serves_cluster_and_extra_zones_and_refuses_the_rest() {
+        let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let zones = Zones::new("cluster.local").unwrap();
+        let cluster =
+            Records::from([("web.a.svc.cluster.local".to_string(), vec![Data::A(Ipv4Addr::new(10, 96, 3, 4))])]);
+        let extra = ExtraZones::from([(
+            "local.gardener.cloud".to_string(),
+            Records::from([("api.s.p.local.gardener.cloud".to_string(), vec![Data::A(Ipv4Addr::new(10, 96, 9, 9))])]),
+        )]);
+        zones.replace(&cluster, &extra, 2).unwrap();
+        let server = tokio::spawn(serve(zones.clone(), listen));
+        let ask = move |name: &'static str| {
+            tokio::task::spawn_blocking(move || {
+                // The server may still be binding: retry a few times.
+                let mut last = None;
+                for _ in 0..20 {
+                    match query_a(listen, name, Duration::from_millis(250)) {
+                        Ok(answer) => return answer,
+                        Err(e) => last = Some(e),
+                    }
+                }
+                panic!("no answer for {name}: {last:?}")
+            })
+        };
+        assert_eq!(
+            ask("web.a.svc.cluster.local.").await.unwrap(),
+            Answer::Addresses(vec![Ipv4Addr::new(10, 96, 3, 4)])
+        );
+        assert_eq!(
+            ask("api.s.p.local.gardener.cloud.").await.unwrap(),
+            Answer::Addresses(vec![Ipv4Addr::new(10, 96, 9, 9)])
+        );
+        assert_eq!(ask("api.gone.p.local.gardener.cloud.").await.unwrap(), Answer::Code("NXDomain".into()));
+        assert_eq!(ask("example.com.").await.unwrap(), Answer::Code("Refused".into()));
+        // A zone that goes away stops being answered.
+        zones.replace(&cluster, &ExtraZones::new(), 3).unwrap();
+        assert_eq!(ask("api.s.p.local.gardener.cloud.").await.unwrap(), Answer::Code("Refused".into()));
+        server.abort();
+    }
 }

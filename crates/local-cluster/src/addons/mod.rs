@@ -1,17 +1,19 @@
 //! The cluster's add-ons, run by `local-cluster addons` as one host process next to the
-//! kubelet: cluster DNS ([`dns`], records computed by [`records`]) and the host-path storage
+//! kubelet: cluster DNS ([`dns`], records computed by [`records`] from Services and by
+//! [`zones`] from provider-local's zone ConfigMaps) and the host-path storage
 //! provisioner ([`storage`]). Both watch the API server through shared reflectors and act on
 //! changes only.
 
 pub mod dns;
 pub mod records;
 pub mod storage;
+pub mod zones;
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::settings::{CLUSTER_DOMAIN, DNS_PORT, NODE_IP};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Endpoints, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Service};
 use kube::Api;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use std::net::SocketAddr;
@@ -28,21 +30,38 @@ pub async fn run(layout: &Layout) -> Result<()> {
     let changed = Arc::new(tokio::sync::Notify::new());
     let svc_stream = watch_into(Api::<Service>::all(client.clone()), svc_writer, changed.clone());
     let ep_stream = watch_into(Api::<Endpoints>::all(client.clone()), ep_writer, changed.clone());
+    let (config_maps, cm_writer) = reflector::store::<ConfigMap>();
+    let cm_stream = watch_into_with(
+        Api::<ConfigMap>::namespaced(client.clone(), zones::ZONE_NAMESPACE),
+        watcher::Config::default().labels(zones::ZONE_LABEL),
+        cm_writer,
+        changed.clone(),
+    );
     let updater = {
         let zones = zones.clone();
         async move {
-            let mut current = records::Records::new();
+            let mut current = dns::Snapshot::default();
             let mut serial: u32 = 1;
             loop {
                 changed.notified().await;
                 // Coalesce a burst of events (a rollout touches many Endpoints) into one rebuild.
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                let next = dns::snapshot(&services, &endpoints, CLUSTER_DOMAIN);
+                let next = dns::snapshot(&services, &endpoints, &config_maps, CLUSTER_DOMAIN);
                 if next != current {
                     serial = serial.wrapping_add(1);
-                    match zones.replace(&next, serial) {
+                    if next.problems != current.problems {
+                        for problem in &next.problems {
+                            tracing::warn!(problem = %problem, "DNS zone record not served");
+                        }
+                    }
+                    match zones.replace(&next.cluster, &next.extra, serial) {
                         Ok(()) => {
-                            tracing::debug!(names = next.len(), serial, "DNS zone updated");
+                            tracing::debug!(
+                                names = next.cluster.len(),
+                                zones = next.extra.len(),
+                                serial,
+                                "DNS zones updated"
+                            );
                             current = next;
                         }
                         Err(e) => tracing::warn!(error = %crate::report(&e), "DNS zone update"),
@@ -58,6 +77,7 @@ pub async fn run(layout: &Layout) -> Result<()> {
         r = storage => r,
         () = svc_stream => Err(Error::Dns("the Service watch ended".into())),
         () = ep_stream => Err(Error::Dns("the Endpoints watch ended".into())),
+        () = cm_stream => Err(Error::Dns("the zone ConfigMap watch ended".into())),
         () = updater => Ok(()),
     }
 }
@@ -68,7 +88,20 @@ where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
-    reflector(writer, watcher(api, watcher::Config::default()))
+    watch_into_with(api, watcher::Config::default(), writer, changed).await;
+}
+
+/// [`watch_into`] with a watcher configuration (a label selector).
+async fn watch_into_with<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+    changed: Arc<tokio::sync::Notify>,
+) where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    reflector(writer, watcher(api, config))
         .default_backoff()
         .touched_objects()
         .for_each(|_| {

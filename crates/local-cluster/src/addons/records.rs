@@ -8,13 +8,17 @@
 
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
+/// The data of one record. Services give A, CNAME and SRV; the extra zones ([`super::zones`])
+/// also AAAA and TXT.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Data {
     A(Ipv4Addr),
+    Aaaa(Ipv6Addr),
     Cname(String),
     Srv { port: u16, target: String },
+    Txt(String),
 }
 
 /// Fully qualified name (without the trailing dot) → its records, sorted.
