@@ -66,11 +66,33 @@ gcc -static -O2 -s -o "$work/pause/pause" images/pause/pause.c
 build "registry.k8s.io/pause:$PAUSE_VERSION" "$work/pause" images/pause/Containerfile
 
 # Kubernetes components (static Go binaries)
-for c in kube-apiserver kube-controller-manager kube-scheduler kube-proxy; do
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
   [ -x "$ASSETS/$c" ] || die "$ASSETS/$c is missing; run hack/setup-envtest.sh --node"
   mkdir -p "$work/$c"; cp "$ASSETS/$c" "$work/$c/"
   build "registry.k8s.io/$c:$K8S_VERSION" "$work/$c" images/kube-component/Containerfile --build-arg "COMPONENT=$c"
 done
+
+# stage_iptables ROOT: Debian's iptables (the backend the host uses) with its libraries and
+# extension modules, and the iptables(-save|-restore) names kube-proxy and CNI call.
+stage_iptables() {
+  local root="$1" xtables tool
+  xtables=$(readlink -f /usr/sbin/iptables)
+  stage_with_libs "$xtables" "$root" "/usr/sbin/$(basename "$xtables")"
+  for tool in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+    ln -sf "$(basename "$xtables")" "$root/usr/sbin/$tool"
+  done
+  if [ -d /usr/lib/x86_64-linux-gnu/xtables ]; then
+    mkdir -p "$root/usr/lib/x86_64-linux-gnu" && cp -a /usr/lib/x86_64-linux-gnu/xtables "$root/usr/lib/x86_64-linux-gnu/"
+  fi
+}
+
+# kube-proxy, with iptables next to it: the shoot's nodes run it as a DaemonSet
+# (images/kube-proxy/Containerfile). The local cluster itself runs the binary on the host.
+[ -x "$ASSETS/kube-proxy" ] || die "$ASSETS/kube-proxy is missing; run hack/setup-envtest.sh --node"
+mkdir -p "$work/kube-proxy/rootfs/usr/local/bin" "$work/kube-proxy/rootfs/run" "$work/kube-proxy/rootfs/tmp"
+cp "$ASSETS/kube-proxy" "$work/kube-proxy/rootfs/usr/local/bin/kube-proxy"
+stage_iptables "$work/kube-proxy/rootfs"
+build "registry.k8s.io/kube-proxy:$K8S_VERSION" "$work/kube-proxy" images/kube-proxy/Containerfile
 
 # etcd, tagged with the version of the Debian build it holds
 etcd_version=$("$ASSETS/etcd" --version | sed -n 's/^etcd Version: //p')
@@ -96,8 +118,9 @@ profile="${IMAGE_PROFILE:-dev}"
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 out_dir="$target_dir/$([ "$profile" = dev ] && echo debug || echo "$profile")"
 log "cargo build --profile $profile (our binaries)"
-cargo build -q --profile "$profile" --bin gardenlet --bin gardener-scheduler --bin gardener-controller-manager --bin gardener-extension-provider-local --bin machine-init >&2
-for bin in gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local; do
+cargo build -q --profile "$profile" --bin gardenlet --bin gardener-scheduler --bin gardener-controller-manager --bin gardener-extension-provider-local --bin machine-init --bin cluster-dns >&2
+# cluster-dns is the shoots' cluster DNS (the machines carry its image).
+for bin in gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns; do
   version=$("$out_dir/$bin" --version | awk '{print $2}')
   [ -n "$version" ] || die "cannot read the version of $out_dir/$bin"
   root="$work/$bin/rootfs"
@@ -105,11 +128,12 @@ for bin in gardenlet gardener-scheduler gardener-controller-manager gardener-ext
   strip "$root/usr/local/bin/$bin"
   ln -s "usr/local/bin/$bin" "$root/entrypoint"
   build "gardener-rs.local/$bin:v$version" "$work/$bin" images/gardener-component/Containerfile
+  if [ "$bin" = cluster-dns ]; then cluster_dns_archive="$CACHE/gardener-rs.local_cluster-dns_v$version.tar"; fi
 done
 
 # The machine image (images/machine/Containerfile): machine-init, the kubelet, and Debian's
-# containerd, runc, CNI plugins, bash, iptables and busybox, with the pause and busybox images
-# inside for the machine's containerd. Tagged with the Kubernetes version of its kubelet.
+# containerd, runc, CNI plugins, bash, iptables and busybox, with the pause, busybox, kube-proxy
+# and cluster-dns images inside for the machine's containerd (it never pulls). Tagged with the Kubernetes version of its kubelet.
 for f in containerd containerd-shim-runc-v2 ctr; do [ -x "/usr/bin/$f" ] || die "/usr/bin/$f is missing; run hack/setup-local.sh"; done
 root="$work/machine/rootfs"
 mkdir -p "$root"
@@ -124,14 +148,7 @@ for f in containerd containerd-shim-runc-v2 ctr; do stage_with_libs "/usr/bin/$f
 stage_with_libs /usr/sbin/runc "$root" /usr/sbin/runc
 for plugin in bridge host-local loopback portmap; do stage_with_libs "/usr/lib/cni/$plugin" "$root" "/opt/cni/bin/$plugin"; done
 stage_with_libs /bin/bash "$root" /bin/bash
-xtables=$(readlink -f /usr/sbin/iptables)
-stage_with_libs "$xtables" "$root" "/usr/sbin/$(basename "$xtables")"
-for tool in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
-  ln -s "$(basename "$xtables")" "$root/usr/sbin/$tool"
-done
-if [ -d /usr/lib/x86_64-linux-gnu/xtables ]; then
-  mkdir -p "$root/usr/lib/x86_64-linux-gnu" && cp -a /usr/lib/x86_64-linux-gnu/xtables "$root/usr/lib/x86_64-linux-gnu/"
-fi
+stage_iptables "$root"
 cp /bin/busybox "$root/bin/busybox"
 for tool in sh cat chmod mkdir rm mv ls ln head tail base64 sleep seq echo mount umount find du df grep sed \
   awk tr cut wc date hostname ps kill touch stat uname nsenter losetup readlink sync true false test env; do
@@ -141,6 +158,8 @@ pause_archive="$CACHE/registry.k8s.io_pause_$PAUSE_VERSION.tar"
 busybox_archive="$CACHE/gardener-rs.local_busybox_$BUSYBOX_VERSION.tar"
 cp "$pause_archive" "$root/var/lib/machine/images/pause.tar"
 cp "$busybox_archive" "$root/var/lib/machine/images/busybox.tar"
+cp "$CACHE/registry.k8s.io_kube-proxy_$K8S_VERSION.tar" "$root/var/lib/machine/images/kube-proxy.tar"
+cp "$cluster_dns_archive" "$root/var/lib/machine/images/cluster-dns.tar"
 build "gardener-rs.local/machine:$K8S_VERSION" "$work/machine" images/machine/Containerfile
 
 echo "$CACHE"

@@ -13,7 +13,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
 use e2e::{kubectl, repo_root};
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
@@ -101,6 +101,94 @@ fn set_hibernation(enabled: bool) {
     kubectl(&["-n", PROJECT_NS, "patch", "shoot", SHOOT, "--type=merge", "-p", &patch]).unwrap();
 }
 
+/// The system components gardenlet deploys work: a pod reaches another pod through a Service's
+/// cluster IP (kube-proxy) and through its name (the shoot's cluster DNS).
+async fn a_pod_reaches_a_service_by_ip_and_by_name(shoot: &Client) {
+    let pods: Api<Pod> = Api::namespaced(shoot.clone(), "default");
+    let services: Api<Service> = Api::namespaced(shoot.clone(), "default");
+    let web: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "labels": {"app": "web"}},
+        "spec": {"containers": [{
+            "name": "web",
+            "image": "gardener-rs.local/busybox:1.35.0",
+            "command": ["sh", "-c", "mkdir -p /tmp/www && echo served on the shoot > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"],
+            "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
+        }]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &web).await.unwrap();
+    let svc: Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+    }))
+    .unwrap();
+    let ip = services.create(&PostParams::default(), &svc).await.unwrap().spec.unwrap().cluster_ip.unwrap();
+    let client: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "client"},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "client",
+            "image": "gardener-rs.local/busybox:1.35.0",
+            // Bounded: 60 tries, 2 s each at most, then the pod fails with what it saw. (`timeout`,
+            // not `wget -T`: Debian's static busybox crashes on `-T`.)
+            // First by cluster IP (kube-proxy), then by the short name (the kubelet's search
+            // path and the shoot's cluster DNS).
+            "command": ["sh", "-c", format!(
+                "get() {{ for i in $(seq 1 60); do timeout 2 wget -qO- \"$1\" 2>/dev/null && return 0; sleep 1; done; echo \"no answer from $1\"; exit 1; }}; \
+                 get http://{ip}/ && get http://web/"
+            )],
+        }]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &client).await.unwrap();
+    let (phase, took) = wait("a pod reaches the Service's cluster IP", STEP_TIMEOUT, || async {
+        let p = pods.get("client").await.map_err(|e| e.to_string())?;
+        let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+        Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
+    })
+    .await;
+    let log = pods.logs("client", &Default::default()).await.unwrap_or_default();
+    assert_eq!(phase, "Succeeded", "the client's log: {log}\n{}", diagnosis());
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        ["served on the shoot", "served on the shoot"],
+        "the page, through Service {ip}, then through the name web"
+    );
+    eprintln!("a pod reached Service web by its cluster IP {ip} and by name after {took:?}");
+}
+
+/// The external address in `status.advertisedAddresses` is a DNS name the local seed's DNS
+/// answers (from the DNSRecord provider-local reconciled into its zone), and the shoot's API
+/// server behind the answered address proves that name in TLS.
+async fn the_advertised_name_resolves_and_serves_the_shoot() {
+    let url = shoot_field("{.status.advertisedAddresses[?(@.name==\"external\")].url}").unwrap();
+    let host = url.trim_start_matches("https://").split([':', '/']).next().unwrap_or_default().to_string();
+    assert!(
+        host.parse::<std::net::IpAddr>().is_err() && host.contains('.'),
+        "the external address {url:?} is a DNS name"
+    );
+    let dns = std::net::SocketAddr::from((local_cluster::settings::NODE_IP, local_cluster::settings::DNS_PORT));
+    let (addresses, _) = wait("the local seed's DNS answers the shoot's API name", STEP_TIMEOUT, || async {
+        match local_cluster::dnsclient::query_a(dns, &format!("{host}."), Duration::from_secs(2)) {
+            Ok(local_cluster::dnsclient::Answer::Addresses(a)) if !a.is_empty() => Ok(Some(a)),
+            Ok(_) | Err(_) => Ok(None),
+        }
+    })
+    .await;
+    let service = shoot_field("{.status.advertisedAddresses[?(@.name==\"service\")].url}").unwrap();
+    assert_eq!(
+        format!("https://{}", addresses[0]),
+        service.trim_end_matches(":443"),
+        "{host} resolves to the API server's Service address"
+    );
+    let kubeconfig = Kubeconfig::from_yaml(&shoot_kubeconfig().unwrap()).unwrap();
+    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    config.cluster_url = format!("https://{}", addresses[0]).parse().unwrap();
+    config.tls_server_name = Some(host.clone());
+    let version = Client::try_from(config).unwrap().apiserver_version().await;
+    assert!(version.is_ok(), "the API server at {} proves the name {host}: {version:?}", addresses[0]);
+    eprintln!("{host} resolves to {} through the local DNS, and TLS for the name holds", addresses[0]);
+}
+
 fn node_ready(n: &Node) -> bool {
     n.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True")
 }
@@ -125,6 +213,7 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
     }
 
     let (shoot, _) = wait("a client for the shoot", STEP_TIMEOUT, || async { shoot_client().await.map(Some) }).await;
+    the_advertised_name_resolves_and_serves_the_shoot().await;
     let nodes: Api<Node> = Api::all(shoot.clone());
     let (node, ready_after) = wait("the worker's Node is Ready", Duration::from_secs(30), || async {
         let list = nodes.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
@@ -161,6 +250,8 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
     let log = pods.logs("hello", &Default::default()).await.unwrap();
     assert_eq!(phase, "Succeeded", "log: {log}");
     assert_eq!(log.trim(), "hello from hello on the shoot", "the log, read through the shoot's API server");
+
+    a_pod_reaches_a_service_by_ip_and_by_name(&shoot).await;
 
     let configmaps: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
     let cm: ConfigMap =

@@ -20,6 +20,12 @@ pub struct Images {
     pub kube_apiserver: String,
     pub kube_controller_manager: String,
     pub kube_scheduler: String,
+    /// kube-proxy on the shoot's nodes: needs `iptables`, `iptables-save` and
+    /// `iptables-restore` next to the binary. The machines carry it (hack/images.sh).
+    pub kube_proxy: String,
+    /// The shoot's cluster DNS (`cluster-dns`, built with this project at its version; the
+    /// machines carry it).
+    pub cluster_dns: String,
     /// The etcd restore init container: needs `sh`, `rm`, `mv` and `etcdctl` (the etcd 3.5
     /// images are distroless and have no shell; the 3.4 ones do).
     #[serde(default = "default_etcd_restore_image")]
@@ -37,6 +43,8 @@ impl Default for Images {
             kube_apiserver: "registry.k8s.io/kube-apiserver:v{version}".into(),
             kube_controller_manager: "registry.k8s.io/kube-controller-manager:v{version}".into(),
             kube_scheduler: "registry.k8s.io/kube-scheduler:v{version}".into(),
+            kube_proxy: "registry.k8s.io/kube-proxy:v{version}".into(),
+            cluster_dns: concat!("gardener-rs.local/cluster-dns:v", env!("CARGO_PKG_VERSION")).into(),
             etcd_restore: default_etcd_restore_image(),
         }
     }
@@ -260,4 +268,16 @@ pub fn deployment(
         }),
         ..Default::default()
     }
+}
+
+/// Where a pod finds its service account's token and CA.
+const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// A kubeconfig for a system component in the shoot that reaches the API server at `server`
+/// (the address the kubelets use) with its pod's service-account token and CA: usable before
+/// kube-proxy routes the shoot's own `kubernetes` Service.
+pub fn service_account_kubeconfig(server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: default\n  cluster:\n    server: {server}\n    certificate-authority: {SERVICE_ACCOUNT_DIR}/ca.crt\ncontexts:\n- name: default\n  context:\n    cluster: default\n    namespace: default\n    user: default\ncurrent-context: default\nusers:\n- name: default\n  user:\n    tokenFile: {SERVICE_ACCOUNT_DIR}/token\n"
+    )
 }

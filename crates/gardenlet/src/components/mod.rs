@@ -2,10 +2,12 @@
 //! plain values and returns fully specified objects for server-side apply; nothing here talks
 //! to a cluster.
 
+pub mod cluster_dns;
 pub mod common;
 pub mod etcd;
 pub mod kube_apiserver;
 pub mod kube_controller_manager;
+pub mod kube_proxy;
 pub mod kube_scheduler;
 
 pub use common::{ApiServerSettings, ControlPlaneValues, Images};

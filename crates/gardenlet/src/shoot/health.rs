@@ -1,16 +1,17 @@
 //! The shoot's health conditions, from real checks: the API server answers `/readyz`; the
 //! control-plane workloads are rolled out; every expected node is registered and Ready; the
-//! system resources gardenlet applied to the shoot are present. A hibernated shoot reports
+//! system resources gardenlet applied to the shoot are present and kube-proxy runs ready on
+//! every node. A hibernated shoot reports
 //! its conditions as healthy with reason `Hibernated`: being asleep is not a failure.
 
 use super::checks;
 use super::context::OperationContext;
-use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
+use crate::components::{cluster_dns, etcd, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler};
 use api::common::ConditionStatus;
 use api::helpers::constants::conditions::{
     API_SERVER_AVAILABLE, CONTROL_PLANE_HEALTHY, EVERY_NODE_READY, SYSTEM_COMPONENTS_HEALTHY,
 };
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Api;
@@ -128,20 +129,22 @@ pub async fn conditions(ctx: &OperationContext) -> Vec<Check> {
         Err(e) => check(API_SERVER_AVAILABLE, false, "", "HealthzRequestFailed", format!("/readyz failed: {e}")),
     });
     let expected: i32 = ctx.shoot.spec.provider.workers.iter().map(|w| w.minimum).sum();
+    let mut node_count = 0;
     out.push(match Api::<Node>::all(shoot.clone()).list(&ListParams::default()).await {
-        Ok(nodes) => nodes_check(&nodes.items, expected),
+        Ok(nodes) => {
+            node_count = nodes.items.len();
+            nodes_check(&nodes.items, expected)
+        }
         Err(e) => check(EVERY_NODE_READY, false, "", "NodeListFailed", format!("listing nodes: {e}")),
     });
     let info = Api::<ConfigMap>::namespaced(shoot.clone(), "kube-public").get_opt("cluster-info").await;
-    let rbac = Api::<ClusterRoleBinding>::all(shoot).get_opt("kubeadm:kubelet-bootstrap").await;
+    let rbac = Api::<ClusterRoleBinding>::all(shoot.clone()).get_opt("kubeadm:kubelet-bootstrap").await;
+    let proxy = Api::<DaemonSet>::namespaced(shoot.clone(), kube_proxy::NAMESPACE).get_opt(kube_proxy::NAME).await;
+    let dns = Api::<Deployment>::namespaced(shoot, cluster_dns::NAMESPACE).get_opt(cluster_dns::NAME).await;
     out.push(match (info, rbac) {
-        (Ok(Some(_)), Ok(Some(_))) => check(
-            SYSTEM_COMPONENTS_HEALTHY,
-            true,
-            "SystemComponentsRunning",
-            "",
-            "The bootstrap RBAC and cluster-info are in place.".into(),
-        ),
+        (Ok(Some(_)), Ok(Some(_))) => {
+            system_components_check(proxy.map_err(|e| e.to_string()), dns.map_err(|e| e.to_string()), node_count)
+        }
         (info, rbac) => check(
             SYSTEM_COMPONENTS_HEALTHY,
             false,
@@ -157,9 +160,80 @@ pub async fn conditions(ctx: &OperationContext) -> Vec<Check> {
     out
 }
 
+/// Pure: the system components from kube-proxy's DaemonSet and cluster DNS's Deployment (the
+/// bootstrap resources being present). Without nodes nothing can run: both need only exist
+/// (`EveryNodeReady` reports the missing nodes).
+pub fn system_components_check(
+    kube_proxy_ds: Result<Option<DaemonSet>, String>,
+    cluster_dns_deployment: Result<Option<Deployment>, String>,
+    nodes: usize,
+) -> Check {
+    let mut problems = Vec::new();
+    match kube_proxy_ds {
+        Ok(Some(ds)) => {
+            if let Err(e) = kube_proxy::rolled_out(&ds) {
+                problems.push(format!("DaemonSet kube-system/kube-proxy: {e}"));
+            }
+        }
+        Ok(None) => problems.push("DaemonSet kube-system/kube-proxy is missing".to_string()),
+        Err(e) => problems.push(format!("reading DaemonSet kube-system/kube-proxy: {e}")),
+    }
+    match cluster_dns_deployment {
+        Ok(Some(d)) => {
+            if nodes > 0
+                && let Err(e) = checks::deployment_rolled_out(&d)
+            {
+                problems.push(format!("Deployment kube-system/cluster-dns: {e}"));
+            }
+        }
+        Ok(None) => problems.push("Deployment kube-system/cluster-dns is missing".to_string()),
+        Err(e) => problems.push(format!("reading Deployment kube-system/cluster-dns: {e}")),
+    }
+    if problems.is_empty() {
+        check(
+            SYSTEM_COMPONENTS_HEALTHY,
+            true,
+            "SystemComponentsRunning",
+            "",
+            "kube-proxy runs on every node, cluster DNS is rolled out; the bootstrap RBAC and cluster-info are in place."
+                .into(),
+        )
+    } else {
+        check(SYSTEM_COMPONENTS_HEALTHY, false, "", "SystemComponentsUnhealthy", problems.join("; "))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn system_components_follow_kube_proxy() {
+        let ds = |ready: i32| -> DaemonSet {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "kube-proxy", "generation": 1}, "status": {"desiredNumberScheduled": 1, "numberReady": ready, "updatedNumberScheduled": 1, "currentNumberScheduled": 1, "numberMisscheduled": 0, "observedGeneration": 1}})).unwrap()
+        };
+        let dns = |ready: i32| -> Deployment {
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "cluster-dns", "generation": 1}, "spec": {"replicas": 1, "selector": {}, "template": {}}, "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": ready, "availableReplicas": ready}})).unwrap()
+        };
+        assert_eq!(system_components_check(Ok(Some(ds(1))), Ok(Some(dns(1))), 1).status, ConditionStatus::True);
+        let not_ready = system_components_check(Ok(Some(ds(0))), Ok(Some(dns(1))), 1);
+        assert_eq!(
+            (not_ready.status, not_ready.reason.as_str()),
+            (ConditionStatus::False, "SystemComponentsUnhealthy")
+        );
+        assert!(not_ready.message.contains("0 of 1 pods ready"), "{}", not_ready.message);
+        let dns_down = system_components_check(Ok(Some(ds(1))), Ok(Some(dns(0))), 1);
+        assert!(dns_down.message.contains("cluster-dns"), "{}", dns_down.message);
+        assert_eq!(
+            system_components_check(Ok(Some(ds(1))), Ok(Some(dns(0))), 0).status,
+            ConditionStatus::True,
+            "without nodes nothing can run"
+        );
+        let missing = system_components_check(Ok(None), Ok(None), 1);
+        assert!(
+            missing.message.contains("kube-proxy is missing") && missing.message.contains("cluster-dns is missing")
+        );
+    }
 
     fn node(ready: &str) -> Node {
         serde_json::from_value(serde_json::json!({"metadata": {"name": "n"}, "status": {"conditions": [{"type": "Ready", "status": ready}]}})).unwrap()

@@ -5,7 +5,7 @@ use super::context::OperationContext;
 use super::extensions as ext;
 use super::tasks::{FIELD_MANAGER, apply, deploy_extension, t, task_err, wait_for};
 use super::{backup, checks, etcd_snapshot, secrets, system};
-use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
+use crate::components::{cluster_dns, etcd, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
 use api::Opaque;
 use api::core::SecretBinding;
@@ -62,9 +62,15 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let worker = f.task_if("Deploying Worker", &[&osc, &infra, &control_plane], has_workers, t(ctx, deploy_worker));
     let after_worker =
         f.task("Deploying extensions after worker", &[&worker], t(ctx, |c| deploy_extensions(c, Stage::AfterWorker)));
+    let system_components = f.task_if(
+        "Waiting until shoot system components are healthy",
+        &[&worker, &system_resources, &kcm, &scheduler],
+        running && has_workers,
+        t(ctx, wait_system_components),
+    );
     let health = f.task(
         "Checking control plane health",
-        &[&worker, &network, &kcm, &scheduler, &extensions, &after_worker, &control_plane],
+        &[&worker, &network, &kcm, &scheduler, &extensions, &after_worker, &control_plane, &system_components],
         t(ctx, check_health),
     );
     // The first run with etcd up after a migration (at once, or at the wake-up of a shoot
@@ -72,6 +78,80 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let pending_snapshot = ctx.snapshot_record.as_ref().is_some_and(|r| !r.is_restored());
     f.task_if("Completing the etcd restore", &[&health], pending_snapshot && running, t(ctx, complete_restore));
     f.build()
+}
+
+/// Waits until kube-proxy runs ready on every node that joined and cluster DNS is rolled out (a
+/// shoot whose worker has no Node yet, as with simulated workers, has nothing to wait for).
+async fn wait_system_components(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let client = shoot_client(&ctx).await?;
+    let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list(&kube::api::ListParams::default())
+        .await
+        .map_err(task_err)?
+        .items
+        .len();
+    if nodes == 0 {
+        return Ok(());
+    }
+    let api: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::namespaced(client, kube_proxy::NAMESPACE);
+    let last = std::sync::Mutex::new(String::from("not found"));
+    let cond = |ds: Option<&k8s_openapi::api::apps::v1::DaemonSet>| {
+        let verdict = match ds {
+            None => Err("not found".to_string()),
+            Some(ds) => {
+                let desired = ds.status.as_ref().map(|s| s.desired_number_scheduled).unwrap_or_default();
+                if usize::try_from(desired).unwrap_or_default() < nodes {
+                    Err(format!("scheduled on {desired} of {nodes} nodes"))
+                } else {
+                    kube_proxy::rolled_out(ds)
+                }
+            }
+        };
+        match verdict {
+            Ok(()) => true,
+            Err(reason) => {
+                *last.lock().unwrap_or_else(|e| e.into_inner()) = reason;
+                false
+            }
+        }
+    };
+    let waited =
+        tokio::time::timeout(ctx.wait_timeout, kube::runtime::wait::await_condition(api, kube_proxy::NAME, cond)).await;
+    match waited {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            return Err(TaskError::msg(format!("watching the shoot's DaemonSet kube-system/kube-proxy: {e}")));
+        }
+        Err(_) => {
+            return Err(TaskError::msg(format!(
+                "the shoot's DaemonSet kube-system/kube-proxy is not ready after {:?}: {}",
+                ctx.wait_timeout,
+                last.lock().unwrap_or_else(|e| e.into_inner())
+            )));
+        }
+    }
+    let api: Api<Deployment> = Api::namespaced(shoot_client(&ctx).await?, cluster_dns::NAMESPACE);
+    let last = std::sync::Mutex::new(String::from("not found"));
+    let cond = |d: Option<&Deployment>| match d.map(checks::deployment_rolled_out) {
+        Some(Ok(())) => true,
+        Some(Err(reason)) => {
+            *last.lock().unwrap_or_else(|e| e.into_inner()) = reason.to_string();
+            false
+        }
+        None => false,
+    };
+    let waited =
+        tokio::time::timeout(ctx.wait_timeout, kube::runtime::wait::await_condition(api, cluster_dns::NAME, cond))
+            .await;
+    match waited {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(TaskError::msg(format!("watching the shoot's Deployment kube-system/cluster-dns: {e}"))),
+        Err(_) => Err(TaskError::msg(format!(
+            "the shoot's Deployment kube-system/cluster-dns is not ready after {:?}: {}",
+            ctx.wait_timeout,
+            last.lock().unwrap_or_else(|e| e.into_inner())
+        ))),
+    }
 }
 
 async fn check_health(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
@@ -434,7 +514,22 @@ async fn deploy_system_resources(ctx: Arc<OperationContext>) -> Result<(), TaskE
     let token = bootstrap_token(&ctx).await?;
     let ca = secret_value(&ctx, crate::components::common::secrets::CA_BUNDLE, pki::data_keys::BUNDLE)?;
     let info = pki::bootstrap::cluster_info_kubeconfig(&server(&ctx), &ca).map_err(task_err)?;
-    system::apply(&client, &token, &info)
+    let images = &ctx.config.images;
+    let version = &ctx.values.kubernetes_version;
+    let components = system::Components {
+        kube_proxy: kube_proxy::Values {
+            server: server(&ctx),
+            pod_cidr: ctx.values.pods.map(|p| p.to_string()),
+            image: crate::components::Images::resolve(&images.kube_proxy, version),
+        },
+        cluster_dns: cluster_dns::Values {
+            server: server(&ctx),
+            service_ip: ext::cluster_dns(&ctx.values).to_string(),
+            domain: "cluster.local".into(),
+            image: crate::components::Images::resolve(&images.cluster_dns, version),
+        },
+    };
+    system::apply(&client, &token, &info, &components)
         .await
         .map_err(|e| TaskError::msg(format!("applying shoot system resources: {e}")))
 }

@@ -1,14 +1,17 @@
 //! Objects gardenlet applies to the shoot's own API, as kubeadm does after `init`: the
 //! bootstrap token Secret, the RBAC that lets bootstrapping kubelets post CSRs and have node
 //! client CSRs auto-approved (and renewals by nodes), and `cluster-info` in `kube-public`,
-//! readable anonymously. Builders are pure; [`apply`] writes them.
+//! readable anonymously; and the system components the nodes run (kube-proxy,
+//! [`crate::components::kube_proxy`], and cluster DNS, [`crate::components::cluster_dns`]). Builders are pure; [`apply`] writes them.
 
+use crate::components::{cluster_dns, kube_proxy};
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Api;
 use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
 
 const FIELD_MANAGER: &str = "gardenlet";
@@ -110,6 +113,7 @@ pub async fn apply(
     shoot: &kube::Client,
     token: &pki::Secret,
     cluster_info_kubeconfig: &str,
+    components: &Components,
 ) -> Result<(), kube::Error> {
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let secret = bootstrap_token_secret(token);
@@ -129,6 +133,61 @@ pub async fn apply(
     Api::<RoleBinding>::namespaced(shoot.clone(), "kube-public")
         .patch("kubeadm:bootstrap-signer-clusterinfo", &params, &Patch::Apply(&binding))
         .await?;
+    apply_kube_proxy(shoot, &params, &components.kube_proxy).await?;
+    apply_cluster_dns(shoot, &params, &components.cluster_dns).await
+}
+
+/// The system components' settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Components {
+    pub kube_proxy: kube_proxy::Values,
+    pub cluster_dns: cluster_dns::Values,
+}
+
+async fn apply_cluster_dns(
+    shoot: &kube::Client,
+    params: &PatchParams,
+    values: &cluster_dns::Values,
+) -> Result<(), kube::Error> {
+    let ns = cluster_dns::NAMESPACE;
+    let name = cluster_dns::NAME;
+    let serde = kube::Error::SerdeError;
+    Api::<ServiceAccount>::namespaced(shoot.clone(), ns)
+        .patch(name, params, &Patch::Apply(&cluster_dns::service_account().map_err(serde)?))
+        .await?;
+    let role = cluster_dns::cluster_role().map_err(serde)?;
+    Api::<ClusterRole>::all(shoot.clone()).patch(&role.name_any(), params, &Patch::Apply(&role)).await?;
+    let binding = cluster_dns::cluster_role_binding().map_err(serde)?;
+    Api::<ClusterRoleBinding>::all(shoot.clone()).patch(&binding.name_any(), params, &Patch::Apply(&binding)).await?;
+    Api::<ConfigMap>::namespaced(shoot.clone(), ns)
+        .patch(name, params, &Patch::Apply(&cluster_dns::config_map(values).map_err(serde)?))
+        .await?;
+    Api::<Service>::namespaced(shoot.clone(), ns)
+        .patch(cluster_dns::SERVICE, params, &Patch::Apply(&cluster_dns::service(values).map_err(serde)?))
+        .await?;
+    Api::<Deployment>::namespaced(shoot.clone(), ns)
+        .patch(name, params, &Patch::Apply(&cluster_dns::deployment(values).map_err(serde)?))
+        .await?;
+    Ok(())
+}
+
+async fn apply_kube_proxy(
+    shoot: &kube::Client,
+    params: &PatchParams,
+    values: &kube_proxy::Values,
+) -> Result<(), kube::Error> {
+    let ns = kube_proxy::NAMESPACE;
+    let name = kube_proxy::NAME;
+    Api::<ServiceAccount>::namespaced(shoot.clone(), ns)
+        .patch(name, params, &Patch::Apply(&kube_proxy::service_account()))
+        .await?;
+    let binding = kube_proxy::cluster_role_binding().map_err(kube::Error::SerdeError)?;
+    Api::<ClusterRoleBinding>::all(shoot.clone()).patch(&binding.name_any(), params, &Patch::Apply(&binding)).await?;
+    Api::<ConfigMap>::namespaced(shoot.clone(), ns)
+        .patch(name, params, &Patch::Apply(&kube_proxy::config_map(values)))
+        .await?;
+    let ds = kube_proxy::daemon_set(values).map_err(kube::Error::SerdeError)?;
+    Api::<DaemonSet>::namespaced(shoot.clone(), ns).patch(name, params, &Patch::Apply(&ds)).await?;
     Ok(())
 }
 

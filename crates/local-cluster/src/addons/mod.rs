@@ -23,22 +23,48 @@ use std::time::Duration;
 /// Runs DNS and storage until the process ends, as the add-ons user (`config/addons.kubeconfig`).
 pub async fn run(layout: &Layout) -> Result<()> {
     let client = crate::up::client_from(&layout.config_file("addons.kubeconfig")).await?;
-    let zones = dns::Zones::new(CLUSTER_DOMAIN)?;
+    let dns =
+        cluster_dns(client.clone(), CLUSTER_DOMAIN, SocketAddr::from((NODE_IP, DNS_PORT)), Some(zones::ZONE_NAMESPACE));
+    let storage = storage::run(client, layout.volumes());
+    tokio::select! {
+        r = dns => r,
+        r = storage => r,
+    }
+}
 
+/// Serves cluster DNS for `domain` on `listen` from watches of Services and Endpoints, and,
+/// with `zone_namespace`, the extra zones kept as ConfigMaps there ([`zones`]). Runs until an
+/// error; the local cluster's add-ons and the shoots' `cluster-dns` both run this.
+pub async fn cluster_dns(
+    client: kube::Client,
+    domain: &str,
+    listen: SocketAddr,
+    zone_namespace: Option<&str>,
+) -> Result<()> {
+    let zones = dns::Zones::new(domain)?;
     let (services, svc_writer) = reflector::store::<Service>();
     let (endpoints, ep_writer) = reflector::store::<Endpoints>();
     let changed = Arc::new(tokio::sync::Notify::new());
     let svc_stream = watch_into(Api::<Service>::all(client.clone()), svc_writer, changed.clone());
     let ep_stream = watch_into(Api::<Endpoints>::all(client.clone()), ep_writer, changed.clone());
     let (config_maps, cm_writer) = reflector::store::<ConfigMap>();
-    let cm_stream = watch_into_with(
-        Api::<ConfigMap>::namespaced(client.clone(), zones::ZONE_NAMESPACE),
-        watcher::Config::default().labels(zones::ZONE_LABEL),
-        cm_writer,
-        changed.clone(),
-    );
+    let cm_stream = async {
+        match zone_namespace {
+            Some(ns) => {
+                watch_into_with(
+                    Api::<ConfigMap>::namespaced(client.clone(), ns),
+                    watcher::Config::default().labels(zones::ZONE_LABEL),
+                    cm_writer,
+                    changed.clone(),
+                )
+                .await
+            }
+            None => futures::future::pending::<()>().await,
+        }
+    };
     let updater = {
         let zones = zones.clone();
+        let changed = changed.clone();
         async move {
             let mut current = dns::Snapshot::default();
             let mut serial: u32 = 1;
@@ -46,7 +72,7 @@ pub async fn run(layout: &Layout) -> Result<()> {
                 changed.notified().await;
                 // Coalesce a burst of events (a rollout touches many Endpoints) into one rebuild.
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                let next = dns::snapshot(&services, &endpoints, &config_maps, CLUSTER_DOMAIN);
+                let next = dns::snapshot(&services, &endpoints, &config_maps, domain);
                 if next != current {
                     serial = serial.wrapping_add(1);
                     if next.problems != current.problems {
@@ -70,11 +96,9 @@ pub async fn run(layout: &Layout) -> Result<()> {
             }
         }
     };
-    let server = dns::serve(zones, SocketAddr::from((NODE_IP, DNS_PORT)));
-    let storage = storage::run(client, layout.volumes());
+    let server = dns::serve(zones, listen);
     tokio::select! {
         r = server => r,
-        r = storage => r,
         () = svc_stream => Err(Error::Dns("the Service watch ended".into())),
         () = ep_stream => Err(Error::Dns("the Endpoints watch ended".into())),
         () = cm_stream => Err(Error::Dns("the zone ConfigMap watch ended".into())),

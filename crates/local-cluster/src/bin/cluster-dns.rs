@@ -1,0 +1,45 @@
+//! `cluster-dns`: the project's cluster DNS server as a workload, for clusters that run it as a
+//! pod (the shoots' `kube-system/cluster-dns`). The same server as the local cluster's add-ons
+//! (`local_cluster::addons::cluster_dns`): authoritative for the cluster domain from watches of
+//! Services and Endpoints, refusing every other name, forwarding nothing.
+
+use clap::Parser;
+use extension_sdk::cli;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(name = "cluster-dns", version, about = "Cluster DNS from Services and Endpoints, forwarding nothing")]
+struct Cli {
+    /// Address to serve DNS on (UDP and TCP).
+    #[arg(long, default_value = "0.0.0.0:53")]
+    listen: SocketAddr,
+    /// The cluster domain.
+    #[arg(long, default_value = "cluster.local")]
+    domain: String,
+    /// Kubeconfig of the cluster to serve; without it, the inferred configuration (in a pod,
+    /// its service account).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// Log level filter (RUST_LOG syntax).
+    #[arg(long, default_value = "info")]
+    log_level: String,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log_level).unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    cli::block_on(run(cli))
+}
+
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let client = cli::client(cli.kubeconfig.as_deref()).await?;
+    tracing::info!(listen = %cli.listen, domain = %cli.domain, "serving cluster DNS");
+    local_cluster::addons::cluster_dns(client, &cli.domain, cli.listen, None).await?;
+    Ok(())
+}
