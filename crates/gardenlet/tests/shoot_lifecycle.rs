@@ -28,7 +28,7 @@ use support::simulator::Simulator;
 
 const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n";
 
-const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\nspec:\n  seedName: local\n  region: local\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n  - type: local-ext-before\n";
+const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\nspec:\n  seedName: local\n  region: local\n  credentialsBindingName: creds\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n  - type: local-ext-before\n";
 
 const REGISTRATION: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: ControllerRegistration\nmetadata:\n  name: provider-local\nspec:\n  resources:\n  - kind: Extension\n    type: local-ext-before\n    lifecycle:\n      reconcile: BeforeKubeAPIServer\n  - kind: Extension\n    type: local-ext\n";
 
@@ -58,6 +58,23 @@ async fn harness() -> Harness {
     testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
+    // The shoot's credentials, through a CredentialsBinding as current Gardener users write it.
+    let creds: Secret = serde_json::from_value(
+        serde_json::json!({"metadata": {"name": "provider-creds"}, "stringData": {"token": "t0ken"}}),
+    )
+    .unwrap();
+    Api::<Secret>::namespaced(client.clone(), "garden-dev").create(&PostParams::default(), &creds).await.unwrap();
+    let binding: api::security::CredentialsBinding = serde_json::from_value(serde_json::json!({
+        "apiVersion": "security.gardener.cloud/v1alpha1", "kind": "CredentialsBinding",
+        "metadata": {"name": "creds", "namespace": "garden-dev"},
+        "provider": {"type": "local"},
+        "credentialsRef": {"apiVersion": "v1", "kind": "Secret", "name": "provider-creds", "namespace": "garden-dev"},
+    }))
+    .unwrap();
+    Api::<api::security::CredentialsBinding>::namespaced(client.clone(), "garden-dev")
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
     let registration: api::core::ControllerRegistration = serde_yaml::from_str(REGISTRATION).unwrap();
     Api::<api::core::ControllerRegistration>::all(client.clone())
         .create(&PostParams::default(), &registration)
@@ -171,6 +188,9 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
     assert_eq!(condition("ControlPlaneHealthy"), Some((True, "ControlPlaneRunning".into())));
     assert_eq!(condition("SystemComponentsHealthy"), Some((True, "SystemComponentsRunning".into())));
     assert_eq!(condition("EveryNodeReady"), Some((False, "MissingNodes".into())));
+    // The credentials of the CredentialsBinding reached the seed as the cloudprovider Secret.
+    let cloudprovider = Api::<Secret>::namespaced(h.client.clone(), ns).get("cloudprovider").await.unwrap();
+    assert_eq!(cloudprovider.data.unwrap()["token"].0, b"t0ken", "the Secret the CredentialsBinding names");
 
     // Every extension object exists and is ready by the contract.
     macro_rules! ready {

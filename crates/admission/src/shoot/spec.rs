@@ -40,6 +40,15 @@ pub fn validate(shoot: &Shoot) -> ErrorList {
             "a shoot with workers needs secretBindingName or credentialsBindingName",
         ));
     }
+    // Current Gardener: the credentials come from exactly one binding.
+    if spec.secret_binding_name.as_deref().is_some_and(|n| !n.is_empty())
+        && spec.credentials_binding_name.as_deref().is_some_and(|n| !n.is_empty())
+    {
+        errs.push(FieldError::forbidden(
+            spec_path.child("credentialsBindingName"),
+            "credentialsBindingName must not be set together with secretBindingName",
+        ));
+    }
     if spec.kubernetes.version.is_empty() {
         errs.push(FieldError::required(
             spec_path.child("kubernetes").child("version"),

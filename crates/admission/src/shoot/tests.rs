@@ -67,6 +67,11 @@ fn create_rules() {
         ),
         ("no secret binding", |s| s.spec.secret_binding_name = None, "spec.secretBindingName: Required value"),
         (
+            "two bindings",
+            |s| s.spec.credentials_binding_name = Some("local".into()),
+            "spec.credentialsBindingName: Forbidden: credentialsBindingName must not be set together with secretBindingName",
+        ),
+        (
             "unknown version",
             |s| s.spec.kubernetes.version = "1.18.0".into(),
             "spec.kubernetes.version: Unsupported value: \"1.18.0\": supported values: \"1.21.0\", \"1.20.2\"",
@@ -407,6 +412,36 @@ fn update_rules() {
             |s| s.spec.secret_binding_name = Some("other".into()),
             alice(),
             Some("spec.secretBindingName: Invalid value: \"other\": field is immutable"),
+        ),
+        (
+            "secret binding to credentials binding",
+            |_| {},
+            |s| {
+                s.spec.secret_binding_name = None;
+                s.spec.credentials_binding_name = Some("local".into());
+            },
+            alice(),
+            None,
+        ),
+        (
+            "secret binding removed",
+            |_| {},
+            |s| s.spec.secret_binding_name = None,
+            alice(),
+            Some("spec.secretBindingName: Invalid value: null: field is immutable"),
+        ),
+        (
+            "credentials binding",
+            |s| {
+                s.spec.secret_binding_name = None;
+                s.spec.credentials_binding_name = Some("local".into());
+            },
+            |s| {
+                s.spec.secret_binding_name = None;
+                s.spec.credentials_binding_name = Some("other".into());
+            },
+            alice(),
+            Some("spec.credentialsBindingName: Invalid value: \"other\": field is immutable"),
         ),
         (
             "downgrade",

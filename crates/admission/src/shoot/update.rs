@@ -24,10 +24,21 @@ pub fn validate_immutable(new: &Shoot, old: &Shoot) -> ErrorList {
     ));
     // Optional fields: immutable once set (setting an absent one is allowed).
     let once = |path: Path, new: Option<&str>, old: Option<&str>| old.and_then(|_| immutable_str(&path, new, old));
+    // The one change allowed: moving from a SecretBinding to a CredentialsBinding (Gardener's
+    // migration path), which unsets secretBindingName and sets credentialsBindingName at once.
+    let migrating =
+        n.secret_binding_name.is_none() && n.credentials_binding_name.as_deref().is_some_and(|c| !c.is_empty());
+    if !migrating {
+        errs.0.extend(once(
+            sp.child("secretBindingName"),
+            n.secret_binding_name.as_deref(),
+            o.secret_binding_name.as_deref(),
+        ));
+    }
     errs.0.extend(once(
-        sp.child("secretBindingName"),
-        n.secret_binding_name.as_deref(),
-        o.secret_binding_name.as_deref(),
+        sp.child("credentialsBindingName"),
+        n.credentials_binding_name.as_deref(),
+        o.credentials_binding_name.as_deref(),
     ));
     let domain = |s: &Shoot| s.spec.dns.as_ref().and_then(|d| d.domain.clone());
     errs.0.extend(once(sp.child("dns").child("domain"), domain(new).as_deref(), domain(old).as_deref()));

@@ -11,6 +11,7 @@ use api::Opaque;
 use api::core::SecretBinding;
 use api::core::controller::ControllerResourceLifecycleStrategy as Stage;
 use api::extensions::Cluster;
+use api::security::CredentialsBinding;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
@@ -251,33 +252,71 @@ pub(crate) async fn deploy_cluster(ctx: Arc<OperationContext>) -> Result<(), Tas
     Ok(())
 }
 
+/// The provider credentials of the shoot, as the `cloudprovider` Secret in its seed namespace:
+/// the Secret its SecretBinding or CredentialsBinding names (a shoot names at most one;
+/// admission sees to that). A CredentialsBinding to a WorkloadIdentity yields a Secret that
+/// names the identity and holds no token (see docs/api.md: provider-local needs none, and
+/// issuing tokens for cloud providers is not implemented).
 async fn deploy_cloudprovider_secret(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    let mut data = BTreeMap::new();
-    if let Some(binding) = &ctx.shoot.spec.secret_binding_name {
-        let bindings: Api<SecretBinding> = Api::namespaced(ctx.garden.clone(), &ctx.values.garden_namespace);
-        let b = bindings.get(binding).await.map_err(|e| {
-            TaskError::msg(format!(
-                "reading SecretBinding {}/{binding} (spec.secretBindingName): {e}",
-                ctx.values.garden_namespace
-            ))
-        })?;
-        let ns = b.spec.secret_ref.namespace.clone().unwrap_or_else(|| ctx.values.garden_namespace.clone());
-        let secret =
-            Api::<Secret>::namespaced(ctx.garden.clone(), &ns).get(&b.spec.secret_ref.name).await.map_err(|e| {
-                TaskError::msg(format!(
-                    "reading Secret {ns}/{} of SecretBinding {binding}: {e}",
-                    b.spec.secret_ref.name
-                ))
-            })?;
-        data = secret.data.unwrap_or_default();
-    }
-    let secret = Secret {
+    let garden_ns = ctx.values.garden_namespace.clone();
+    let mut secret = Secret {
         metadata: ObjectMeta { name: Some(ext::CLOUDPROVIDER_SECRET.into()), ..Default::default() },
         type_: Some("Opaque".into()),
-        data: (!data.is_empty()).then_some(data),
         ..Default::default()
     };
+    if let Some(binding) = &ctx.shoot.spec.secret_binding_name {
+        let bindings: Api<SecretBinding> = Api::namespaced(ctx.garden.clone(), &garden_ns);
+        let b = bindings.get(binding).await.map_err(|e| {
+            TaskError::msg(format!("reading SecretBinding {garden_ns}/{binding} (spec.secretBindingName): {e}"))
+        })?;
+        let ns = b.spec.secret_ref.namespace.clone().unwrap_or_else(|| garden_ns.clone());
+        let what = format!("Secret {ns}/{} of SecretBinding {binding}", b.spec.secret_ref.name);
+        secret.data = credentials_secret_data(&ctx, &ns, &b.spec.secret_ref.name, &what).await?;
+    } else if let Some(binding) = &ctx.shoot.spec.credentials_binding_name {
+        let bindings: Api<CredentialsBinding> = Api::namespaced(ctx.garden.clone(), &garden_ns);
+        let b = bindings.get(binding).await.map_err(|e| {
+            TaskError::msg(format!(
+                "reading CredentialsBinding {garden_ns}/{binding} (spec.credentialsBindingName): {e}"
+            ))
+        })?;
+        let r = &b.spec.credentials_ref;
+        let ns = r.namespace.clone().unwrap_or_else(|| garden_ns.clone());
+        match r.kind.as_deref() {
+            Some("Secret") => {
+                let what = format!("Secret {ns}/{} of CredentialsBinding {binding}", r.name);
+                secret.data = credentials_secret_data(&ctx, &ns, &r.name, &what).await?;
+            }
+            Some("WorkloadIdentity") => {
+                secret.metadata.labels = Some(BTreeMap::from([(
+                    "security.gardener.cloud/purpose".to_string(),
+                    "workload-identity-token-requestor".to_string(),
+                )]));
+                secret.metadata.annotations = Some(BTreeMap::from([
+                    ("workloadidentity.security.gardener.cloud/name".to_string(), r.name.clone()),
+                    ("workloadidentity.security.gardener.cloud/namespace".to_string(), ns),
+                ]));
+            }
+            other => {
+                return Err(TaskError::msg(format!(
+                    "CredentialsBinding {garden_ns}/{binding}: credentialsRef.kind {other:?} is neither Secret nor WorkloadIdentity"
+                )));
+            }
+        }
+    }
     apply(&ctx, &secret).await.map(|_| ())
+}
+
+async fn credentials_secret_data(
+    ctx: &OperationContext,
+    namespace: &str,
+    name: &str,
+    what: &str,
+) -> Result<Option<BTreeMap<String, ByteString>>, TaskError> {
+    let secret = Api::<Secret>::namespaced(ctx.garden.clone(), namespace)
+        .get(name)
+        .await
+        .map_err(|e| TaskError::msg(format!("reading {what}: {e}")))?;
+    Ok(secret.data.filter(|d| !d.is_empty()))
 }
 
 async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Result<(), TaskError> {

@@ -239,6 +239,8 @@ impl ApiServerStandIn {
             format!("--proxy-client-key-file={}", p("front-proxy-client", "tls.key")),
             "--authorization-mode=Node,RBAC".into(),
             "--enable-bootstrap-token-auth=true".into(),
+            // As the shoot's real kube-apiserver (kube-proxy runs privileged).
+            "--allow-privileged=true".into(),
             "--service-cluster-ip-range=10.112.0.0/13".into(),
             "--service-account-issuer=https://kubernetes.default.svc".into(),
             format!("--service-account-key-file={}", p("service-account-key", "sa.pub")),
