@@ -164,3 +164,38 @@ async fn seeds_and_controller_registrations_in_use_wait_for_their_users() {
     wait_finalizers("the unused deployment to lose its finalizer", &deployments, "provider-local-chart", Some(&[]))
         .await;
 }
+
+/// A CredentialsBinding used by a Shoot carries the finalizer; its deletion waits, with the
+/// user named, until the shoot is gone.
+#[tokio::test]
+async fn a_credentials_binding_in_use_waits_for_its_shoot() {
+    use api::security::CredentialsBinding;
+    let (env, client) = garden().await;
+    namespace(&client, NS).await;
+    let bindings: Api<CredentialsBinding> = Api::namespaced(client.clone(), NS);
+    let binding: CredentialsBinding = serde_json::from_value(serde_json::json!({
+        "apiVersion": "security.gardener.cloud/v1alpha1", "kind": "CredentialsBinding",
+        "metadata": {"name": "cb"},
+        "provider": {"type": "local"},
+        "credentialsRef": {"apiVersion": "v1", "kind": "Secret", "name": "creds", "namespace": NS},
+    }))
+    .unwrap();
+    bindings.create(&PostParams::default(), &binding).await.unwrap();
+    let _running = start(&env, controller_manager::Config::default()).await;
+
+    let mut app = shoot("app", NS);
+    app.spec.secret_binding_name = None;
+    app.spec.credentials_binding_name = Some("cb".into());
+    create_shoot(&client, &app).await;
+    wait_finalizers("the CredentialsBinding to be protected", &bindings, "cb", Some(&["gardener"])).await;
+    bindings.delete("cb", &DeleteParams::default()).await.unwrap();
+    eventually("the deletion of cb to be blocked and explained", || async {
+        let notes = event_notes(&client, NS, "cb", "DeletionBlocked").await;
+        if notes.iter().any(|n| n.contains("Shoot garden-dev/app")) { Ok(()) } else { Err(format!("{notes:?}")) }
+    })
+    .await;
+    assert!(bindings.get("cb").await.unwrap().metadata.deletion_timestamp.is_some());
+
+    Api::<Shoot>::namespaced(client.clone(), NS).delete("app", &DeleteParams::default()).await.unwrap();
+    wait_finalizers("the CredentialsBinding to be deleted", &bindings, "cb", None).await;
+}

@@ -63,6 +63,21 @@ pub fn secret_binding_users<'a>(namespace: &str, name: &str, shoots: impl Iterat
     users
 }
 
+pub fn credentials_binding_users<'a>(
+    namespace: &str,
+    name: &str,
+    shoots: impl Iterator<Item = &'a Shoot>,
+) -> Vec<String> {
+    let mut users: Vec<String> = shoots
+        .filter(|s| {
+            s.namespace().as_deref() == Some(namespace) && s.spec.credentials_binding_name.as_deref() == Some(name)
+        })
+        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
+        .collect();
+    users.sort();
+    users
+}
+
 pub fn seed_users<'a>(name: &str, shoots: impl Iterator<Item = &'a Shoot>) -> Vec<String> {
     let mut users: Vec<String> = shoots
         .filter(|s| {

@@ -1,8 +1,8 @@
 //! The protection controllers' wiring: one controller each for CloudProfiles, SecretBindings,
-//! Quotas, (metadata only) Secrets, Seeds, ControllerRegistrations and ControllerDeployments,
+//! CredentialsBindings, Quotas, (metadata only) Secrets, Seeds, ControllerRegistrations and ControllerDeployments,
 //! sharing caches of Shoots, SecretBindings, ControllerRegistrations and
 //! ControllerInstallations. A Shoot event (including its deletion) re-queues the CloudProfile,
-//! SecretBinding and Seeds it names, a SecretBinding event its Secret and Quotas, a
+//! SecretBinding or CredentialsBinding and Seeds it names, a SecretBinding event its Secret and Quotas, a
 //! ControllerInstallation event its registration and deployment, a ControllerRegistration event
 //! its deployments. (An object a Shoot stopped naming keeps its
 //! finalizer until its own next event; its deletion is one, and then finds no users.) See
@@ -16,6 +16,7 @@ use api::core::{
     CloudProfile, ControllerDeployment, ControllerInstallation, ControllerRegistration, Quota, SecretBinding, Seed,
     Shoot,
 };
+use api::security::CredentialsBinding;
 use extension_sdk::runner::Stop;
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt, future};
@@ -31,6 +32,7 @@ use std::sync::atomic::AtomicBool;
 pub struct Context {
     cloud_profile: Common,
     secret_binding: Common,
+    credentials_binding: Common,
     quota: Common,
     secret: Common,
     seed: Common,
@@ -50,10 +52,18 @@ impl std::fmt::Debug for Context {
 
 impl Context {
     fn common(&self, controller: &str) -> &Common {
-        [&self.secret_binding, &self.quota, &self.secret, &self.seed, &self.registration, &self.deployment]
-            .into_iter()
-            .find(|c| c.name == controller)
-            .unwrap_or(&self.cloud_profile)
+        [
+            &self.secret_binding,
+            &self.credentials_binding,
+            &self.quota,
+            &self.secret,
+            &self.seed,
+            &self.registration,
+            &self.deployment,
+        ]
+        .into_iter()
+        .find(|c| c.name == controller)
+        .unwrap_or(&self.cloud_profile)
     }
 
     fn client(&self) -> &kube::Client {
@@ -79,9 +89,10 @@ impl Context {
 }
 
 /// The controllers' names, for [`crate::app`].
-pub const CONTROLLERS: [&str; 7] = [
+pub const CONTROLLERS: [&str; 8] = [
     CloudProfile::CONTROLLER,
     SecretBinding::CONTROLLER,
+    CredentialsBinding::CONTROLLER,
     Quota::CONTROLLER,
     <PartialObjectMeta<Secret> as Protected>::CONTROLLER,
     Seed::CONTROLLER,
@@ -89,13 +100,15 @@ pub const CONTROLLERS: [&str; 7] = [
     ControllerDeployment::CONTROLLER,
 ];
 
-/// Runs the seven controllers; `common` builds the shared parts of the controller named so.
+/// Runs the eight controllers; `common` builds the shared parts of the controller named so.
 pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop: Stop, ready: Arc<AtomicBool>) {
-    let [cloud_profile, secret_binding, quota, secret, seed, registration, deployment] = CONTROLLERS.map(&common);
+    let [cloud_profile, secret_binding, credentials_binding, quota, secret, seed, registration, deployment] =
+        CONTROLLERS.map(&common);
     let client = cloud_profile.client.clone();
     let resources = [
         kube::api::ApiResource::erase::<CloudProfile>(&()),
         kube::api::ApiResource::erase::<SecretBinding>(&()),
+        kube::api::ApiResource::erase::<CredentialsBinding>(&()),
         kube::api::ApiResource::erase::<Quota>(&()),
         kube::api::ApiResource::erase::<Shoot>(&()),
         kube::api::ApiResource::erase::<Seed>(&()),
@@ -106,7 +119,7 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
     if !runtime::served(&client, "protection", &resources, stop.clone()).await {
         return;
     }
-    let flags: Vec<Arc<AtomicBool>> = (0..11).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let flags: Vec<Arc<AtomicBool>> = (0..12).map(|_| Arc::new(AtomicBool::new(false))).collect();
     let (shoots, shoot_events) = runtime::reflect(
         Api::<DeserializeGuard<Shoot>>::all(client.clone()),
         watcher::Config::default(),
@@ -130,6 +143,7 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
     let deployment_tx2 = deployment_tx.clone();
     let (profile_tx, profile_rx) = mpsc::unbounded();
     let (sb_tx, sb_rx) = mpsc::unbounded();
+    let (cb_tx, cb_rx) = mpsc::unbounded();
     let (secret_tx, secret_rx) = mpsc::unbounded();
     let (quota_tx, quota_rx) = mpsc::unbounded();
     // The feeds are endless watches: they end with the controllers.
@@ -141,6 +155,9 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
                 }
                 if let (Some(binding), Some(ns)) = (&shoot.spec.secret_binding_name, shoot.namespace()) {
                     let _ = sb_tx.unbounded_send(ObjectRef::new(binding).within(&ns));
+                }
+                if let (Some(binding), Some(ns)) = (&shoot.spec.credentials_binding_name, shoot.namespace()) {
+                    let _ = cb_tx.unbounded_send(ObjectRef::new(binding).within(&ns));
                 }
                 let on = shoot.spec.seed_name.iter().chain(shoot.status.as_ref().and_then(|s| s.seed_name.as_ref()));
                 for seed in on {
@@ -180,6 +197,7 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
     let ctx = Arc::new(Context {
         cloud_profile,
         secret_binding,
+        credentials_binding,
         quota,
         secret,
         seed,
@@ -208,6 +226,7 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         controller::<ControllerDeployment>(&client, &ctx, flags[10].clone(), deployment_rx, concurrency, stop.clone()),
         controller::<CloudProfile>(&client, &ctx, flags[2].clone(), profile_rx, concurrency, stop.clone()),
         controller::<SecretBinding>(&client, &ctx, flags[3].clone(), sb_rx, concurrency, stop.clone()),
+        controller::<CredentialsBinding>(&client, &ctx, flags[11].clone(), cb_rx, concurrency, stop.clone()),
         controller::<Quota>(&client, &ctx, flags[4].clone(), quota_rx, concurrency, stop.clone()),
         controller::<PartialObjectMeta<Secret>>(&client, &ctx, flags[5].clone(), secret_rx, concurrency, stop.clone()),
         sync,

@@ -7,6 +7,7 @@ use super::Context;
 use super::decide::{self, Step};
 use crate::runtime::{self, Reason};
 use api::core::{CloudProfile, ControllerDeployment, ControllerRegistration, Quota, SecretBinding, Seed};
+use api::security::CredentialsBinding;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
@@ -16,7 +17,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use std::sync::Arc;
 
-/// Finalizer of CloudProfiles, SecretBindings and Quotas.
+/// Finalizer of CloudProfiles, SecretBindings, CredentialsBindings and Quotas.
 pub const FINALIZER: &str = api::helpers::constants::FINALIZER_GARDENER;
 /// Finalizer of credentials Secrets.
 pub const SECRET_FINALIZER: &str = "gardener.cloud/gardener";
@@ -73,6 +74,19 @@ impl Protected for SecretBinding {
     fn users(&self, ctx: &Context) -> Vec<String> {
         let (ns, name) = namespace_and_name(self);
         decide::secret_binding_users(&ns, &name, ctx.shoots().iter())
+    }
+}
+
+impl Protected for CredentialsBinding {
+    const CONTROLLER: &'static str = "credentialsbinding-protection";
+    const FINALIZER: &'static str = FINALIZER;
+    type Full = CredentialsBinding;
+    fn api(client: kube::Client, namespace: &str) -> Api<CredentialsBinding> {
+        Api::namespaced(client, namespace)
+    }
+    fn users(&self, ctx: &Context) -> Vec<String> {
+        let (ns, name) = namespace_and_name(self);
+        decide::credentials_binding_users(&ns, &name, ctx.shoots().iter())
     }
 }
 
