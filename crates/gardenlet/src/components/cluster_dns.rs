@@ -61,12 +61,7 @@ pub fn config_map(values: &Values) -> Result<ConfigMap, serde_json::Error> {
 }
 
 pub fn deployment(values: &Values) -> Result<Deployment, serde_json::Error> {
-    let kubeconfig = super::common::service_account_kubeconfig(&values.server);
-    let checksum: String = ring::digest::digest(&ring::digest::SHA256, kubeconfig.as_bytes())
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let checksum = super::common::checksum(&super::common::service_account_kubeconfig(&values.server));
     serde_json::from_value(json!({
         "metadata": { "name": NAME, "namespace": NAMESPACE, "labels": labels() },
         "spec": {

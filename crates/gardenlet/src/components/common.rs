@@ -281,3 +281,8 @@ pub fn service_account_kubeconfig(server: &str) -> String {
         "apiVersion: v1\nkind: Config\nclusters:\n- name: default\n  cluster:\n    server: {server}\n    certificate-authority: {SERVICE_ACCOUNT_DIR}/ca.crt\ncontexts:\n- name: default\n  context:\n    cluster: default\n    namespace: default\n    user: default\ncurrent-context: default\nusers:\n- name: default\n  user:\n    tokenFile: {SERVICE_ACCOUNT_DIR}/token\n"
     )
 }
+
+/// A stable checksum of a text, for pod annotations that roll workloads when it changes.
+pub fn checksum(text: &str) -> String {
+    ring::digest::digest(&ring::digest::SHA256, text.as_bytes()).as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}

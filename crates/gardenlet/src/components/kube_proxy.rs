@@ -97,7 +97,7 @@ pub fn daemon_set(values: &Values) -> Result<DaemonSet, serde_json::Error> {
             "template": {
                 "metadata": { "labels": labels(), "annotations": {
                     // A changed kubeconfig rolls the pods.
-                    "checksum/config": checksum(&kubeconfig(&values.server)),
+                    "checksum/config": super::common::checksum(&kubeconfig(&values.server)),
                 } },
                 "spec": {
                     "hostNetwork": true,
@@ -133,10 +133,6 @@ pub fn daemon_set(values: &Values) -> Result<DaemonSet, serde_json::Error> {
             },
         },
     }))
-}
-
-fn checksum(text: &str) -> String {
-    ring::digest::digest(&ring::digest::SHA256, text.as_bytes()).as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Whether the DaemonSet runs a ready, current pod on every node it should: a DaemonSet with

@@ -3,7 +3,7 @@
 
 use super::context::OperationContext;
 use super::extensions as ext;
-use super::tasks::{FIELD_MANAGER, apply, deploy_extension, t, task_err, wait_for};
+use super::tasks::{FIELD_MANAGER, apply, deploy_extension, t, task_err, wait_for, wait_in};
 use super::{backup, checks, etcd_snapshot, secrets, system};
 use crate::components::{cluster_dns, etcd, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
@@ -13,7 +13,7 @@ use api::core::controller::ControllerResourceLifecycleStrategy as Stage;
 use api::extensions::Cluster;
 use api::security::CredentialsBinding;
 use k8s_openapi::ByteString;
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Patch, PatchParams};
@@ -94,65 +94,18 @@ async fn wait_system_components(ctx: Arc<OperationContext>) -> Result<(), TaskEr
     if nodes == 0 {
         return Ok(());
     }
-    let api: Api<k8s_openapi::api::apps::v1::DaemonSet> = Api::namespaced(client, kube_proxy::NAMESPACE);
-    let last = std::sync::Mutex::new(String::from("not found"));
-    let cond = |ds: Option<&k8s_openapi::api::apps::v1::DaemonSet>| {
-        let verdict = match ds {
-            None => Err("not found".to_string()),
-            Some(ds) => {
-                let desired = ds.status.as_ref().map(|s| s.desired_number_scheduled).unwrap_or_default();
-                if usize::try_from(desired).unwrap_or_default() < nodes {
-                    Err(format!("scheduled on {desired} of {nodes} nodes"))
-                } else {
-                    kube_proxy::rolled_out(ds)
-                }
-            }
-        };
-        match verdict {
-            Ok(()) => true,
-            Err(reason) => {
-                *last.lock().unwrap_or_else(|e| e.into_inner()) = reason;
-                false
-            }
+    let proxy: Api<DaemonSet> = Api::namespaced(client.clone(), kube_proxy::NAMESPACE);
+    wait_in(proxy, kube_proxy::NAMESPACE, kube_proxy::NAME, ctx.wait_timeout, |ds: &DaemonSet| {
+        let desired = ds.status.as_ref().map(|s| s.desired_number_scheduled).unwrap_or_default();
+        if usize::try_from(desired).unwrap_or_default() < nodes {
+            return Err(format!("scheduled on {desired} of {nodes} nodes"));
         }
-    };
-    let waited =
-        tokio::time::timeout(ctx.wait_timeout, kube::runtime::wait::await_condition(api, kube_proxy::NAME, cond)).await;
-    match waited {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => {
-            return Err(TaskError::msg(format!("watching the shoot's DaemonSet kube-system/kube-proxy: {e}")));
-        }
-        Err(_) => {
-            return Err(TaskError::msg(format!(
-                "the shoot's DaemonSet kube-system/kube-proxy is not ready after {:?}: {}",
-                ctx.wait_timeout,
-                last.lock().unwrap_or_else(|e| e.into_inner())
-            )));
-        }
-    }
-    let api: Api<Deployment> = Api::namespaced(shoot_client(&ctx).await?, cluster_dns::NAMESPACE);
-    let last = std::sync::Mutex::new(String::from("not found"));
-    let cond = |d: Option<&Deployment>| match d.map(checks::deployment_rolled_out) {
-        Some(Ok(())) => true,
-        Some(Err(reason)) => {
-            *last.lock().unwrap_or_else(|e| e.into_inner()) = reason.to_string();
-            false
-        }
-        None => false,
-    };
-    let waited =
-        tokio::time::timeout(ctx.wait_timeout, kube::runtime::wait::await_condition(api, cluster_dns::NAME, cond))
-            .await;
-    match waited {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(TaskError::msg(format!("watching the shoot's Deployment kube-system/cluster-dns: {e}"))),
-        Err(_) => Err(TaskError::msg(format!(
-            "the shoot's Deployment kube-system/cluster-dns is not ready after {:?}: {}",
-            ctx.wait_timeout,
-            last.lock().unwrap_or_else(|e| e.into_inner())
-        ))),
-    }
+        kube_proxy::rolled_out(ds)
+    })
+    .await?;
+    let dns: Api<Deployment> = Api::namespaced(client, cluster_dns::NAMESPACE);
+    wait_in(dns, cluster_dns::NAMESPACE, cluster_dns::NAME, ctx.wait_timeout, checks::deployment_rolled_out).await?;
+    Ok(())
 }
 
 async fn check_health(ctx: Arc<OperationContext>) -> Result<(), TaskError> {

@@ -111,6 +111,21 @@ where
         + 'static,
 {
     let api: Api<K> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    wait_in(api, ctx.values.namespace(), name, ctx.wait_timeout, check).await
+}
+
+/// [`wait_for`] in any cluster (the seed's, or the shoot's own API): `namespace` only names
+/// the object in errors.
+pub async fn wait_in<K>(
+    api: Api<K>,
+    namespace: &str,
+    name: &str,
+    timeout: std::time::Duration,
+    check: impl Fn(&K) -> Result<(), String>,
+) -> Result<K, TaskError>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
     let last = std::sync::Mutex::new(String::from("not found"));
     let cond = |obj: Option<&K>| match obj {
         None => false,
@@ -122,18 +137,15 @@ where
             }
         },
     };
-    let waited = tokio::time::timeout(ctx.wait_timeout, kube::runtime::wait::await_condition(api, name, cond)).await;
+    let waited = tokio::time::timeout(timeout, kube::runtime::wait::await_condition(api, name, cond)).await;
     let reason = last.lock().unwrap_or_else(|e| e.into_inner()).clone();
     match waited {
         Ok(Ok(Some(obj))) => Ok(obj),
         Ok(Ok(None)) => Err(TaskError::msg(format!("{} {name} disappeared while waiting", K::kind(&())))),
         Ok(Err(e)) => Err(TaskError::msg(format!("watching {} {name}: {e}", K::kind(&())))),
-        Err(_) => Err(TaskError::msg(format!(
-            "{} {}/{name} is not ready after {:?}: {reason}",
-            K::kind(&()),
-            ctx.values.namespace(),
-            ctx.wait_timeout
-        ))),
+        Err(_) => {
+            Err(TaskError::msg(format!("{} {namespace}/{name} is not ready after {timeout:?}: {reason}", K::kind(&()))))
+        }
     }
 }
 
