@@ -66,14 +66,17 @@ pub fn parse_line(zone: &str, line: &str) -> Result<Option<(String, Data)>, Stri
     if line.is_empty() || line.starts_with(';') {
         return Ok(None);
     }
-    let mut fields = line.splitn(5, char::is_whitespace).filter(|f| !f.is_empty());
-    let (Some(owner), Some(ttl), Some(class), Some(kind)) =
-        (fields.next(), fields.next(), fields.next(), fields.next())
-    else {
-        return Err(format!("{line:?} is not `<name> <ttl> IN <type> <value>`"));
-    };
-    let rdata = line.splitn(5, char::is_whitespace).nth(4).unwrap_or_default().trim();
-    if ttl.parse::<u32>().is_err() || !class.eq_ignore_ascii_case("IN") || rdata.is_empty() {
+    // Four whitespace-separated fields, then the record data (which may hold spaces: TXT).
+    let mut rest = line;
+    let mut fields = [""; 4];
+    for field in &mut fields {
+        rest = rest.trim_start();
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        (*field, rest) = rest.split_at(end);
+    }
+    let [owner, ttl, class, kind] = fields;
+    let rdata = rest.trim();
+    if kind.is_empty() || rdata.is_empty() || ttl.parse::<u32>().is_err() || !class.eq_ignore_ascii_case("IN") {
         return Err(format!("{line:?} is not `<name> <ttl> IN <type> <value>`"));
     }
     let name = normalize(owner);
@@ -174,6 +177,11 @@ mod tests {
         assert_eq!(
             parse_line(z, "api.a.dev.local.gardener.cloud. 120 IN A 10.96.0.7").unwrap(),
             Some(("api.a.dev.local.gardener.cloud".into(), Data::A(Ipv4Addr::new(10, 96, 0, 7))))
+        );
+        assert_eq!(
+            parse_line(z, "spaced.local.gardener.cloud.\t 60  IN   A   10.96.0.8").unwrap(),
+            Some(("spaced.local.gardener.cloud".into(), Data::A(Ipv4Addr::new(10, 96, 0, 8)))),
+            "any run of blanks separates fields"
         );
         assert_eq!(
             parse_line(z, "V6.Local.Gardener.Cloud. 60 in AAAA fd00::1").unwrap(),
