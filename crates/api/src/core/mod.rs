@@ -16,6 +16,7 @@ pub mod seed;
 pub mod shared;
 pub mod shoot;
 pub mod shootstate;
+pub mod v1;
 
 pub use backup::{BackupBucket, BackupBucketSpec, BackupBucketStatus, BackupEntry, BackupEntrySpec, BackupEntryStatus};
 pub use cloudprofile::{CloudProfile, CloudProfileSpec};
@@ -55,7 +56,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         BackupBucket::crd(),
         BackupEntry::crd(),
         ControllerRegistration::crd(),
-        ControllerDeployment::crd(),
+        v1::controller_deployment_crd(),
         ControllerInstallation::crd(),
         ExposureClass::crd(),
         InternalSecret::crd(),
@@ -101,8 +102,11 @@ mod tests {
             assert_eq!(crd.spec.group, GROUP, "{kind}");
             assert_eq!(crd.spec.names.kind, kind);
             assert_eq!(crd.spec.scope, scope, "{kind}");
-            assert_eq!(crd.spec.versions.len(), 1, "{kind}");
-            assert_eq!(crd.spec.versions[0].name, "v1beta1", "{kind}");
+            // ControllerDeployment also serves v1 (see `v1`); v1beta1 is stored everywhere.
+            let served: Vec<_> = crd.spec.versions.iter().map(|v| v.name.as_str()).collect();
+            let expected: &[&str] = if kind == "ControllerDeployment" { &["v1beta1", "v1"] } else { &["v1beta1"] };
+            assert_eq!(served, expected, "{kind}");
+            assert!(crd.spec.versions[0].storage, "{kind}");
             assert_eq!(crd.metadata.name.as_deref(), Some(format!("{plural}.{GROUP}").as_str()));
         }
     }
