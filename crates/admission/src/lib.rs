@@ -6,6 +6,7 @@
 //! objects up in watch-fed caches and applies the rules.
 
 pub mod common;
+pub mod conversion;
 pub mod field;
 pub mod fixtures;
 pub mod fuzz;

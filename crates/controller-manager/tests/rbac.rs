@@ -16,6 +16,7 @@ use api::core::{CloudProfile, Project, ProjectSpec, Shoot};
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use std::sync::Arc;
@@ -74,6 +75,12 @@ async fn the_chart_rbac_serves_admission_and_no_rule_can_go() {
     for refs in owners {
         assert_eq!(refs.iter().map(|o| o.uid.as_str()).collect::<Vec<_>>(), [role_uid.as_str()]);
     }
+    // The ControllerDeployment CRD converts through this server (the chart allows that patch).
+    let crds = Api::<CustomResourceDefinition>::all(admin.clone());
+    let crd = crds.get("controllerdeployments.core.gardener.cloud").await.unwrap();
+    let client_config = crd.spec.conversion.and_then(|c| c.webhook).and_then(|w| w.client_config).unwrap();
+    assert_eq!(client_config.url, Some(format!("https://{addr}/convert")));
+    assert!(client_config.ca_bundle.is_some());
     let mut bad = admission::fixtures::shoot();
     bad.spec.region = "mars".into();
     let refused = Api::<Shoot>::namespaced(admin.clone(), "garden-dev").create(&PostParams::default(), &bad).await;

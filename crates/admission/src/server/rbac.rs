@@ -30,8 +30,17 @@ pub fn rules() -> Vec<PolicyRule> {
             // checks both when the object does not exist yet; the integration tests show it).
             &["create", "patch"],
         ),
+        // Points the ControllerDeployment CRD's conversion webhook at this server (its CA
+        // bundle), and nothing else of any CRD.
+        PolicyRule {
+            resource_names: Some(vec![CONVERTED_CRD.into()]),
+            ..rule("apiextensions.k8s.io", &["customresourcedefinitions"], &["patch"])
+        },
     ]
 }
+
+/// The CRD whose versions this server converts.
+pub const CONVERTED_CRD: &str = "controllerdeployments.core.gardener.cloud";
 
 /// The Role rules in the namespace of the certificate Secret `secret`: read and replace it by
 /// name; `create` cannot be limited to a name (the name is not known to the authorizer before

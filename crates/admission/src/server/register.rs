@@ -9,6 +9,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference, ValidatingWebhook,
     ValidatingWebhookConfiguration, WebhookClientConfig,
 };
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
@@ -146,7 +147,40 @@ pub async fn register(
         "metadata": v.metadata, "webhooks": v.webhooks,
     });
     Api::<ValidatingWebhookConfiguration>::all(client.clone()).patch(name, &params, &Patch::Apply(&v)).await?;
-    Ok(())
+    register_conversion(client, target, ca_bundle).await
+}
+
+/// The merge patch that points the conversion of the ControllerDeployment CRD at this server.
+/// `service` and `url` exclude each other, so the one not used is cleared explicitly.
+pub fn conversion_patch(target: &ClientTarget, ca_bundle: &str) -> serde_json::Value {
+    let config = client_config(target, api::core::v1::CONVERSION_PATH, ca_bundle);
+    let service = config
+        .service
+        .map(|s| serde_json::json!({"namespace": s.namespace, "name": s.name, "path": s.path, "port": s.port}));
+    serde_json::json!({"spec": {"conversion": {
+        "strategy": "Webhook",
+        "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": config.url, "service": service, "caBundle": config.ca_bundle},
+        },
+    }}})
+}
+
+/// Points the ControllerDeployment CRD's conversion webhook at this server with `ca_bundle`.
+/// A garden without that CRD has nothing to convert.
+async fn register_conversion(client: &Client, target: &ClientTarget, ca_bundle: &str) -> Result<(), kube::Error> {
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    let patch = Patch::Merge(conversion_patch(target, ca_bundle));
+    match crds.patch(crate::server::rbac::CONVERTED_CRD, &PatchParams::default(), &patch).await {
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            tracing::warn!(
+                crd = crate::server::rbac::CONVERTED_CRD,
+                "CRD not installed; no conversion webhook registered"
+            );
+            Ok(())
+        }
+        other => other.map(|_| ()),
+    }
 }
 
 #[cfg(test)]
@@ -169,5 +203,21 @@ mod tests {
         let svc = hook.client_config.service.as_ref().unwrap();
         assert_eq!((svc.path.as_deref(), svc.port), (Some("/mutate/shoots"), Some(443)));
         assert_eq!(hook.failure_policy.as_deref(), Some("Fail"));
+    }
+
+    #[test]
+    fn conversion_patch_sets_one_kind_of_address_and_clears_the_other() {
+        let url = conversion_patch(&ClientTarget::Url("https://127.0.0.1:9443".into()), "CA");
+        let config = &url["spec"]["conversion"]["webhook"]["clientConfig"];
+        assert_eq!(config["url"], "https://127.0.0.1:9443/convert");
+        assert!(config["service"].is_null());
+        assert_eq!(config["caBundle"], "Q0E=");
+        assert_eq!(url["spec"]["conversion"]["strategy"], "Webhook");
+        let target = ClientTarget::Service { namespace: "garden".into(), name: "gardener-admission".into(), port: 443 };
+        let svc = conversion_patch(&target, "CA");
+        let config = &svc["spec"]["conversion"]["webhook"]["clientConfig"];
+        assert!(config["url"].is_null());
+        assert_eq!(config["service"]["path"], "/convert");
+        assert_eq!(config["service"]["port"], 443);
     }
 }

@@ -68,9 +68,23 @@ async fn answer(
     ([(CONTENT_TYPE, "application/json")], response)
 }
 
-/// The routes: `POST /mutate/<resource>` and `POST /validate/<resource>`.
+async fn convert(metrics: Metrics, body: Bytes) -> impl axum::response::IntoResponse {
+    let start = Instant::now();
+    let (response, ok) = if body.len() > MAX_BODY {
+        crate::conversion::review_bytes(b"{}")
+    } else {
+        crate::conversion::review_bytes(&body)
+    };
+    metrics.requests.with_label_values(&["convert", "controllerdeployments", if ok { "true" } else { "false" }]).inc();
+    metrics.duration.with_label_values(&["convert", "controllerdeployments"]).observe(start.elapsed().as_secs_f64());
+    ([(CONTENT_TYPE, "application/json")], response)
+}
+
+/// The routes: `POST /mutate/<resource>`, `POST /validate/<resource>` and the CRD conversion
+/// webhook `POST /convert`.
 pub fn router(admission: Arc<Admission>, metrics: Metrics) -> Router {
-    let mut router = Router::new();
+    let m = metrics.clone();
+    let mut router = Router::new().route(api::core::v1::CONVERSION_PATH, post(move |body: Bytes| convert(m, body)));
     for (endpoint, prefix, resources) in [
         (Endpoint::Mutate, "mutate", crate::review::kinds::MUTATED),
         (Endpoint::Validate, "validate", crate::review::kinds::VALIDATED),
