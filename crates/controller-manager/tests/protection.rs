@@ -199,3 +199,68 @@ async fn a_credentials_binding_in_use_waits_for_its_shoot() {
     Api::<Shoot>::namespaced(client.clone(), NS).delete("app", &DeleteParams::default()).await.unwrap();
     wait_finalizers("the CredentialsBinding to be deleted", &bindings, "cb", None).await;
 }
+
+/// The Secret, WorkloadIdentity and Quota that CredentialsBindings name carry a finalizer while
+/// the bindings exist; deleting one waits, naming the binding, until the binding is gone.
+#[tokio::test]
+async fn credentials_and_quotas_named_by_credentials_bindings_are_protected() {
+    use api::security::{CredentialsBinding, WorkloadIdentity};
+    let (env, client) = garden().await;
+    namespace(&client, NS).await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let identities: Api<WorkloadIdentity> = Api::namespaced(client.clone(), NS);
+    let quotas: Api<Quota> = Api::namespaced(client.clone(), NS);
+    let bindings: Api<CredentialsBinding> = Api::namespaced(client.clone(), NS);
+    let secret =
+        Secret { metadata: ObjectMeta { name: Some("creds".into()), ..Default::default() }, ..Default::default() };
+    secrets.create(&PostParams::default(), &secret).await.unwrap();
+    let identity: WorkloadIdentity = serde_json::from_value(serde_json::json!({
+        "apiVersion": "security.gardener.cloud/v1alpha1", "kind": "WorkloadIdentity",
+        "metadata": {"name": "wi"},
+        "spec": {"audiences": ["local"], "targetSystem": {"type": "local"}}
+    }))
+    .unwrap();
+    identities.create(&PostParams::default(), &identity).await.unwrap();
+    let quota = Quota::new(
+        "q",
+        QuotaSpec { scope: QuotaScope { kind: "Project".into(), ..Default::default() }, ..Default::default() },
+    );
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    for (name, kind, api_version, target) in [
+        ("by-secret", "Secret", "v1", "creds"),
+        ("by-identity", "WorkloadIdentity", "security.gardener.cloud/v1alpha1", "wi"),
+    ] {
+        let binding: CredentialsBinding = serde_json::from_value(serde_json::json!({
+            "apiVersion": "security.gardener.cloud/v1alpha1", "kind": "CredentialsBinding",
+            "metadata": {"name": name},
+            "provider": {"type": "local"},
+            "credentialsRef": {"apiVersion": api_version, "kind": kind, "name": target, "namespace": NS},
+            "quotas": [{"name": "q", "namespace": NS}]
+        }))
+        .unwrap();
+        bindings.create(&PostParams::default(), &binding).await.unwrap();
+    }
+    let _running = start(&env, controller_manager::Config::default()).await;
+
+    let finalizer = Some(&["gardener.cloud/gardener"][..]);
+    wait_finalizers("the Secret to be protected", &secrets, "creds", finalizer).await;
+    wait_finalizers("the WorkloadIdentity to be protected", &identities, "wi", finalizer).await;
+    wait_finalizers("the Quota to be protected", &quotas, "q", Some(&["gardener"])).await;
+
+    identities.delete("wi", &DeleteParams::default()).await.unwrap();
+    eventually("the deletion of wi to be blocked and explained", || async {
+        let notes = event_notes(&client, NS, "wi", "DeletionBlocked").await;
+        let named = notes.iter().any(|n| n.contains("CredentialsBinding garden-dev/by-identity"));
+        if named { Ok(()) } else { Err(format!("{notes:?}")) }
+    })
+    .await;
+    assert!(identities.get("wi").await.unwrap().metadata.deletion_timestamp.is_some());
+
+    // Bindings no Shoot uses have no finalizer of their own; deleting them frees what they named.
+    bindings.delete("by-identity", &DeleteParams::default()).await.unwrap();
+    wait_finalizers("the WorkloadIdentity to be deleted", &identities, "wi", None).await;
+    assert!(quotas.get("q").await.unwrap().finalizers().contains(&"gardener".to_string()), "by-secret still lists q");
+    bindings.delete("by-secret", &DeleteParams::default()).await.unwrap();
+    wait_finalizers("the Secret to be released", &secrets, "creds", Some(&[])).await;
+    wait_finalizers("the Quota to be released", &quotas, "q", Some(&[])).await;
+}

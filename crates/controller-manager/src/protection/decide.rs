@@ -3,13 +3,17 @@
 //! CloudProfiles are used by the Shoots naming them (`spec.cloudProfileName` or
 //! `spec.cloudProfile.name`), SecretBindings by the Shoots of their namespace naming them
 //! (`spec.secretBindingName`), credentials Secrets by the SecretBindings whose `secretRef`
-//! names them, Quotas by the SecretBindings listing them in `quotas`, Seeds by the Shoots on
+//! and the CredentialsBindings whose `credentialsRef` name them, WorkloadIdentities by the
+//! CredentialsBindings naming them, Quotas by the bindings of either kind listing them in
+//! `quotas`, Seeds by the Shoots on
 //! them (`spec.seedName`, or `status.seedName` during a migration), ControllerRegistrations by
 //! the ControllerInstallations installing them, ControllerDeployments by the registrations
 //! listing them in `deployment.deploymentRefs` and the installations naming them. An object
 //! carries the finalizer while it is used; a deletion waits until nothing uses it.
 
+use api::common::ObjectReference;
 use api::core::{ControllerInstallation, ControllerRegistration, SecretBinding, Shoot};
+use api::security::CredentialsBinding;
 use kube::ResourceExt;
 
 /// What to do with the finalizer.
@@ -125,38 +129,87 @@ pub fn deployment_users<'a>(
     users
 }
 
-/// The namespace and name of the Secret a binding refers to.
-pub fn secret_of(binding: &SecretBinding) -> (String, String) {
-    let r = &binding.spec.secret_ref;
-    (r.namespace.clone().unwrap_or_else(|| binding.namespace().unwrap_or_default()), r.name.clone())
+/// The kind of credentials a binding names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CredentialsKind {
+    Secret,
+    WorkloadIdentity,
+    /// Anything else (admission refuses it; nothing to protect).
+    Other,
 }
 
-/// The namespaces and names of the Quotas a binding lists.
-pub fn quotas_of(binding: &SecretBinding) -> Vec<(String, String)> {
-    binding
-        .spec
-        .quotas
-        .iter()
-        .map(|q| (q.namespace.clone().unwrap_or_else(|| binding.namespace().unwrap_or_default()), q.name.clone()))
-        .collect()
+/// What a SecretBinding or CredentialsBinding refers to: its credentials and its Quotas, each
+/// as (namespace, name) with the binding's namespace filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindingRefs {
+    /// The binding as users are reported: `SecretBinding ns/name` or `CredentialsBinding ns/name`.
+    pub user: String,
+    pub credentials: (CredentialsKind, String, String),
+    pub quotas: Vec<(String, String)>,
 }
 
-pub fn secret_users<'a>(namespace: &str, name: &str, bindings: impl Iterator<Item = &'a SecretBinding>) -> Vec<String> {
-    let mut users: Vec<String> = bindings
-        .filter(|b| secret_of(b) == (namespace.to_string(), name.to_string()))
-        .map(|b| format!("SecretBinding {}", key(b.namespace(), b.name_any())))
-        .collect();
+fn in_namespace(r: &ObjectReference, default: &str) -> (String, String) {
+    (r.namespace.clone().unwrap_or_else(|| default.to_string()), r.name.clone())
+}
+
+impl BindingRefs {
+    pub fn of_secret_binding(binding: &SecretBinding) -> Self {
+        let ns = binding.namespace().unwrap_or_default();
+        let r = &binding.spec.secret_ref;
+        Self {
+            user: format!("SecretBinding {}", key(binding.namespace(), binding.name_any())),
+            credentials: (CredentialsKind::Secret, r.namespace.clone().unwrap_or_else(|| ns.clone()), r.name.clone()),
+            quotas: binding.spec.quotas.iter().map(|q| in_namespace(q, &ns)).collect(),
+        }
+    }
+
+    pub fn of_credentials_binding(binding: &CredentialsBinding) -> Self {
+        let ns = binding.namespace().unwrap_or_default();
+        let r = &binding.spec.credentials_ref;
+        let kind = match (r.api_version.as_deref(), r.kind.as_deref()) {
+            (Some("v1") | None, Some("Secret")) => CredentialsKind::Secret,
+            (Some("security.gardener.cloud/v1alpha1") | None, Some("WorkloadIdentity")) => {
+                CredentialsKind::WorkloadIdentity
+            }
+            _ => CredentialsKind::Other,
+        };
+        let (cns, cname) = in_namespace(r, &ns);
+        Self {
+            user: format!("CredentialsBinding {}", key(binding.namespace(), binding.name_any())),
+            credentials: (kind, cns, cname),
+            quotas: binding.spec.quotas.iter().map(|q| in_namespace(q, &ns)).collect(),
+        }
+    }
+}
+
+fn sorted(mut users: Vec<String>) -> Vec<String> {
     users.sort();
     users
 }
 
-pub fn quota_users<'a>(namespace: &str, name: &str, bindings: impl Iterator<Item = &'a SecretBinding>) -> Vec<String> {
-    let mut users: Vec<String> = bindings
-        .filter(|b| quotas_of(b).contains(&(namespace.to_string(), name.to_string())))
-        .map(|b| format!("SecretBinding {}", key(b.namespace(), b.name_any())))
-        .collect();
-    users.sort();
-    users
+/// The bindings naming the credentials `kind` `namespace/name` (a Secret or a WorkloadIdentity).
+pub fn credentials_users<'a>(
+    kind: CredentialsKind,
+    namespace: &str,
+    name: &str,
+    bindings: impl Iterator<Item = &'a BindingRefs>,
+) -> Vec<String> {
+    sorted(
+        bindings
+            .filter(|b| b.credentials.0 == kind && b.credentials.1 == namespace && b.credentials.2 == name)
+            .map(|b| b.user.clone())
+            .collect(),
+    )
+}
+
+/// The bindings listing Quota `namespace/name`.
+pub fn quota_users<'a>(namespace: &str, name: &str, bindings: impl Iterator<Item = &'a BindingRefs>) -> Vec<String> {
+    sorted(
+        bindings
+            .filter(|b| b.quotas.iter().any(|(n, q)| n == namespace && q == name))
+            .map(|b| b.user.clone())
+            .collect(),
+    )
 }
 
 #[cfg(test)]
@@ -222,17 +275,42 @@ mod tests {
         ];
         assert_eq!(cloud_profile_users("local", shoots.iter()), vec!["Shoot p/one", "Shoot q/three"]);
         assert_eq!(secret_binding_users("p", "creds", shoots.iter()), vec!["Shoot p/one"]);
-        let bindings = [
+        let mut bindings: Vec<BindingRefs> = [
             binding("p", "creds", ("secret", None), &[("quota", None)]),
             binding("q", "shared", ("secret", Some("p")), &[("quota", Some("p"))]),
             binding("q", "own", ("secret", None), &[]),
-        ];
+        ]
+        .iter()
+        .map(BindingRefs::of_secret_binding)
+        .collect();
+        let cb = |name: &str, kind: &str, api_version: &str, quota: &str| -> BindingRefs {
+            let b: CredentialsBinding = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "p"},
+                "provider": {"type": "local"},
+                "credentialsRef": {"apiVersion": api_version, "kind": kind, "name": "secret", "namespace": "p"},
+                "quotas": [{"name": quota}]
+            }))
+            .unwrap();
+            BindingRefs::of_credentials_binding(&b)
+        };
+        bindings.push(cb("cb-secret", "Secret", "v1", "quota"));
+        bindings.push(cb("cb-identity", "WorkloadIdentity", "security.gardener.cloud/v1alpha1", "other"));
+        bindings.push(cb("cb-odd", "ConfigMap", "v1", "none"));
+        let secret = CredentialsKind::Secret;
         assert_eq!(
-            secret_users("p", "secret", bindings.iter()),
-            vec!["SecretBinding p/creds", "SecretBinding q/shared"]
+            credentials_users(secret, "p", "secret", bindings.iter()),
+            vec!["CredentialsBinding p/cb-secret", "SecretBinding p/creds", "SecretBinding q/shared"]
         );
-        assert_eq!(quota_users("p", "quota", bindings.iter()), vec!["SecretBinding p/creds", "SecretBinding q/shared"]);
-        assert_eq!(secret_users("q", "secret", bindings.iter()), vec!["SecretBinding q/own"]);
+        assert_eq!(
+            credentials_users(CredentialsKind::WorkloadIdentity, "p", "secret", bindings.iter()),
+            vec!["CredentialsBinding p/cb-identity"]
+        );
+        assert_eq!(
+            quota_users("p", "quota", bindings.iter()),
+            vec!["CredentialsBinding p/cb-secret", "SecretBinding p/creds", "SecretBinding q/shared"]
+        );
+        assert_eq!(quota_users("p", "other", bindings.iter()), vec!["CredentialsBinding p/cb-identity"]);
+        assert_eq!(credentials_users(secret, "q", "secret", bindings.iter()), vec!["SecretBinding q/own"]);
 
         let mut migrating = shoot("p", "moving", "local", None);
         migrating.spec.seed_name = Some("target".into());

@@ -1,8 +1,9 @@
 //! The protection controllers' wiring: one controller each for CloudProfiles, SecretBindings,
-//! CredentialsBindings, Quotas, (metadata only) Secrets, Seeds, ControllerRegistrations and ControllerDeployments,
-//! sharing caches of Shoots, SecretBindings, ControllerRegistrations and
-//! ControllerInstallations. A Shoot event (including its deletion) re-queues the CloudProfile,
-//! SecretBinding or CredentialsBinding and Seeds it names, a SecretBinding event its Secret and Quotas, a
+//! CredentialsBindings, Quotas, (metadata only) Secrets, WorkloadIdentities, Seeds,
+//! ControllerRegistrations and ControllerDeployments, sharing caches of Shoots, SecretBindings,
+//! CredentialsBindings, ControllerRegistrations and ControllerInstallations. A Shoot event
+//! (including its deletion) re-queues the CloudProfile, SecretBinding or CredentialsBinding and
+//! Seeds it names, a SecretBinding or CredentialsBinding event its credentials and Quotas, a
 //! ControllerInstallation event its registration and deployment, a ControllerRegistration event
 //! its deployments. (An object a Shoot stopped naming keeps its
 //! finalizer until its own next event; its deletion is one, and then finds no users.) See
@@ -16,7 +17,7 @@ use api::core::{
     CloudProfile, ControllerDeployment, ControllerInstallation, ControllerRegistration, Quota, SecretBinding, Seed,
     Shoot,
 };
-use api::security::CredentialsBinding;
+use api::security::{CredentialsBinding, WorkloadIdentity};
 use extension_sdk::runner::Stop;
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt, future};
@@ -38,8 +39,10 @@ pub struct Context {
     seed: Common,
     registration: Common,
     deployment: Common,
+    workload_identity: Common,
     shoots: Store<DeserializeGuard<Shoot>>,
     bindings: Store<SecretBinding>,
+    credentials_bindings: Store<CredentialsBinding>,
     registrations: Store<ControllerRegistration>,
     installations: Store<ControllerInstallation>,
 }
@@ -60,6 +63,7 @@ impl Context {
             &self.seed,
             &self.registration,
             &self.deployment,
+            &self.workload_identity,
         ]
         .into_iter()
         .find(|c| c.name == controller)
@@ -75,8 +79,15 @@ impl Context {
         self.shoots.state().iter().filter_map(|g| g.0.as_ref().ok().cloned()).collect()
     }
 
-    fn bindings(&self) -> Vec<Arc<SecretBinding>> {
-        self.bindings.state()
+    /// What every SecretBinding and CredentialsBinding refers to.
+    fn binding_refs(&self) -> Vec<decide::BindingRefs> {
+        let secret_bindings = self.bindings.state();
+        let credentials_bindings = self.credentials_bindings.state();
+        secret_bindings
+            .iter()
+            .map(|b| decide::BindingRefs::of_secret_binding(b))
+            .chain(credentials_bindings.iter().map(|b| decide::BindingRefs::of_credentials_binding(b)))
+            .collect()
     }
 
     fn registrations(&self) -> Vec<Arc<ControllerRegistration>> {
@@ -89,7 +100,7 @@ impl Context {
 }
 
 /// The controllers' names, for [`crate::app`].
-pub const CONTROLLERS: [&str; 8] = [
+pub const CONTROLLERS: [&str; 9] = [
     CloudProfile::CONTROLLER,
     SecretBinding::CONTROLLER,
     CredentialsBinding::CONTROLLER,
@@ -98,12 +109,22 @@ pub const CONTROLLERS: [&str; 8] = [
     Seed::CONTROLLER,
     ControllerRegistration::CONTROLLER,
     ControllerDeployment::CONTROLLER,
+    WorkloadIdentity::CONTROLLER,
 ];
 
-/// Runs the eight controllers; `common` builds the shared parts of the controller named so.
+/// Runs the nine controllers; `common` builds the shared parts of the controller named so.
 pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop: Stop, ready: Arc<AtomicBool>) {
-    let [cloud_profile, secret_binding, credentials_binding, quota, secret, seed, registration, deployment] =
-        CONTROLLERS.map(&common);
+    let [
+        cloud_profile,
+        secret_binding,
+        credentials_binding,
+        quota,
+        secret,
+        seed,
+        registration,
+        deployment,
+        workload_identity,
+    ] = CONTROLLERS.map(&common);
     let client = cloud_profile.client.clone();
     let resources = [
         kube::api::ApiResource::erase::<CloudProfile>(&()),
@@ -115,11 +136,12 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         kube::api::ApiResource::erase::<ControllerRegistration>(&()),
         kube::api::ApiResource::erase::<ControllerDeployment>(&()),
         kube::api::ApiResource::erase::<ControllerInstallation>(&()),
+        kube::api::ApiResource::erase::<WorkloadIdentity>(&()),
     ];
     if !runtime::served(&client, "protection", &resources, stop.clone()).await {
         return;
     }
-    let flags: Vec<Arc<AtomicBool>> = (0..12).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let flags: Vec<Arc<AtomicBool>> = (0..14).map(|_| Arc::new(AtomicBool::new(false))).collect();
     let (shoots, shoot_events) = runtime::reflect(
         Api::<DeserializeGuard<Shoot>>::all(client.clone()),
         watcher::Config::default(),
@@ -127,6 +149,8 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
     );
     let (bindings, binding_events) =
         runtime::reflect(Api::<SecretBinding>::all(client.clone()), watcher::Config::default(), flags[1].clone());
+    let (credentials_bindings, credentials_binding_events) =
+        runtime::reflect(Api::<CredentialsBinding>::all(client.clone()), watcher::Config::default(), flags[12].clone());
     let (registrations, registration_events) = runtime::reflect(
         Api::<ControllerRegistration>::all(client.clone()),
         watcher::Config::default(),
@@ -167,14 +191,30 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         }
         future::ready(())
     });
-    let feed_bindings = binding_events.take_until(stop.clone()).for_each(move |event| {
-        for binding in touched(event) {
-            let (ns, name) = decide::secret_of(&binding);
-            let _ = secret_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
-            for (ns, name) in decide::quotas_of(&binding) {
-                let _ = quota_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
+    // A binding event re-queues its credentials (Secret or WorkloadIdentity) and Quotas.
+    let (wi_tx, wi_rx) = mpsc::unbounded();
+    let requeue = move |refs: decide::BindingRefs| {
+        let (kind, ns, name) = refs.credentials;
+        match kind {
+            decide::CredentialsKind::Secret => {
+                let _ = secret_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
             }
+            decide::CredentialsKind::WorkloadIdentity => {
+                let _ = wi_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
+            }
+            decide::CredentialsKind::Other => {}
         }
+        for (ns, name) in refs.quotas {
+            let _ = quota_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
+        }
+    };
+    let requeue2 = requeue.clone();
+    let feed_bindings = binding_events.take_until(stop.clone()).for_each(move |event| {
+        touched(event).iter().map(decide::BindingRefs::of_secret_binding).for_each(&requeue);
+        future::ready(())
+    });
+    let feed_credentials_bindings = credentials_binding_events.take_until(stop.clone()).for_each(move |event| {
+        touched(event).iter().map(decide::BindingRefs::of_credentials_binding).for_each(&requeue2);
         future::ready(())
     });
     let feed_installations = installation_events.take_until(stop.clone()).for_each(move |event| {
@@ -203,8 +243,10 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         seed,
         registration,
         deployment,
+        workload_identity,
         shoots,
         bindings,
+        credentials_bindings,
         registrations,
         installations,
     });
@@ -212,6 +254,7 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
     futures::join!(
         feed_shoots,
         feed_bindings,
+        feed_credentials_bindings,
         feed_installations,
         feed_registrations,
         controller::<Seed>(&client, &ctx, flags[8].clone(), seed_rx, concurrency, stop.clone()),
@@ -229,6 +272,7 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         controller::<CredentialsBinding>(&client, &ctx, flags[11].clone(), cb_rx, concurrency, stop.clone()),
         controller::<Quota>(&client, &ctx, flags[4].clone(), quota_rx, concurrency, stop.clone()),
         controller::<PartialObjectMeta<Secret>>(&client, &ctx, flags[5].clone(), secret_rx, concurrency, stop.clone()),
+        controller::<WorkloadIdentity>(&client, &ctx, flags[13].clone(), wi_rx, concurrency, stop.clone()),
         sync,
     );
 }

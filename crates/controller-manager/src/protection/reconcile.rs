@@ -7,7 +7,7 @@ use super::Context;
 use super::decide::{self, Step};
 use crate::runtime::{self, Reason};
 use api::core::{CloudProfile, ControllerDeployment, ControllerRegistration, Quota, SecretBinding, Seed};
-use api::security::CredentialsBinding;
+use api::security::{CredentialsBinding, WorkloadIdentity};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
 use kube::core::PartialObjectMeta;
@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 /// Finalizer of CloudProfiles, SecretBindings, CredentialsBindings and Quotas.
 pub const FINALIZER: &str = api::helpers::constants::FINALIZER_GARDENER;
-/// Finalizer of credentials Secrets.
+/// Finalizer of credentials: Secrets and WorkloadIdentities.
 pub const SECRET_FINALIZER: &str = "gardener.cloud/gardener";
 
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +99,7 @@ impl Protected for Quota {
     }
     fn users(&self, ctx: &Context) -> Vec<String> {
         let (ns, name) = namespace_and_name(self);
-        decide::quota_users(&ns, &name, ctx.bindings().iter().map(Arc::as_ref))
+        decide::quota_users(&ns, &name, ctx.binding_refs().iter())
     }
 }
 
@@ -153,7 +153,20 @@ impl Protected for PartialObjectMeta<Secret> {
     }
     fn users(&self, ctx: &Context) -> Vec<String> {
         let (ns, name) = namespace_and_name(self);
-        decide::secret_users(&ns, &name, ctx.bindings().iter().map(Arc::as_ref))
+        decide::credentials_users(decide::CredentialsKind::Secret, &ns, &name, ctx.binding_refs().iter())
+    }
+}
+
+impl Protected for WorkloadIdentity {
+    const CONTROLLER: &'static str = "workloadidentity-protection";
+    const FINALIZER: &'static str = SECRET_FINALIZER;
+    type Full = WorkloadIdentity;
+    fn api(client: kube::Client, namespace: &str) -> Api<WorkloadIdentity> {
+        Api::namespaced(client, namespace)
+    }
+    fn users(&self, ctx: &Context) -> Vec<String> {
+        let (ns, name) = namespace_and_name(self);
+        decide::credentials_users(decide::CredentialsKind::WorkloadIdentity, &ns, &name, ctx.binding_refs().iter())
     }
 }
 
