@@ -1,7 +1,8 @@
 //! The AdminKubeconfigRequest controller against a real kube-apiserver, as the chart's
 //! ServiceAccount, on a manual clock: a request waits (Pending, with the reason) until its shoot
-//! advertises an address and its ShootState (written as gardenlet writes it) holds the client
-//! CA, is then issued a certificate for the recorded user's own key, signed by the shoot's
+//! advertises an address and gardenlet has published its client CA (InternalSecret
+//! `<shoot>.ca-client`, bundle in ConfigMap `<shoot>.ca-cluster`, written by gardenlet's own
+//! code), is then issued a certificate for the recorded user's own key, signed by the shoot's
 //! client CA, and is deleted when the certificate expires; requests that cannot be issued fail
 //! with a message that carries no key material.
 
@@ -11,8 +12,7 @@ mod support;
 
 use api::authentication::{AdminKubeconfigRequest, AdminKubeconfigRequestPhase as Phase, AdminKubeconfigRequestSpec};
 use api::common::LocalObjectReference;
-use api::core::shootstate::ShootStateSpec;
-use api::core::{Shoot, ShootState};
+use api::core::Shoot;
 use base64::Engine;
 use k8s_openapi::jiff::SignedDuration;
 use kube::Api;
@@ -40,22 +40,12 @@ fn request(name: &str, shoot: &str, public_key: &str, creator: Option<&str>) -> 
     r
 }
 
-/// The shoot's secrets as gardenlet plans them, and its ShootState as gardenlet writes it.
-fn shoot_state(name: &str) -> (pki::SecretSet, ShootState) {
+/// The shoot's secrets as gardenlet plans them.
+fn shoot_secrets() -> pki::SecretSet {
     let inputs =
         pki::shoot_set::ShootInputs::new("shoot--dev--app", "api.app.dev.internal.local", "10.0.0.1".parse().unwrap());
     let configs = pki::shoot_set::shoot_set(&inputs);
-    let secrets = pki::manager::plan(&configs, &pki::SecretSet::new(), SystemTime::now()).unwrap().secrets;
-    let persistent = pki::shootstate::persistent(&configs, &secrets);
-    let mut state = ShootState::new(
-        name,
-        ShootStateSpec {
-            gardener: gardenlet::shoot::secrets::merged_gardener_section(&[], &persistent),
-            ..Default::default()
-        },
-    );
-    state.metadata.namespace = Some(NS.into());
-    (secrets, state)
+    pki::manager::plan(&configs, &pki::SecretSet::new(), SystemTime::now()).unwrap().secrets
 }
 
 async fn phase(api: &Api<AdminKubeconfigRequest>, name: &str) -> Result<(Phase, String), String> {
@@ -105,9 +95,9 @@ async fn requests_wait_for_the_ca_are_issued_for_the_users_key_and_go_when_they_
     })
     .await;
 
-    // gardenlet persists the CAs (the ShootState watch wakes the request): issued.
-    let (secrets, state) = shoot_state("app");
-    Api::<ShootState>::namespaced(client.clone(), NS).create(&PostParams::default(), &state).await.unwrap();
+    // gardenlet publishes the CAs (the InternalSecret watch wakes the request): issued.
+    let secrets = shoot_secrets();
+    gardenlet::shoot::garden_ca::publish(&client, NS, "app", &secrets, None).await.unwrap();
     let issued = eventually("issued", || async {
         let r = requests.get("alice-1").await.map_err(|e| e.to_string())?;
         match r.status.clone() {

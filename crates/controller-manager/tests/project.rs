@@ -32,6 +32,35 @@ fn member(kind: &str, name: &str, role: &str) -> ProjectMember {
     ProjectMember { subject: Subject { kind: kind.into(), ..user(name) }, role: role.into(), roles: vec![] }
 }
 
+/// Whether `user` (in `group`) may `verb` `resource` in garden-dev, asked of the API server.
+async fn allowed(
+    client: &kube::Client,
+    user: &str,
+    group: Option<&str>,
+    api_group: &str,
+    resource: &str,
+    verb: &str,
+) -> bool {
+    use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: Some(user.into()),
+            groups: group.map(|g| vec![g.to_string()]),
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(api_group.into()),
+                resource: Some(resource.into()),
+                verb: Some(verb.into()),
+                namespace: Some("garden-dev".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answer = Api::<SubjectAccessReview>::all(client.clone()).create(&PostParams::default(), &review).await.unwrap();
+    answer.status.is_some_and(|s| s.allowed)
+}
+
 async fn subjects(bindings: &Api<RoleBinding>, name: &str) -> Result<Vec<String>, String> {
     let b = bindings.get_opt(name).await.map_err(|e| e.to_string())?.ok_or(format!("no RoleBinding {name}"))?;
     Ok(b.subjects.unwrap_or_default().into_iter().map(|s| format!("{}:{}", s.kind, s.name)).collect())
@@ -77,6 +106,14 @@ async fn a_project_gets_its_namespace_and_member_bindings_and_waits_for_its_shoo
     let viewer = bindings.get(CLUSTER_ROLE_VIEWER).await.unwrap();
     assert_eq!(viewer.role_ref.kind, "ClusterRole");
     assert_eq!(viewer.role_ref.name, CLUSTER_ROLE_VIEWER);
+
+    // InternalSecrets are not for project members (the shoot's client CA is one); the
+    // ConfigMaps of their namespace (the shoot's CA bundle is one) are.
+    for (user, group) in [("alice", None), ("bob", None), ("carol", Some("ops"))] {
+        assert!(!allowed(&client, user, group, "core.gardener.cloud", "internalsecrets", "get").await, "{user}");
+        assert!(!allowed(&client, user, group, "core.gardener.cloud", "internalsecrets", "list").await, "{user}");
+        assert!(allowed(&client, user, group, "", "configmaps", "get").await, "{user}");
+    }
 
     // bob becomes an admin: the viewer binding goes, the member binding gains him.
     let members = json!({"spec": {"members": [

@@ -160,6 +160,11 @@ async fn snapshot(client: &kube::Client, ns: &str) -> BTreeMap<String, String> {
     out.insert("Cluster".into(), cluster.resource_version().unwrap_or_default());
     let state = Api::<ShootState>::namespaced(client.clone(), "garden-dev").get("demo").await.unwrap();
     out.insert("ShootState".into(), state.resource_version().unwrap_or_default());
+    let published =
+        Api::<api::core::InternalSecret>::namespaced(client.clone(), "garden-dev").get("demo.ca-client").await;
+    out.insert("InternalSecret".into(), published.unwrap().resource_version().unwrap_or_default());
+    let maps = Api::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(client.clone(), "garden-dev");
+    out.insert("ConfigMap".into(), maps.get("demo.ca-cluster").await.unwrap().resource_version().unwrap_or_default());
     let namespace = Api::<Namespace>::all(client.clone()).get(ns).await.unwrap();
     out.insert("Namespace".into(), namespace.resource_version().unwrap_or_default());
     out
@@ -258,6 +263,14 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
     for name in ["ca", "ca-client", "ca-etcd", "ca-front-proxy", "service-account-key"] {
         assert!(persisted.contains(&name), "ShootState lacks {name}: {persisted:?}");
     }
+    // The client CA is published for the controller-manager, owned by the Shoot (collected with it).
+    let published = Api::<api::core::InternalSecret>::namespaced(h.client.clone(), "garden-dev")
+        .get("demo.ca-client")
+        .await
+        .unwrap();
+    let keys: Vec<&str> = published.spec.data.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["ca.crt", "ca.key"]);
+    assert_eq!(published.metadata.owner_references.unwrap()[0].kind, "Shoot");
 
     // The shoot's own API (the stand-in, reached with gardenlet's generated admin kubeconfig
     // and TLS verification) holds the kubeadm-style system resources.

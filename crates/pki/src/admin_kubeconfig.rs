@@ -110,10 +110,10 @@ pub fn check_public_key(pem_text: &str) -> Result<UserKey, String> {
     Ok(key)
 }
 
-/// The CA bundle the kubeconfig trusts: the bundle secret when the set has it (gardenlet's
+/// The CA bundle clients of `ca` trust: its `-bundle` secret when the set has it (gardenlet's
 /// seed secrets), else the CA's certificate and, during a rotation, the previous one (the
 /// ShootState holds only the CAs).
-fn trusted_bundle(secrets: &SecretSet, ca: &str) -> Option<String> {
+pub fn trusted_bundle(secrets: &SecretSet, ca: &str) -> Option<String> {
     if let Some(bundle) = secrets.value(&bundle_name(ca), data_keys::BUNDLE) {
         return Some(bundle.to_string());
     }

@@ -73,6 +73,18 @@ pub fn project_of_namespace(namespace: &str) -> Option<&str> {
     namespace.strip_prefix(PROJECT_NAMESPACE_PREFIX).filter(|p| !p.is_empty())
 }
 
+/// ConfigMap `<shoot>.ca-cluster` in the project namespace: `ca.crt`, the CA bundle clients of
+/// the shoot's API server trust (public; project members read it).
+pub fn shoot_ca_cluster(shoot: &str) -> String {
+    format!("{shoot}.ca-cluster")
+}
+
+/// InternalSecret `<shoot>.ca-client` in the project namespace: `ca.crt` and `ca.key` of the CA
+/// that signs the shoot's client certificates (only the controller-manager reads it).
+pub fn shoot_ca_client(shoot: &str) -> String {
+    format!("{shoot}.ca-client")
+}
+
 fn validate_part(field: &'static str, value: &str) -> Result<(), NameError> {
     if value.is_empty() {
         return Err(NameError::Empty { field });

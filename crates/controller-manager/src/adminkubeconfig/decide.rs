@@ -10,7 +10,7 @@
 //! * a request without a recorded creator did not pass admission and fails: the certificate's
 //!   user would be unknown;
 //! * a request whose shoot is gone or being deleted fails;
-//! * it waits (Pending) until the shoot advertises an address and its ShootState holds the
+//! * it waits (Pending) until the shoot advertises an address and gardenlet has published the
 //!   client CA;
 //! * otherwise a certificate is issued for at most the configured maximum.
 
@@ -28,7 +28,7 @@ pub enum ShootFacts {
         server: Option<String>,
         /// The kubeconfig's cluster name.
         cluster_name: String,
-        /// Whether the ShootState holds the client CA (and the cluster CA to trust).
+        /// Whether gardenlet has published the client CA (and the cluster CA bundle to trust).
         ca_available: bool,
     },
 }
@@ -53,7 +53,7 @@ pub enum Decision {
     /// Sign a certificate for `user` valid for `validity` and record it.
     Issue { user: String, validity: Duration, server: String, cluster_name: String },
     /// Record this phase and message (when they differ from the status), then look again
-    /// after `requeue_after` (changes of the Shoot or ShootState wake it earlier).
+    /// after `requeue_after` (changes of the Shoot or its published client CA wake it earlier).
     Record { phase: Phase, message: String, requeue_after: Duration },
     /// Nothing to write; look again after `requeue_after`.
     Wait { requeue_after: Duration },
@@ -69,9 +69,10 @@ pub fn server_of(addresses: &[api::core::shoot::ShootAdvertisedAddress]) -> Opti
         .map(|a| a.url.clone())
 }
 
-/// The ShootState entries an issuance needs: the client CA, and the cluster CA (with its
-/// predecessor during a rotation) for the bundle the kubeconfig trusts.
-pub const NEEDED_SECRETS: &[&str] = &["ca-client", "ca", "ca-old"];
+/// The CA that signs the certificates (`ca-client`) and the CA whose bundle the kubeconfig
+/// trusts (`ca`, published as a bundle that holds its predecessor during a rotation).
+pub const CLIENT_CA: &str = "ca-client";
+pub const CLUSTER_CA: &str = "ca";
 
 fn plus(t: Timestamp, seconds: i64) -> Timestamp {
     t.checked_add(SignedDuration::from_secs(seconds)).unwrap_or(Timestamp::MAX)
@@ -113,9 +114,10 @@ pub fn decide(f: &Facts<'_>, max_validity: Duration) -> Decision {
         ShootFacts::Present { server: None, .. } => {
             record(Phase::Pending, "the shoot does not advertise an API server address yet".into())
         }
-        ShootFacts::Present { ca_available: false, .. } => {
-            record(Phase::Pending, "the shoot's client CA is not in its ShootState yet".into())
-        }
+        ShootFacts::Present { ca_available: false, .. } => record(
+            Phase::Pending,
+            "the shoot's client CA is not published yet (InternalSecret <shoot>.ca-client)".into(),
+        ),
         ShootFacts::Present { server: Some(server), cluster_name, ca_available: true } => Decision::Issue {
             user: user.to_string(),
             validity: Duration::from_secs(u64::try_from(f.requested_seconds).unwrap_or(0)).min(max_validity),

@@ -1,7 +1,8 @@
 //! The AdminKubeconfigRequest controller's wiring: `authentication.gardener.cloud`
-//! AdminKubeconfigRequests (primary), and the metadata of Shoots and ShootStates: a change of
-//! either re-queues the requests in its namespace that name that shoot, so a Pending request is
-//! issued as soon as the shoot advertises its address and its ShootState holds the client CA.
+//! AdminKubeconfigRequests (primary), and the metadata of Shoots and InternalSecrets: a change
+//! of a Shoot or of its `<shoot>.ca-client` re-queues the requests in its namespace that name
+//! that shoot, so a Pending request is issued as soon as the shoot advertises its address and
+//! gardenlet has published its client CA.
 //! Each reconcile asks to be re-queued when the request expires. See [`reconcile`] and
 //! [`decide`].
 
@@ -11,7 +12,7 @@ pub mod reconcile;
 use crate::config::AdminKubeconfigConfig;
 use crate::runtime::{self, Common};
 use api::authentication::AdminKubeconfigRequest;
-use api::core::{Shoot, ShootState};
+use api::core::{InternalSecret, Shoot};
 use extension_sdk::runner::Stop;
 use futures::{Stream, StreamExt, TryStreamExt, future};
 use kube::core::PartialObjectMeta;
@@ -59,7 +60,7 @@ pub async fn run(common: Common, config: AdminKubeconfigConfig, stop: Stop, read
     let resources = [
         kube::api::ApiResource::erase::<AdminKubeconfigRequest>(&()),
         kube::api::ApiResource::erase::<Shoot>(&()),
-        kube::api::ApiResource::erase::<ShootState>(&()),
+        kube::api::ApiResource::erase::<InternalSecret>(&()),
     ];
     if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
         return;
@@ -72,7 +73,10 @@ pub async fn run(common: Common, config: AdminKubeconfigConfig, stop: Stop, read
     );
     let related = futures::stream::select(
         metadata_events::<Shoot>(client.clone(), flags[1].clone()),
-        metadata_events::<ShootState>(client.clone(), flags[2].clone()),
+        metadata_events::<InternalSecret>(client.clone(), flags[2].clone()).filter_map(|(namespace, name)| {
+            // `<shoot>.ca-client`; other InternalSecrets concern no request.
+            future::ready(name.strip_suffix(".ca-client").map(|shoot| (namespace, shoot.to_string())))
+        }),
     );
     let jumps = common.clock.jumps();
     let concurrency = config.concurrent_syncs;

@@ -1,23 +1,27 @@
-//! One AdminKubeconfigRequest: read its Shoot and the CAs in its ShootState, decide with
+//! One AdminKubeconfigRequest: read its Shoot and the CAs gardenlet publishes for it (the
+//! client CA in InternalSecret `<shoot>.ca-client`, the bundle in ConfigMap `<shoot>.ca-cluster`), decide with
 //! [`super::decide`], then issue (sign with `pki::admin_kubeconfig`, record certificate,
 //! kubeconfig and expiration in the status by server-side apply, field manager
 //! `gardener-controller-manager/adminkubeconfig`), record Pending/Failed, or delete it.
 //! The CA keys are held only for the signature; nothing of them reaches status, events or logs.
 
 use super::Context;
-use super::decide::{self, Decision, Facts, NEEDED_SECRETS, ShootFacts};
+use super::decide::{self, CLIENT_CA, CLUSTER_CA, Decision, Facts, ShootFacts};
 use crate::runtime::{self, field_manager};
 use api::authentication::{AdminKubeconfigRequest, AdminKubeconfigRequestPhase as Phase};
-use api::core::{Shoot, ShootState};
+use api::core::{InternalSecret, Shoot};
 use api::helpers::constants::ANNOTATION_CREATED_BY;
+use api::helpers::names::{shoot_ca_client, shoot_ca_cluster};
+use base64::Engine;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
+use pki::data_keys;
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -34,20 +38,55 @@ pub fn error_policy(request: Arc<AdminKubeconfigRequest>, _error: &Error, ctx: A
     ctx.common.retry_after_failure(request.as_ref())
 }
 
-/// The secrets the issuance needs, from the ShootState (`None` when it has no client CA).
-fn needed_secrets(state: &ShootState) -> Option<pki::SecretSet> {
-    let entries: Vec<pki::shootstate::ShootStateEntry> = state
-        .spec
-        .gardener
-        .iter()
-        .filter(|g| NEEDED_SECRETS.contains(&g.name.as_str()))
-        .filter_map(|g| {
-            let data: BTreeMap<String, String> = serde_json::from_value(g.data.0.clone()).ok()?;
-            Some(pki::shootstate::ShootStateEntry { name: g.name.clone(), type_: g.type_.clone(), data })
-        })
-        .collect();
-    let set = pki::shootstate::import(&entries).ok()?;
-    (set.contains("ca-client") && set.contains("ca")).then_some(set)
+/// The secrets the issuance needs, from the shoot's published CAs: the client CA (certificate
+/// and key) from InternalSecret `<shoot>.ca-client`, the bundle to trust from ConfigMap
+/// `<shoot>.ca-cluster`. `None` until both exist and are complete.
+pub fn needed_secrets(client_ca: Option<&InternalSecret>, cluster_ca: Option<&ConfigMap>) -> Option<pki::SecretSet> {
+    let data = &client_ca?.spec.data;
+    let decode = |key: &str| -> Option<String> {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(data.get(key)?).ok()?;
+        String::from_utf8(bytes).ok()
+    };
+    let bundle = cluster_ca?.data.as_ref()?.get(data_keys::CA_CERT)?.clone();
+    let mut set = pki::SecretSet::new();
+    set.insert(
+        pki::Secret::new(CLIENT_CA, pki::secret_types::OPAQUE)
+            .with_data(data_keys::CA_CERT, decode(data_keys::CA_CERT)?)
+            .with_data(data_keys::CA_KEY, decode(data_keys::CA_KEY)?),
+    );
+    set.insert(
+        pki::Secret::new(pki::config::bundle_name(CLUSTER_CA), pki::secret_types::OPAQUE)
+            .with_data(data_keys::BUNDLE, bundle),
+    );
+    Some(set)
+}
+
+/// Reads the shoot's published CAs (see [`needed_secrets`]).
+async fn published_cas(
+    ctx: &Context,
+    namespace: &str,
+    shoot: &str,
+    request: &str,
+) -> Result<Option<pki::SecretSet>, Error> {
+    let (secret_name, map_name) = (shoot_ca_client(shoot), shoot_ca_cluster(shoot));
+    let client_ca = Api::<InternalSecret>::namespaced(ctx.common.client.clone(), namespace)
+        .get_opt(&secret_name)
+        .await
+        .map_err(kube_err(
+            "ReadClientCAFailed",
+            format!("reading InternalSecret {namespace}/{secret_name} of AdminKubeconfigRequest {request}"),
+        ))?;
+    if client_ca.is_none() {
+        return Ok(None);
+    }
+    let cluster_ca = Api::<ConfigMap>::namespaced(ctx.common.client.clone(), namespace)
+        .get_opt(&map_name)
+        .await
+        .map_err(kube_err(
+            "ReadClusterCAFailed",
+            format!("reading ConfigMap {namespace}/{map_name} of AdminKubeconfigRequest {request}"),
+        ))?;
+    Ok(needed_secrets(client_ca.as_ref(), cluster_ca.as_ref()))
 }
 
 #[tracing::instrument(skip_all, fields(request = %format!("{}/{}", request.namespace().unwrap_or_default(), request.name_any())))]
@@ -60,7 +99,7 @@ async fn reconcile_request(request: &AdminKubeconfigRequest, ctx: &Context) -> R
     let phase = status.and_then(|s| s.phase);
     let now = ctx.common.clock.now();
     let mut secrets = None;
-    // The Shoot and ShootState are read only while the request still needs them.
+    // The Shoot and its CAs are read only while the request still needs them.
     let shoot = if matches!(phase, None | Some(Phase::Pending)) {
         let shoot_name = &request.spec.shoot_ref.name;
         let shoots: Api<DeserializeGuard<Shoot>> = Api::namespaced(ctx.common.client.clone(), &namespace);
@@ -75,12 +114,7 @@ async fn reconcile_request(request: &AdminKubeconfigRequest, ctx: &Context) -> R
             }
             Some(DeserializeGuard(Ok(s))) if s.metadata.deletion_timestamp.is_some() => ShootFacts::Deleting,
             Some(DeserializeGuard(Ok(s))) => {
-                let states: Api<ShootState> = Api::namespaced(ctx.common.client.clone(), &namespace);
-                let state = states.get_opt(shoot_name).await.map_err(kube_err(
-                    "ReadShootStateFailed",
-                    format!("reading ShootState {namespace}/{shoot_name} of AdminKubeconfigRequest {name}"),
-                ))?;
-                secrets = state.as_ref().and_then(needed_secrets);
+                secrets = published_cas(ctx, &namespace, shoot_name, &name).await?;
                 let st = s.status.as_ref();
                 ShootFacts::Present {
                     server: st.and_then(|st| decide::server_of(&st.advertised_addresses)),

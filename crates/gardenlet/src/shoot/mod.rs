@@ -10,6 +10,7 @@ pub mod delete;
 pub mod docs;
 pub mod etcd_snapshot;
 pub mod extensions;
+pub mod garden_ca;
 pub mod health;
 pub mod hibernate;
 pub mod migrate;

@@ -288,6 +288,9 @@ async fn deploy_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let configs = pki::shoot_set::shoot_set(&ctx.values.pki_inputs(address.as_deref()));
     let set =
         secrets::reconcile(&ctx.garden, &ctx.seed, &ctx.values, &configs, ctx.shoot_owner()).await.map_err(task_err)?;
+    super::garden_ca::publish(&ctx.garden, &ctx.values.garden_namespace, &ctx.values.name, &set, ctx.shoot_owner())
+        .await
+        .map_err(task_err)?;
     ctx.found().secrets = Some(set);
     Ok(())
 }
