@@ -76,7 +76,7 @@ impl Common {
             self.recorder.publish(&event, &reference).await
         };
         if let Err(e) = result {
-            tracing::warn!(error = %e, reason, "publishing an event failed");
+            tracing::warn!(error = %extension_sdk::events::error_chain(&e), reason, "publishing an event failed");
         }
     }
 

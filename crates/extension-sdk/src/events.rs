@@ -32,38 +32,10 @@ pub fn chain_parts(err: &(dyn StdError + 'static)) -> Vec<String> {
     parts
 }
 
-/// Removes PEM blocks and bearer tokens from a message.
+/// Removes the shapes of secrets from a message: PEM blocks, bearer and other tokens,
+/// `password=`-style assignments (see `api::helpers::redact`).
 pub fn redact(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
-    while let Some(start) = rest.find("-----BEGIN ") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start..];
-        // The block ends after the "-----END ...-----" line.
-        match after.find("-----END ").and_then(|e| after[e + 9..].find("-----").map(|t| e + 9 + t + 5)) {
-            Some(end) => {
-                out.push_str("[redacted]");
-                rest = &after[end..];
-            }
-            None => {
-                out.push_str("[redacted]");
-                rest = "";
-            }
-        }
-    }
-    out.push_str(rest);
-    let mut words: Vec<String> = Vec::new();
-    let mut redact_next = false;
-    for word in out.split(' ') {
-        if redact_next && !word.is_empty() {
-            words.push("[redacted]".into());
-            redact_next = false;
-            continue;
-        }
-        redact_next = word.eq_ignore_ascii_case("bearer");
-        words.push(word.to_string());
-    }
-    words.join(" ")
+    api::helpers::redact::redact_shapes(message)
 }
 
 /// Cuts a message to at most `max` bytes on a character boundary, marking the cut with "...".
@@ -113,7 +85,7 @@ impl Events {
             secondary: None,
         };
         if let Err(e) = self.recorder.publish(&event, &obj.object_ref(&())).await {
-            tracing::warn!(error = %e, reason, "publishing a Warning event failed");
+            tracing::warn!(error = %crate::events::error_chain(&e), reason, "publishing a Warning event failed");
         }
     }
 }

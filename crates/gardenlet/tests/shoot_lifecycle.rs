@@ -32,6 +32,9 @@ const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetad
 
 const REGISTRATION: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: ControllerRegistration\nmetadata:\n  name: provider-local\nspec:\n  resources:\n  - kind: Extension\n    type: local-ext-before\n    lifecycle:\n      reconcile: BeforeKubeAPIServer\n  - kind: Extension\n    type: local-ext\n";
 
+/// The shoot's provider credential (the token in the Secret its CredentialsBinding names).
+const CREDENTIAL: &str = "t0ken-of-the-provider-account-42";
+
 struct Harness {
     _env: testenv::TestEnv,
     /// The admin (for the test's own reads and writes).
@@ -60,7 +63,7 @@ async fn harness() -> Harness {
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
     // The shoot's credentials, through a CredentialsBinding as current Gardener users write it.
     let creds: Secret = serde_json::from_value(
-        serde_json::json!({"metadata": {"name": "provider-creds"}, "stringData": {"token": "t0ken"}}),
+        serde_json::json!({"metadata": {"name": "provider-creds"}, "stringData": {"token": CREDENTIAL}}),
     )
     .unwrap();
     Api::<Secret>::namespaced(client.clone(), "garden-dev").create(&PostParams::default(), &creds).await.unwrap();
@@ -195,7 +198,11 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
     assert_eq!(condition("EveryNodeReady"), Some((False, "MissingNodes".into())));
     // The credentials of the CredentialsBinding reached the seed as the cloudprovider Secret.
     let cloudprovider = Api::<Secret>::namespaced(h.client.clone(), ns).get("cloudprovider").await.unwrap();
-    assert_eq!(cloudprovider.data.unwrap()["token"].0, b"t0ken", "the Secret the CredentialsBinding names");
+    assert_eq!(
+        cloudprovider.data.unwrap()["token"].0,
+        CREDENTIAL.as_bytes(),
+        "the Secret the CredentialsBinding names"
+    );
 
     // Every extension object exists and is ready by the contract.
     macro_rules! ready {
@@ -538,4 +545,72 @@ async fn the_chart_rbac_limits_gardenlet_to_its_seed_and_no_rule_can_go() {
     let refused = seed.sync_status().await.expect_err("writing the status without the rule must be forbidden");
     let report = extension_sdk::cli::report(&refused);
     assert!(report.contains("forbidden") && report.contains("system:serviceaccount:garden:gardenlet"), "{report}");
+}
+
+/// Collects what gardenlet logs (test code only).
+#[derive(Clone, Default)]
+struct LogBuffer(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A provider error that quotes the shoot's credentials, a token and a private key reaches the
+/// Shoot's `lastErrors` and `lastOperation`, the garden's events and gardenlet's log with none
+/// of them; the error itself (its first words, its code) still arrives.
+#[tokio::test]
+async fn secrets_in_an_extension_error_reach_no_status_event_or_log() {
+    let logs = LogBuffer::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("gardenlet=debug"))
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    // The test runs on one thread, and so do the gardenlet tasks it spawns.
+    let _logging = tracing::subscriber::set_default(subscriber);
+
+    let mut h = harness().await;
+    let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzaG9vdCJ9.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg";
+    let key_body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7";
+    *h.infra.fail_message.lock().unwrap() = format!(
+        "simulated provider error: rate limit exceeded for account {CREDENTIAL}; token {jwt}; \
+         key -----BEGIN PRIVATE KEY-----\n{key_body}\n-----END PRIVATE KEY-----"
+    );
+    h.infra.fail_first.store(1, Ordering::SeqCst);
+    let _gardenlet = h.start_gardenlet();
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    let failed = h
+        .wait_shoot("an error in lastErrors", Duration::from_secs(120), |s| {
+            s.status.as_ref().is_some_and(|st| !st.last_errors.is_empty())
+        })
+        .await;
+    let secrets = [CREDENTIAL, jwt, key_body];
+    let status = serde_json::to_string(&failed.status).unwrap();
+    for secret in secrets {
+        assert!(!status.contains(secret), "the Shoot's status carries {secret}: {status}");
+    }
+    let error = &failed.status.as_ref().unwrap().last_errors[0];
+    assert!(error.description.contains("rate limit exceeded for account [redacted]"), "{}", error.description);
+    assert_eq!(error.codes, [api::common::ErrorCode::InfraRateLimitsExceeded]);
+
+    h.wait_shoot("Succeeded after the retry", Duration::from_secs(180), succeeded).await;
+    let events = Api::<k8s_openapi::api::core::v1::Event>::namespaced(h.client.clone(), "garden-dev")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let events = serde_json::to_string(&events.items).unwrap();
+    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(logged.contains("flow task failed"), "the failure is logged: {logged}");
+    for secret in secrets {
+        assert!(!events.contains(secret), "a garden event carries {secret}");
+        assert!(!logged.contains(secret), "gardenlet logged {secret}");
+    }
 }

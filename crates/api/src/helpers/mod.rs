@@ -6,6 +6,7 @@ pub mod constants;
 pub mod extension_operation;
 pub mod names;
 pub mod quantity;
+pub mod redact;
 pub mod versions;
 
 pub use names::{TechnicalId, project_namespace};

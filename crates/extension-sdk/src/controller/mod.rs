@@ -227,7 +227,7 @@ async fn wait_for_crd<K: ExtensionResource>(
                     "the CRD is not installed; waiting for it"
                 );
             }
-            Err(e) => tracing::warn!(error = %e, "checking whether the CRD is served"),
+            Err(e) => tracing::warn!(error = %crate::events::error_chain(&e), "checking whether the CRD is served"),
         }
         tokio::select! {
             _ = &mut *shutdown => return false,

@@ -74,7 +74,7 @@ pub fn failed(
 ) {
     // Empty strings do not survive every API server version's status handling; never write one.
     let message = if message.trim().is_empty() { "unknown error" } else { message };
-    let message = crate::events::truncate(message, MAX_DESCRIPTION_BYTES);
+    let message = crate::events::truncate(&crate::events::redact(message), MAX_DESCRIPTION_BYTES);
     let description = crate::events::truncate(
         &format!("Error {} the {kind}: {message}", verb(op).to_lowercase()),
         MAX_DESCRIPTION_BYTES,

@@ -52,7 +52,7 @@ pub async fn run(
     let mut stop = std::pin::pin!(stop);
     loop {
         if let Err(e) = renew(&client, &namespace, &holder, interval).await {
-            tracing::warn!(error = %e, "renewing the heartbeat lease");
+            tracing::warn!(error = %crate::events::error_chain(&e), "renewing the heartbeat lease");
         }
         tokio::select! {
             _ = &mut stop => return,

@@ -189,7 +189,7 @@ impl LeaderElector {
                 }
                 Ok(Attempt::HeldBy(holder)) => tracing::debug!(%holder, "lease held by another instance"),
                 Ok(Attempt::Conflict) => tracing::debug!("lost an acquire round"),
-                Err(e) => tracing::warn!(error = %e, "acquiring the leader lease"),
+                Err(e) => tracing::warn!(error = %crate::events::error_chain(&e), "acquiring the leader lease"),
             }
             tokio::time::sleep(jittered(self.config.retry_period)).await;
         }
@@ -206,7 +206,7 @@ impl LeaderElector {
                 Ok(Ok(Attempt::Held)) => last_renew = Instant::now(),
                 Ok(Ok(Attempt::HeldBy(holder))) => return format!("the lease is held by {holder}"),
                 Ok(Ok(Attempt::Conflict)) => tracing::debug!("conflict renewing the lease"),
-                Ok(Err(e)) => tracing::warn!(error = %e, "renewing the leader lease"),
+                Ok(Err(e)) => tracing::warn!(error = %crate::events::error_chain(&e), "renewing the leader lease"),
                 Err(_) => {}
             }
             if last_renew.elapsed() >= self.config.renew_deadline {

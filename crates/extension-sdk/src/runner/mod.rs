@@ -236,7 +236,7 @@ impl Runner {
             let registry = metrics.registry().clone();
             tokio::spawn(async move {
                 if let Err(e) = http::serve(l, registry, readiness, http_stopped).await {
-                    tracing::error!(error = %e, "HTTP server failed");
+                    tracing::error!(error = %crate::events::error_chain(&e), "HTTP server failed");
                 }
             })
         });
@@ -281,7 +281,7 @@ impl Runner {
             }
         };
         if let Err(e) = &result {
-            tracing::error!(error = %e, "stopping all controllers");
+            tracing::error!(error = %crate::events::error_chain(e), "stopping all controllers");
         }
         leader.store(false, Ordering::Release);
         drop(stop_tx);
@@ -292,7 +292,7 @@ impl Runner {
             && let Some(e) = elector.as_mut()
             && let Err(err) = e.release().await
         {
-            tracing::warn!(error = %err, "releasing the leader lease");
+            tracing::warn!(error = %crate::events::error_chain(&err), "releasing the leader lease");
         }
         stop_servers(config.shutdown_grace).await;
         drop(http_stop);

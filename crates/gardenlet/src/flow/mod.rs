@@ -18,7 +18,7 @@ mod run;
 
 pub use graph::{Flow, FlowBuilder, GraphError, TaskId};
 pub use helpers::{RetryError, retry_until_timeout, with_timeout};
-pub use run::{FlowResult, Progress, RunOptions, TaskError, TaskFailure};
+pub use run::{FlowResult, Progress, RedactFn, RunOptions, TaskError, TaskFailure};
 
 #[cfg(test)]
 mod tests;

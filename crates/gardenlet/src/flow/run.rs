@@ -53,6 +53,11 @@ impl TaskError {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// The same error with its message passed through `redact`.
+    pub fn redacted(self, redact: &(dyn Fn(&str) -> String + Send + Sync)) -> Self {
+        Self { message: redact(&self.message), codes: self.codes }
+    }
 }
 
 impl fmt::Display for TaskError {
@@ -82,6 +87,8 @@ pub struct Progress {
 }
 
 type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+/// Removes secret material from a task error's message.
+pub type RedactFn = Arc<dyn Fn(&str) -> String + Send + Sync>;
 type SucceededFn = Arc<dyn Fn(&TaskId) + Send + Sync>;
 
 /// Hooks and metrics for one run.
@@ -93,6 +100,8 @@ pub struct RunOptions {
     pub on_task_succeeded: Option<SucceededFn>,
     /// `flow_task_duration_seconds{flow, task}`-style histogram.
     pub task_duration: Option<prometheus::HistogramVec>,
+    /// Applied to every task error before it is logged or put into the result.
+    pub redact: Option<RedactFn>,
 }
 
 impl fmt::Debug for RunOptions {
@@ -101,6 +110,7 @@ impl fmt::Debug for RunOptions {
             .field("on_progress", &self.on_progress.is_some())
             .field("on_task_succeeded", &self.on_task_succeeded.is_some())
             .field("task_duration", &self.task_duration.is_some())
+            .field("redact", &self.redact.is_some())
             .finish()
     }
 }
@@ -186,6 +196,10 @@ impl Flow {
                     }
                 }
                 Err(error) => {
+                    let error = match &options.redact {
+                        Some(redact) => error.redacted(redact.as_ref()),
+                        None => error,
+                    };
                     tracing::warn!(flow = %self.name, task = %id, %error, "flow task failed");
                     state[i] = State::Failed;
                     result.failed.push(TaskFailure { task: id.clone(), error });

@@ -137,7 +137,7 @@ pub async fn run(
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
         .for_each(|r| {
             if let Err(e) = r {
-                tracing::debug!(error = %e, "controller installation reconcile ended with an error");
+                tracing::debug!(error = %extension_sdk::events::error_chain(&e), "controller installation reconcile ended with an error");
             }
             future::ready(())
         });

@@ -125,7 +125,9 @@ impl SeedController {
             if !registered {
                 match self.register().await {
                     Ok(_) => registered = true,
-                    Err(e) => tracing::warn!(error = %e, "seed registration failed; retrying"),
+                    Err(e) => {
+                        tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed registration failed; retrying")
+                    }
                 }
             }
             // The Lease first, and `GardenletReady=True` only after a renewal that worked: the
@@ -135,10 +137,12 @@ impl SeedController {
                 match self.renew_lease().await {
                     Ok(()) => {
                         if let Err(e) = self.sync_status().await {
-                            tracing::warn!(error = %e, "seed status update failed");
+                            tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed status update failed");
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, "seed heartbeat failed; GardenletReady is not renewed either"),
+                    Err(e) => {
+                        tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed heartbeat failed; GardenletReady is not renewed either")
+                    }
                 }
             }
             tokio::select! {

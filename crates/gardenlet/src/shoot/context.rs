@@ -5,12 +5,13 @@ use super::values::ShootValues;
 use crate::config::GardenletConfig;
 use api::Opaque;
 use api::core::{Seed, Shoot};
+use api::helpers::redact::Redactor;
 use extension_sdk::deployer::Deployer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Resource;
 use pki::SecretSet;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 /// Results that later tasks of the same flow need.
@@ -67,6 +68,9 @@ pub struct OperationContext {
     /// Set for a Restore operation (after a migration, or a forced takeover).
     pub restore: Option<RestoreSource>,
     found: Mutex<Found>,
+    /// The secrets this operation has seen (the shoot's own, its provider credentials): task
+    /// errors are redacted with them before they reach the Shoot, events or logs.
+    redactor: Arc<RwLock<Redactor>>,
 }
 
 impl std::fmt::Debug for OperationContext {
@@ -102,7 +106,24 @@ impl OperationContext {
             snapshot_record: None,
             restore: None,
             found: Mutex::new(Found::default()),
+            redactor: Arc::default(),
         }
+    }
+
+    /// Adds secret values to redact from task errors.
+    pub fn add_secrets<I, S>(&self, values: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.redactor.write().unwrap_or_else(|e| e.into_inner()).add(values);
+    }
+
+    /// Redacts task errors with the secrets known when the error happens (and the shapes of
+    /// secrets; see `api::helpers::redact`).
+    pub fn redaction(&self) -> crate::flow::RedactFn {
+        let redactor = self.redactor.clone();
+        Arc::new(move |text: &str| redactor.read().unwrap_or_else(|e| e.into_inner()).redact(text))
     }
 
     /// Sets the ControllerRegistrations the flows order extensions by.

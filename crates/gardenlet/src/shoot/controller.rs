@@ -143,6 +143,7 @@ impl ShootController {
         type_: LastOperationType,
         flow: crate::flow::Flow,
         as_owner: bool,
+        redact: crate::flow::RedactFn,
     ) -> crate::flow::FlowResult {
         let (tx, mut rx) = tokio::sync::watch::channel::<Option<LastOperation>>(None);
         let options = RunOptions {
@@ -150,6 +151,7 @@ impl ShootController {
                 let _ = tx.send(Some(progressed(type_, p.percent, &p.finished.0, &now())));
             })),
             task_duration: self.metrics.as_ref().map(|m| m.task_duration.clone()),
+            redact: Some(redact),
             ..Default::default()
         };
         let writer = {
@@ -166,7 +168,7 @@ impl ShootController {
                         this.patch_status(&shoot, status).await
                     };
                     if let Err(e) = written {
-                        tracing::debug!(error = %e, "progress update failed");
+                        tracing::debug!(error = %extension_sdk::events::error_chain(&e), "progress update failed");
                     }
                 }
             }
@@ -279,7 +281,7 @@ impl ShootController {
             reconcile::flow(&ctx)
         }
         .map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, type_, flow, false).await;
+        let result = self.run_flow(shoot, type_, flow, false, ctx.redaction()).await;
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(type_, shoot.status.as_ref(), &result, retry_window, &now());
         let mut status = json!({
@@ -336,7 +338,7 @@ impl ShootController {
         let ctx = self.context(shoot, true, false).await?;
         self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Delete, &now()) })).await?;
         let flow = delete::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, LastOperationType::Delete, flow, false).await;
+        let result = self.run_flow(shoot, LastOperationType::Delete, flow, false, ctx.redaction()).await;
         if !result.is_success() {
             let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
             let outcome = finished(LastOperationType::Delete, shoot.status.as_ref(), &result, retry_window, &now());
@@ -365,7 +367,7 @@ impl ShootController {
             return Ok(RequeueAction::await_change());
         }
         let flow = migrate::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, LastOperationType::Migrate, flow, true).await;
+        let result = self.run_flow(shoot, LastOperationType::Migrate, flow, true, ctx.redaction()).await;
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(LastOperationType::Migrate, shoot.status.as_ref(), &result, retry_window, &now());
         if !result.is_success() {
@@ -476,7 +478,7 @@ impl ShootController {
             .run(Self::reconcile, error_policy, this)
             .for_each(|result| async move {
                 if let Err(e) = result {
-                    tracing::debug!(error = %e, "shoot reconcile ended with an error");
+                    tracing::debug!(error = %extension_sdk::events::error_chain(&e), "shoot reconcile ended with an error");
                 }
             })
             .await;
@@ -500,6 +502,6 @@ pub fn default_backoff() -> Arc<extension_sdk::backoff::Backoff> {
 /// Failed flows are retried with per-shoot capped exponential backoff (kube-runtime has none).
 fn error_policy(shoot: Arc<Shoot>, error: &ShootError, this: Arc<ShootController>) -> RequeueAction {
     let delay = this.backoff.failed(&backoff_key(&shoot));
-    tracing::warn!(%error, ?delay, "shoot operation failed; retrying");
+    tracing::warn!(error = %extension_sdk::events::error_chain(error), ?delay, "shoot operation failed; retrying");
     RequeueAction::requeue(delay)
 }

@@ -269,6 +269,8 @@ async fn credentials_secret_data(
         .get(name)
         .await
         .map_err(|e| TaskError::msg(format!("reading {what}: {e}")))?;
+    // Provider credentials must not come back in an extension's error.
+    ctx.add_secrets(secret.data.iter().flatten().filter_map(|(_, v)| std::str::from_utf8(&v.0).ok()));
     Ok(secret.data.filter(|d| !d.is_empty()))
 }
 
@@ -291,6 +293,7 @@ async fn deploy_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     super::garden_ca::publish(&ctx.garden, &ctx.values.garden_namespace, &ctx.values.name, &set, ctx.shoot_owner())
         .await
         .map_err(task_err)?;
+    ctx.add_secrets(set.iter().flat_map(|s| s.data.values()));
     ctx.found().secrets = Some(set);
     Ok(())
 }

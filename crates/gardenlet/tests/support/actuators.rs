@@ -17,6 +17,8 @@ pub struct TestActuator {
     pub hibernated_seen: Arc<std::sync::Mutex<Vec<bool>>>,
     pub fail_first: Arc<AtomicUsize>,
     pub code: ErrorCode,
+    /// The message of those failures.
+    pub fail_message: Arc<std::sync::Mutex<String>>,
     /// Migrate and restore wait while this lock is held (to interrupt a gardenlet there).
     pub hold: Arc<tokio::sync::Mutex<()>>,
     /// BackupEntry: entries are directories `<root>/<bucket>/<entry>`.
@@ -39,6 +41,7 @@ impl TestActuator {
             hibernated_seen: Arc::default(),
             fail_first: Arc::default(),
             code: ErrorCode::InfraRateLimitsExceeded,
+            fail_message: Arc::new(std::sync::Mutex::new("simulated provider error: rate limit exceeded".into())),
             hold: Arc::default(),
             backup_root: None,
         }
@@ -57,6 +60,7 @@ impl TestActuator {
             hibernated_seen: self.hibernated_seen.clone(),
             fail_first: self.fail_first.clone(),
             code: self.code,
+            fail_message: self.fail_message.clone(),
             hold: self.hold.clone(),
             backup_root: self.backup_root.clone(),
         }
@@ -67,7 +71,8 @@ impl TestActuator {
         let remaining = self.fail_first.load(Ordering::SeqCst);
         if remaining > 0 {
             self.fail_first.store(remaining.saturating_sub(1), Ordering::SeqCst);
-            return Err(ActuatorError::new("simulated provider error: rate limit exceeded").with_codes([self.code]));
+            let message = self.fail_message.lock().unwrap().clone();
+            return Err(ActuatorError::new(message).with_codes([self.code]));
         }
         Ok(())
     }

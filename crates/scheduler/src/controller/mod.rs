@@ -168,7 +168,7 @@ pub async fn run(
             match result {
                 // Shoots deleted before their turn, and failures error_policy already reported.
                 Ok(_) | Err(ControllerError::ObjectNotFound(_) | ControllerError::ReconcilerFailed(..)) => {}
-                Err(e) => tracing::warn!(error = %e, "watching shoots"),
+                Err(e) => tracing::warn!(error = %extension_sdk::events::error_chain(&e), "watching shoots"),
             }
             future::ready(())
         })
@@ -271,7 +271,7 @@ fn seed_changes(
                 true
             }
             Err(e) => {
-                tracing::warn!(error = %e, "watching seeds");
+                tracing::warn!(error = %extension_sdk::events::error_chain(&e), "watching seeds");
                 false
             }
         };
@@ -316,7 +316,7 @@ fn profile_changes(
             }
             Ok(_) => false,
             Err(e) => {
-                tracing::warn!(error = %e, "watching cloud profiles");
+                tracing::warn!(error = %extension_sdk::events::error_chain(&e), "watching cloud profiles");
                 false
             }
         };

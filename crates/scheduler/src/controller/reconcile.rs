@@ -181,7 +181,7 @@ async fn place(shoot: &Shoot, key: ShootKey, seed: SeedName, ctx: &Context) -> R
                 if let Err(e) = patch_last_operation(&api, &updated, &op).await
                     && !is_conflict_or_gone(&e)
                 {
-                    tracing::warn!(error = %e, "clearing the earlier refusal from the status failed");
+                    tracing::warn!(error = %extension_sdk::events::error_chain(&e), "clearing the earlier refusal from the status failed");
                 }
             }
             Ok(Action::await_change())
@@ -193,7 +193,7 @@ async fn place(shoot: &Shoot, key: ShootKey, seed: SeedName, ctx: &Context) -> R
                 ctx.lock_state().release(&key);
             }
             if is_conflict_or_gone(&e) {
-                tracing::debug!(error = %e, "the shoot changed since the decision; deciding again");
+                tracing::debug!(error = %extension_sdk::events::error_chain(&e), "the shoot changed since the decision; deciding again");
                 return Ok(Action::requeue(SHORT_RETRY));
             }
             Err(Error::Place { shoot: key, seed, source: e })
@@ -285,7 +285,7 @@ impl Context {
             secondary: None,
         };
         if let Err(e) = self.recorder.publish(&event, regarding).await {
-            tracing::warn!(error = %e, reason, "publishing an event failed");
+            tracing::warn!(error = %extension_sdk::events::error_chain(&e), reason, "publishing an event failed");
         }
     }
 }
