@@ -1,7 +1,9 @@
 //! Admission for the garden: what users `kubectl apply` is defaulted and validated before it is
 //! stored. The rules are pure functions of the object, the previous object, the requester and
 //! the related objects passed in as values ([`shoot`], [`seed`], [`project`], [`cloudprofile`],
-//! [`bastion`], [`managedseed`], [`secretbinding`], [`adminkubeconfigrequest`]); every refusal is a list of field errors
+//! [`namespacedcloudprofile`], [`bastion`], [`managedseed`], [`secretbinding`],
+//! [`credentialsbinding`], [`workloadidentity`], [`exposureclass`], [`internalsecret`],
+//! [`adminkubeconfigrequest`]); every refusal is a list of field errors
 //! ([`field`]). The webhook server ([`server`]) decodes AdmissionReviews, looks the related
 //! objects up in watch-fed caches and applies the rules.
 
@@ -18,10 +20,15 @@ pub use identity::{Identities, UserInfo};
 pub mod adminkubeconfigrequest;
 pub mod bastion;
 pub mod cloudprofile;
+pub mod credentialsbinding;
+pub mod exposureclass;
+pub mod internalsecret;
 pub mod managedseed;
+pub mod namespacedcloudprofile;
 pub mod project;
 pub mod quota;
 pub mod review;
 pub mod secretbinding;
 pub mod seed;
 pub mod server;
+pub mod workloadidentity;

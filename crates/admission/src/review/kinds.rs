@@ -1,14 +1,20 @@
 //! Dispatch by resource: which decoding, lookups and rules apply to each kind and operation.
 
 use super::decode::decode;
-use super::{Admission, Endpoint, Outcome, Request};
+use super::{Admission, Endpoint, Outcome, Request, quotas};
 use crate::field::{ErrorList, FieldError, Path};
+use crate::shoot::reference::{self, Profile};
 use crate::shoot::{self, DefaultingContext, ShootContext};
-use crate::{adminkubeconfigrequest, bastion, cloudprofile, managedseed, project, quota, secretbinding, seed};
+use crate::{
+    adminkubeconfigrequest, bastion, cloudprofile, credentialsbinding, exposureclass, internalsecret, managedseed,
+    namespacedcloudprofile, project, secretbinding, seed, workloadidentity,
+};
 use api::authentication::AdminKubeconfigRequest;
-use api::core::cloudprofile::CloudProfileSpec;
-use api::core::{CloudProfile, Project, SecretBinding, Seed, Shoot};
+use api::core::{
+    CloudProfile, ExposureClass, InternalSecret, NamespacedCloudProfile, Project, SecretBinding, Seed, Shoot,
+};
 use api::operations::Bastion;
+use api::security::{CredentialsBinding, WorkloadIdentity};
 use api::seedmanagement::ManagedSeed;
 use kube::core::admission::Operation;
 use serde::Serialize;
@@ -16,15 +22,20 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
 /// The resources (plural names) this server has rules for, per endpoint.
-pub const MUTATED: &[&str] = &["shoots", "bastions", "adminkubeconfigrequests"];
+pub const MUTATED: &[&str] = &["shoots", "bastions", "adminkubeconfigrequests", "internalsecrets"];
 pub const VALIDATED: &[&str] = &[
     "shoots",
     "seeds",
     "projects",
     "cloudprofiles",
+    "namespacedcloudprofiles",
     "bastions",
     "managedseeds",
     "secretbindings",
+    "credentialsbindings",
+    "workloadidentities",
+    "exposureclasses",
+    "internalsecrets",
     "adminkubeconfigrequests",
 ];
 
@@ -58,6 +69,23 @@ pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &
         (Endpoint::Validate, "secretbindings") => {
             validate_with(req, |b: &SecretBinding, old| secretbinding::validate(b, old))
         }
+        (Endpoint::Validate, "credentialsbindings") => validate_with(req, |b: &CredentialsBinding, old| {
+            credentialsbinding::validate(b, old, |ns, name| adm.lookup().quota(ns, name).is_some())
+        }),
+        (Endpoint::Validate, "workloadidentities") => {
+            validate_with(req, |w: &WorkloadIdentity, old| workloadidentity::validate(w, old))
+        }
+        (Endpoint::Validate, "namespacedcloudprofiles") => validate_with(req, |p: &NamespacedCloudProfile, old| {
+            let parent = adm.lookup().cloud_profile(&p.spec.parent.name);
+            namespacedcloudprofile::validate(p, old, parent.as_deref().map(|c| &c.spec), adm.now())
+        }),
+        (Endpoint::Validate, "exposureclasses") => {
+            validate_with(req, |e: &ExposureClass, old| exposureclass::validate(e, old))
+        }
+        (Endpoint::Mutate, "internalsecrets") => mutate(req, internalsecret::default),
+        (Endpoint::Validate, "internalsecrets") => {
+            validate_with(req, |s: &InternalSecret, old| internalsecret::validate(s, old))
+        }
         _ => Err(ErrorList(vec![FieldError::forbidden(
             Path::new("<request>"),
             format!("this webhook has no {endpoint:?} rules for resource {resource:?}"),
@@ -90,14 +118,29 @@ fn mutate<T: DeserializeOwned + Serialize>(
 }
 
 fn default_shoot(adm: &Admission, s: &mut Shoot) {
-    let profile = s.spec.cloud_profile_name().and_then(|n| adm.lookup().cloud_profile(n));
+    let namespace = s.metadata.namespace.clone().unwrap_or_default();
+    // The profile as the shoot will refer to it once the reference fields are synchronised (a
+    // profile that cannot be resolved leaves the profile defaults out; validation refuses it).
+    let mut synced = s.spec.clone();
+    reference::sync(&mut synced);
+    let profile = reference::resolve(adm.lookup(), &namespace, &synced).ok().flatten();
     let seed = s.spec.seed_name.as_deref().and_then(|n| adm.lookup().seed(n));
     let ctx = DefaultingContext {
-        profile: profile.as_deref().map(|p| &p.spec),
+        profile: profile.as_ref().and_then(Profile::spec),
         seed: seed.as_deref().map(|s| &s.spec),
         now: adm.now(),
     };
     shoot::default_shoot(s, ctx);
+}
+
+/// Whether an update changes what the Shoot rules judge: the spec, with the profile reference
+/// synchronised on both sides (the mutating webhook adds `spec.cloudProfile` to a shoot stored
+/// before it did; that alone is no change).
+fn spec_changed(new: &Shoot, old: &Shoot) -> bool {
+    let (mut n, mut o) = (new.spec.clone(), old.spec.clone());
+    reference::sync(&mut n);
+    reference::sync(&mut o);
+    n != o
 }
 
 fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
@@ -107,113 +150,61 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
         return check(shoot::validate_delete(&old));
     }
     let new: Shoot = object(req.object.as_ref(), "object")?;
-    let profile = new.spec.cloud_profile_name().and_then(|n| adm.lookup().cloud_profile(n));
+    let old: Option<Shoot> = match req.operation {
+        Operation::Create => None,
+        Operation::Update => Some(object(req.old_object.as_ref(), "oldObject")?),
+        _ => return Ok(()),
+    };
+    if let Some(old) = &old {
+        if new.spec == old.spec || (new.metadata.deletion_timestamp.is_none() && !spec_changed(&new, old)) {
+            // Metadata or status only (finalizers, the deletion confirmation, operation
+            // annotations): nothing the rules judge changed, so nothing is re-judged; a
+            // shoot whose profile or version has gone away can still be annotated and
+            // deleted.
+            return Ok(());
+        }
+        if new.metadata.deletion_timestamp.is_some() {
+            return Err(ErrorList(vec![FieldError::forbidden(
+                Path::new("spec"),
+                "the spec of a shoot that is being deleted cannot be changed",
+            )]));
+        }
+    }
+    let lookup = adm.lookup();
+    let namespace = new.metadata.namespace.clone().unwrap_or_default();
+    let resolved = reference::resolve(lookup, &namespace, &new.spec);
+    let (profile, profile_error) = match &resolved {
+        Ok(p) => (p.as_ref(), None),
+        Err(e) => (None, Some(e)),
+    };
+    let spec = profile.and_then(Profile::spec);
+    // The hierarchies of the two references, for an update that changes the reference.
+    let old_root = old
+        .as_ref()
+        .and_then(|o| reference::reference(&o.spec))
+        .and_then(|r| reference::root_of(lookup, &namespace, &r));
+    let new_root = match profile {
+        Some(p) => Some(p.root().to_string()),
+        None => reference::reference(&new.spec).and_then(|r| reference::root_of(lookup, &namespace, &r)),
+    };
+    let exposure = new.spec.exposure_class_name.as_deref().and_then(|n| lookup.exposure_class(n));
     let ctx = ShootContext {
-        profile: profile.as_deref().map(|p| &p.spec),
+        profile: spec,
+        profile_error,
+        profile_roots: (new_root.as_deref(), old_root.as_deref()),
+        exposure_class: exposure.as_deref(),
         now: adm.now(),
         user: &req.user,
         seed_assigners: &adm.config().seed_assigners,
     };
-    let quotas = |old: Option<&Shoot>| match &profile {
-        Some(p) => quota_check(adm, &new, old, &p.spec),
-        None => ErrorList::default(),
+    let mut errs = match &old {
+        None => shoot::validate_create(&new, ctx),
+        Some(old) => shoot::validate_update(&new, old, ctx),
     };
-    match req.operation {
-        Operation::Create => {
-            let mut errs = shoot::validate_create(&new, ctx);
-            errs.extend(quotas(None));
-            check(errs)
-        }
-        Operation::Update => {
-            let old: Shoot = object(req.old_object.as_ref(), "oldObject")?;
-            if new.spec == old.spec {
-                // Metadata or status only (finalizers, the deletion confirmation, operation
-                // annotations): nothing the rules judge changed, so nothing is re-judged; a
-                // shoot whose profile or version has gone away can still be annotated and
-                // deleted.
-                return Ok(());
-            }
-            if new.metadata.deletion_timestamp.is_some() {
-                return Err(ErrorList(vec![FieldError::forbidden(
-                    Path::new("spec"),
-                    "the spec of a shoot that is being deleted cannot be changed",
-                )]));
-            }
-            let mut errs = shoot::validate_update(&new, &old, ctx);
-            errs.extend(quotas(Some(&old)));
-            check(errs)
-        }
-        _ => Ok(()),
+    if let Some(spec) = spec {
+        errs.extend(quotas::check(lookup, &new, old.as_ref(), spec));
     }
-}
-
-/// The Quotas of the shoot's SecretBinding, each with the other shoots in its scope
-/// (`Project`: the shoot's namespace; `Secret`: the shoots whose binding refers to the same
-/// Secret), judged by [`crate::quota::validate`].
-fn quota_check(adm: &Admission, shoot: &Shoot, old: Option<&Shoot>, profile: &CloudProfileSpec) -> ErrorList {
-    let lookup = adm.lookup();
-    let namespace = shoot.metadata.namespace.clone().unwrap_or_default();
-    let name = shoot.metadata.name.clone().unwrap_or_default();
-    let Some(binding) = shoot.spec.secret_binding_name.as_deref().and_then(|b| lookup.secret_binding(&namespace, b))
-    else {
-        return ErrorList::default();
-    };
-    let secret_of = |b: &SecretBinding| {
-        let ns = b.metadata.namespace.clone().unwrap_or_default();
-        (b.spec.secret_ref.namespace.clone().unwrap_or(ns), b.spec.secret_ref.name.clone())
-    };
-    let all = lookup.shoots();
-    let others: Vec<&Shoot> = all
-        .iter()
-        .map(Arc::as_ref)
-        .filter(|s| {
-            !(s.metadata.namespace.as_deref() == Some(namespace.as_str())
-                && s.metadata.name.as_deref() == Some(name.as_str()))
-        })
-        .collect();
-    let quotas: Vec<Arc<api::core::Quota>> = binding
-        .spec
-        .quotas
-        .iter()
-        .filter_map(|q| {
-            let ns = q.namespace.clone().unwrap_or_else(|| binding.metadata.namespace.clone().unwrap_or_default());
-            lookup.quota(&ns, &q.name)
-        })
-        .collect();
-    let scoped: Vec<quota::Scoped<'_>> = quotas
-        .iter()
-        .map(|q| {
-            let in_scope: Vec<&Shoot> = match q.spec.scope.kind.as_str() {
-                "Secret" => others
-                    .iter()
-                    .copied()
-                    .filter(|s| {
-                        let ns = s.metadata.namespace.as_deref().unwrap_or_default();
-                        s.spec
-                            .secret_binding_name
-                            .as_deref()
-                            .and_then(|b| lookup.secret_binding(ns, b))
-                            .is_some_and(|b| secret_of(&b) == secret_of(&binding))
-                    })
-                    .collect(),
-                _ => others
-                    .iter()
-                    .copied()
-                    .filter(|s| s.metadata.namespace.as_deref() == Some(namespace.as_str()))
-                    .collect(),
-            };
-            quota::Scoped {
-                quota: format!(
-                    "{}/{}",
-                    q.metadata.namespace.as_deref().unwrap_or_default(),
-                    q.metadata.name.as_deref().unwrap_or_default()
-                ),
-                limits: &q.spec.metrics,
-                others: in_scope,
-            }
-        })
-        .collect();
-    quota::validate(shoot, old, &scoped, profile)
+    check(errs)
 }
 
 /// Runs `rules` on create and update (with the old object on update).

@@ -1,43 +1,64 @@
 //! The related objects the rules need, looked up without an API round trip: the server backs
 //! this with watch-fed caches ([`crate::server::caches`]); tests back it with plain vectors.
 
-use api::core::{CloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
+use api::core::{CloudProfile, ExposureClass, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
+use api::security::CredentialsBinding;
 use kube::ResourceExt;
 use std::sync::Arc;
 
 /// Read access to the garden objects admission decisions depend on.
 pub trait Lookup: Send + Sync {
     fn cloud_profile(&self, name: &str) -> Option<Arc<CloudProfile>>;
+    fn namespaced_cloud_profile(&self, namespace: &str, name: &str) -> Option<Arc<NamespacedCloudProfile>>;
     fn seed(&self, name: &str) -> Option<Arc<Seed>>;
     fn shoot(&self, namespace: &str, name: &str) -> Option<Arc<Shoot>>;
     fn shoots(&self) -> Vec<Arc<Shoot>>;
     fn projects(&self) -> Vec<Arc<Project>>;
     fn secret_binding(&self, namespace: &str, name: &str) -> Option<Arc<SecretBinding>>;
+    fn credentials_binding(&self, namespace: &str, name: &str) -> Option<Arc<CredentialsBinding>>;
     fn quota(&self, namespace: &str, name: &str) -> Option<Arc<Quota>>;
+    fn exposure_class(&self, name: &str) -> Option<Arc<ExposureClass>>;
 }
 
 /// A [`Lookup`] over fixed lists (tests, benchmarks).
 #[derive(Clone, Debug, Default)]
 pub struct StaticLookup {
     pub cloud_profiles: Vec<Arc<CloudProfile>>,
+    pub namespaced_cloud_profiles: Vec<Arc<NamespacedCloudProfile>>,
     pub seeds: Vec<Arc<Seed>>,
     pub shoots: Vec<Arc<Shoot>>,
     pub projects: Vec<Arc<Project>>,
     pub secret_bindings: Vec<Arc<SecretBinding>>,
+    pub credentials_bindings: Vec<Arc<CredentialsBinding>>,
     pub quotas: Vec<Arc<Quota>>,
+    pub exposure_classes: Vec<Arc<ExposureClass>>,
+}
+
+/// The object named `namespace/name` in `list`.
+fn namespaced<K: ResourceExt>(list: &[Arc<K>], namespace: &str, name: &str) -> Option<Arc<K>> {
+    list.iter().find(|o| o.name_any() == name && o.namespace().as_deref() == Some(namespace)).cloned()
+}
+
+/// The cluster-scoped object named `name` in `list`.
+fn cluster<K: ResourceExt>(list: &[Arc<K>], name: &str) -> Option<Arc<K>> {
+    list.iter().find(|o| o.name_any() == name).cloned()
 }
 
 impl Lookup for StaticLookup {
     fn cloud_profile(&self, name: &str) -> Option<Arc<CloudProfile>> {
-        self.cloud_profiles.iter().find(|p| p.name_any() == name).cloned()
+        cluster(&self.cloud_profiles, name)
+    }
+
+    fn namespaced_cloud_profile(&self, namespace: &str, name: &str) -> Option<Arc<NamespacedCloudProfile>> {
+        namespaced(&self.namespaced_cloud_profiles, namespace, name)
     }
 
     fn seed(&self, name: &str) -> Option<Arc<Seed>> {
-        self.seeds.iter().find(|p| p.name_any() == name).cloned()
+        cluster(&self.seeds, name)
     }
 
     fn shoot(&self, namespace: &str, name: &str) -> Option<Arc<Shoot>> {
-        self.shoots.iter().find(|s| s.name_any() == name && s.namespace().as_deref() == Some(namespace)).cloned()
+        namespaced(&self.shoots, namespace, name)
     }
 
     fn shoots(&self) -> Vec<Arc<Shoot>> {
@@ -49,13 +70,18 @@ impl Lookup for StaticLookup {
     }
 
     fn secret_binding(&self, namespace: &str, name: &str) -> Option<Arc<SecretBinding>> {
-        self.secret_bindings
-            .iter()
-            .find(|b| b.name_any() == name && b.namespace().as_deref() == Some(namespace))
-            .cloned()
+        namespaced(&self.secret_bindings, namespace, name)
+    }
+
+    fn credentials_binding(&self, namespace: &str, name: &str) -> Option<Arc<CredentialsBinding>> {
+        namespaced(&self.credentials_bindings, namespace, name)
     }
 
     fn quota(&self, namespace: &str, name: &str) -> Option<Arc<Quota>> {
-        self.quotas.iter().find(|q| q.name_any() == name && q.namespace().as_deref() == Some(namespace)).cloned()
+        namespaced(&self.quotas, namespace, name)
+    }
+
+    fn exposure_class(&self, name: &str) -> Option<Arc<ExposureClass>> {
+        cluster(&self.exposure_classes, name)
     }
 }

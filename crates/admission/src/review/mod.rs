@@ -5,6 +5,7 @@
 pub mod decode;
 pub mod kinds;
 pub mod lookup;
+mod quotas;
 
 pub use lookup::{Lookup, StaticLookup};
 

@@ -1,9 +1,10 @@
-//! Watch-fed caches of the objects the rules look up (CloudProfiles, Seeds, Shoots, Projects,
-//! SecretBindings, Quotas),
+//! Watch-fed caches of the objects the rules look up (CloudProfiles, NamespacedCloudProfiles,
+//! Seeds, Shoots, Projects, SecretBindings, CredentialsBindings, Quotas, ExposureClasses),
 //! so that answering a request needs no API round trip.
 
 use crate::review::Lookup;
-use api::core::{CloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
+use api::core::{CloudProfile, ExposureClass, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
+use api::security::CredentialsBinding;
 use futures::StreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -18,11 +19,14 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Caches {
     profiles: Store<CloudProfile>,
+    namespaced_profiles: Store<NamespacedCloudProfile>,
     seeds: Store<Seed>,
     shoots: Store<Shoot>,
     projects: Store<Project>,
     bindings: Store<SecretBinding>,
+    credentials_bindings: Store<CredentialsBinding>,
     quotas: Store<Quota>,
+    exposure_classes: Store<ExposureClass>,
 }
 
 impl Debug for Caches {
@@ -58,11 +62,14 @@ impl Caches {
     pub fn start(client: &Client, stop: impl Future<Output = ()> + Send + Clone + 'static) -> Self {
         Self {
             profiles: cache(Api::all(client.clone()), stop.clone()),
+            namespaced_profiles: cache(Api::all(client.clone()), stop.clone()),
             seeds: cache(Api::all(client.clone()), stop.clone()),
             shoots: cache(Api::all(client.clone()), stop.clone()),
             projects: cache(Api::all(client.clone()), stop.clone()),
             bindings: cache(Api::all(client.clone()), stop.clone()),
-            quotas: cache(Api::all(client.clone()), stop),
+            credentials_bindings: cache(Api::all(client.clone()), stop.clone()),
+            quotas: cache(Api::all(client.clone()), stop.clone()),
+            exposure_classes: cache(Api::all(client.clone()), stop),
         }
     }
 
@@ -70,11 +77,14 @@ impl Caches {
     pub async fn synced(&self) {
         let _ = futures::join!(
             self.profiles.wait_until_ready(),
+            self.namespaced_profiles.wait_until_ready(),
             self.seeds.wait_until_ready(),
             self.shoots.wait_until_ready(),
             self.projects.wait_until_ready(),
             self.bindings.wait_until_ready(),
-            self.quotas.wait_until_ready()
+            self.credentials_bindings.wait_until_ready(),
+            self.quotas.wait_until_ready(),
+            self.exposure_classes.wait_until_ready()
         );
     }
 }
@@ -82,6 +92,10 @@ impl Caches {
 impl Lookup for Caches {
     fn cloud_profile(&self, name: &str) -> Option<Arc<CloudProfile>> {
         self.profiles.get(&ObjectRef::new(name))
+    }
+
+    fn namespaced_cloud_profile(&self, namespace: &str, name: &str) -> Option<Arc<NamespacedCloudProfile>> {
+        self.namespaced_profiles.get(&ObjectRef::new(name).within(namespace))
     }
 
     fn seed(&self, name: &str) -> Option<Arc<Seed>> {
@@ -104,7 +118,15 @@ impl Lookup for Caches {
         self.bindings.get(&ObjectRef::new(name).within(namespace))
     }
 
+    fn credentials_binding(&self, namespace: &str, name: &str) -> Option<Arc<CredentialsBinding>> {
+        self.credentials_bindings.get(&ObjectRef::new(name).within(namespace))
+    }
+
     fn quota(&self, namespace: &str, name: &str) -> Option<Arc<Quota>> {
         self.quotas.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn exposure_class(&self, name: &str) -> Option<Arc<ExposureClass>> {
+        self.exposure_classes.get(&ObjectRef::new(name))
     }
 }

@@ -20,9 +20,19 @@ pub fn rules() -> Vec<PolicyRule> {
     vec![
         rule(
             "core.gardener.cloud",
-            &["cloudprofiles", "seeds", "shoots", "projects", "secretbindings", "quotas"],
+            &[
+                "cloudprofiles",
+                "namespacedcloudprofiles",
+                "seeds",
+                "shoots",
+                "projects",
+                "secretbindings",
+                "quotas",
+                "exposureclasses",
+            ],
             &["list", "watch"],
         ),
+        rule("security.gardener.cloud", &["credentialsbindings"], &["list", "watch"]),
         rule(
             "admissionregistration.k8s.io",
             &["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],

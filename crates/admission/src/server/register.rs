@@ -34,6 +34,7 @@ fn group_of(resource: &str) -> &'static str {
         "bastions" => "operations.gardener.cloud",
         "adminkubeconfigrequests" => "authentication.gardener.cloud",
         "managedseeds" => "seedmanagement.gardener.cloud",
+        "credentialsbindings" | "workloadidentities" => "security.gardener.cloud",
         _ => "core.gardener.cloud",
     }
 }

@@ -1,7 +1,9 @@
 //! Shoot defaulting, as the reference system's `SetDefaults_Shoot` plus the defaults its shoot
-//! admission plugin takes from the CloudProfile: purpose, networks, kube-proxy, maintenance,
-//! Kubernetes and machine image versions, worker pool rollout settings. Pure: it changes the
-//! object it is given and nothing else; the webhook turns the difference into a JSONPatch.
+//! admission plugin takes from the CloudProfile: the profile reference (`cloudProfile` and
+//! `cloudProfileName` kept consistent, [`super::reference::sync`]), purpose, networks,
+//! kube-proxy, maintenance, Kubernetes and machine image versions, worker pool rollout settings.
+//! Pure: it changes the object it is given and nothing else; the webhook turns the difference
+//! into a JSONPatch.
 
 use super::profile;
 use api::core::Shoot;
@@ -40,6 +42,10 @@ pub fn default_shoot(shoot: &mut Shoot, ctx: DefaultingContext<'_>) {
         shoot.metadata.namespace.as_deref().unwrap_or(""),
         shoot.metadata.name.as_deref().unwrap_or("")
     );
+    if shoot.metadata.deletion_timestamp.is_none() {
+        // As Gardener: a shoot being deleted keeps its spec as it is.
+        super::reference::sync(&mut shoot.spec);
+    }
     let spec = &mut shoot.spec;
     spec.purpose.get_or_insert(ShootPurpose::Evaluation);
     default_networking(spec, ctx.seed);

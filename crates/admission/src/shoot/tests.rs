@@ -18,17 +18,13 @@ fn defaulted(mut s: Shoot) -> Shoot {
 fn create_errors(s: &Shoot, user: &UserInfo) -> ErrorList {
     let profile = fixtures::cloud_profile_spec();
     let ids = Identities::default_seed_assigners();
-    validate_create(s, ShootContext { profile: Some(&profile), now: fixtures::now(), user, seed_assigners: &ids })
+    validate_create(s, ShootContext::with_profile(Some(&profile), fixtures::now(), user, &ids))
 }
 
 fn update_errors(new: &Shoot, old: &Shoot, user: &UserInfo) -> ErrorList {
     let profile = fixtures::cloud_profile_spec();
     let ids = Identities::default_seed_assigners();
-    validate_update(
-        new,
-        old,
-        ShootContext { profile: Some(&profile), now: fixtures::now(), user, seed_assigners: &ids },
-    )
+    validate_update(new, old, ShootContext::with_profile(Some(&profile), fixtures::now(), user, &ids))
 }
 
 fn alice() -> UserInfo {
@@ -352,11 +348,33 @@ fn create_allows_what_it_should() {
 #[test]
 fn unknown_profile_is_not_found() {
     let ids = Identities::default();
-    let errs = validate_create(
-        &defaulted(fixtures::shoot()),
-        ShootContext { profile: None, now: fixtures::now(), user: &alice(), seed_assigners: &ids },
+    let shoot = defaulted(fixtures::shoot());
+    let lookup = crate::review::StaticLookup::default();
+    let missing = reference::resolve(&lookup, "garden-dev", &shoot.spec).unwrap_err();
+    let user = alice();
+    let ctx = ShootContext {
+        profile_error: Some(&missing),
+        ..ShootContext::with_profile(None, fixtures::now(), &user, &ids)
+    };
+    assert_eq!(validate_create(&shoot, ctx).to_string(), "spec.cloudProfileName: Not found: \"local\"");
+}
+
+#[test]
+fn exposure_class_must_exist_on_create() {
+    let ids = Identities::default_seed_assigners();
+    let profile = fixtures::cloud_profile_spec();
+    let mut shoot = defaulted(fixtures::shoot());
+    shoot.spec.exposure_class_name = Some("internet".into());
+    let user = alice();
+    let ctx = ShootContext::with_profile(Some(&profile), fixtures::now(), &user, &ids);
+    assert_eq!(
+        validate_create(&shoot, ctx).to_string(),
+        "spec.exposureClassName: Not found: \"internet\": no such ExposureClass"
     );
-    assert_eq!(errs.to_string(), "spec.cloudProfileName: Not found: \"local\"");
+    let class = ExposureClass::new("internet", Default::default());
+    assert!(validate_create(&shoot, ShootContext { exposure_class: Some(&class), ..ctx }).is_empty());
+    // An update keeping the name does not look again (the class may have gone since).
+    assert!(validate_update(&shoot, &shoot, ctx).is_empty());
 }
 
 #[test]
@@ -404,7 +422,21 @@ fn update_rules() {
             |_| {},
             |s| s.spec.cloud_profile_name = Some("other".into()),
             alice(),
-            Some("spec.cloudProfileName: Invalid value: \"other\": field is immutable"),
+            Some(
+                "spec.cloudProfileName: Invalid value: \"other\": must name the same CloudProfile as spec.cloudProfile.name (\"local\")",
+            ),
+        ),
+        (
+            "profile reference, both fields",
+            |_| {},
+            |s| {
+                s.spec.cloud_profile_name = Some("other".into());
+                s.spec.cloud_profile.as_mut().unwrap().name = "other".into();
+            },
+            alice(),
+            Some(
+                "spec.cloudProfileName: Forbidden: the profile may only change between a CloudProfile and the NamespacedCloudProfiles whose parent it is",
+            ),
         ),
         (
             "secret binding",

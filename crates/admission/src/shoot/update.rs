@@ -15,7 +15,7 @@ pub fn validate_immutable(new: &Shoot, old: &Shoot) -> ErrorList {
     let (n, o) = (&new.spec, &old.spec);
     errs.0.extend(immutable_str(&sp.child("region"), Some(&n.region), Some(&o.region)));
     errs.0.extend(immutable_str(&sp.child("provider").child("type"), Some(&n.provider.type_), Some(&o.provider.type_)));
-    errs.0.extend(immutable_str(&sp.child("cloudProfileName"), n.cloud_profile_name(), o.cloud_profile_name()));
+    // The profile reference may change within its hierarchy: `reference::validate_change`.
     errs.0.extend(immutable_str(&sp.child("schedulerName"), n.scheduler_name.as_deref(), o.scheduler_name.as_deref()));
     errs.0.extend(immutable_str(
         &sp.child("exposureClassName"),

@@ -1,0 +1,256 @@
+//! NamespacedCloudProfile validation, as Gardener's static validation and its
+//! `NamespacedCloudProfileValidator` admission plugin do it, against the parent CloudProfile:
+//!
+//! * `spec.parent`: kind `CloudProfile`, a name, an existing profile; immutable.
+//! * `spec.kubernetes.versions`: only versions the parent offers (a NamespacedCloudProfile
+//!   cannot add Kubernetes versions; the merge ignores such entries), each with an
+//!   `expirationDate`: overriding the expiration date is all such an entry does.
+//! * `spec.machineImages`: a version of a parent image is an override: it needs an
+//!   `expirationDate` and may not carry a `classification`, `cri` or `architectures` (those stay
+//!   the parent's). A version the parent does not have (of a parent image or of a new image) is
+//!   an addition: a semantic version with a `classification`.
+//! * Expiration overrides on update: a date in the past is refused unless the entry keeps the
+//!   date it already had (Gardener checks this on update only: a new profile may expire a
+//!   version for its project at once).
+//! * `spec.machineTypes`, `spec.volumeTypes`: names set, unique, and not a name of the parent's
+//!   (the parent's would win the merge); one the profile already had may stay when the parent
+//!   gains the same name later.
+//! * `spec.caBundle`: PEM certificates.
+//!
+//! Not checked here (Gardener's plugin does): the simulated merge result's full CloudProfile
+//! validation (the merge of a valid parent with entries passing these rules is valid), and
+//! machine image `updateStrategy` (not part of this API).
+
+use crate::common::immutable;
+use crate::field::{ErrorList, FieldError, Path};
+use api::core::NamespacedCloudProfile;
+use api::core::cloudprofile::{CloudProfileSpec, ExpirableVersion, MachineImage};
+use k8s_openapi::jiff::Timestamp;
+use std::collections::BTreeSet;
+
+/// The kind `spec.parent` must name.
+pub const PARENT_KIND: &str = "CloudProfile";
+
+/// Every rule for a new or updated NamespacedCloudProfile (`old` on update); `parent` is the
+/// spec of the CloudProfile `spec.parent` names, when it exists.
+pub fn validate(
+    ncp: &NamespacedCloudProfile,
+    old: Option<&NamespacedCloudProfile>,
+    parent: Option<&CloudProfileSpec>,
+    now: Timestamp,
+) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let sp = Path::new("spec");
+    let spec = &ncp.spec;
+    if let Some(old) = old {
+        if spec == &old.spec {
+            // Metadata only (finalizers, labels): nothing the rules judge changed, and a profile
+            // whose parent has gone can still be cleaned up.
+            return errs;
+        }
+        errs.0.extend(immutable(&sp.child("parent"), &spec.parent, &old.spec.parent));
+    }
+    let pp = sp.child("parent");
+    match spec.parent.kind.as_deref() {
+        Some(PARENT_KIND) => {}
+        other => {
+            errs.push(FieldError::invalid(pp.child("kind"), other.unwrap_or_default(), "kind must be CloudProfile"))
+        }
+    }
+    if spec.parent.name.is_empty() {
+        errs.push(FieldError::required(pp.child("name"), "must provide a parent name"));
+    }
+    if let Some(ca) = &spec.ca_bundle {
+        errs.0.extend(ca_bundle(ca, &sp.child("caBundle")));
+    }
+    let old_spec = old.map(|o| &o.spec);
+    let old_merged = old.and_then(|o| o.status.as_ref()).and_then(|s| s.cloud_profile_spec.as_ref());
+    let Some(parent) = parent else {
+        if !spec.parent.name.is_empty() {
+            errs.push(FieldError {
+                detail: "parent CloudProfile could not be found".into(),
+                ..FieldError::not_found(pp.child("name"), &spec.parent.name)
+            });
+        }
+        return errs;
+    };
+    let updating = old.is_some();
+    // Whether an expiration date in the past is kept from before (the old override or the old
+    // merged result), which Gardener allows.
+    let kept = |old_versions: &[&ExpirableVersion], v: &ExpirableVersion| {
+        old_versions.iter().any(|o| o.version == v.version && o.expiration_date == v.expiration_date)
+    };
+    let past = |v: &ExpirableVersion| v.expiration_date.as_ref().is_some_and(|d| d.0 < now);
+
+    if let Some(k8s) = &spec.kubernetes {
+        let kp = sp.child("kubernetes").child("versions");
+        let mut old_versions: Vec<&ExpirableVersion> = Vec::new();
+        old_versions.extend(old_spec.and_then(|s| s.kubernetes.as_ref()).iter().flat_map(|k| k.versions.iter()));
+        old_versions.extend(old_merged.iter().flat_map(|m| m.kubernetes.versions.iter()));
+        let mut seen = BTreeSet::new();
+        for (i, v) in k8s.versions.iter().enumerate() {
+            let vp = kp.index(i);
+            if !seen.insert(v.version.as_str()) {
+                errs.push(FieldError::duplicate(vp.child("version"), &v.version));
+            } else if !parent.kubernetes.versions.iter().any(|p| p.version == v.version) {
+                errs.push(FieldError::invalid(
+                    vp.child("version"),
+                    &v.version,
+                    "does not exist in the parent CloudProfile and thus cannot be overridden",
+                ));
+            } else if v.expiration_date.is_none() {
+                errs.push(FieldError::required(
+                    vp.child("expirationDate"),
+                    format!("an override of version {:?} must set its expiration date", v.version),
+                ));
+            } else if updating && past(v) && !kept(&old_versions, v) {
+                errs.push(FieldError::invalid(
+                    vp.child("expirationDate"),
+                    &v.version,
+                    format!("expiration date for version {:?} is in the past", v.version),
+                ));
+            }
+        }
+    }
+
+    let ip = sp.child("machineImages");
+    let mut images = BTreeSet::new();
+    for (i, image) in spec.machine_images.iter().enumerate() {
+        let p = ip.index(i);
+        if image.name.is_empty() {
+            errs.push(FieldError::required(p.child("name"), ""));
+            continue;
+        }
+        if !images.insert(image.name.as_str()) {
+            errs.push(FieldError::duplicate(p.child("name"), &image.name));
+            continue;
+        }
+        let in_parent = parent.machine_images.iter().find(|m| m.name == image.name);
+        if in_parent.is_none() && image.versions.is_empty() {
+            errs.push(FieldError::required(p.child("versions"), "a new machine image needs at least one version"));
+        }
+        let mut old_versions: Vec<&ExpirableVersion> = Vec::new();
+        for list in [old_spec.map(|s| s.machine_images.as_slice()), old_merged.map(|m| m.machine_images.as_slice())] {
+            old_versions.extend(image_versions(list.unwrap_or_default(), &image.name));
+        }
+        let mut seen = BTreeSet::new();
+        for (j, v) in image.versions.iter().enumerate() {
+            let vp = p.child("versions").index(j);
+            let e = &v.expirable;
+            if !seen.insert(e.version.as_str()) {
+                errs.push(FieldError::duplicate(vp.child("version"), &e.version));
+                continue;
+            }
+            let overrides = in_parent.is_some_and(|m| m.versions.iter().any(|pv| pv.expirable.version == e.version));
+            if overrides {
+                for (field, set) in [
+                    ("classification", e.classification.is_some()),
+                    ("cri", !v.cri.is_empty()),
+                    ("architectures", !v.architectures.is_empty()),
+                ] {
+                    if set {
+                        errs.push(FieldError::forbidden(
+                            vp.child(field),
+                            format!("must not provide a {field} to a version of the parent's machine image; only its expirationDate can be overridden"),
+                        ));
+                    }
+                }
+                if e.expiration_date.is_none() {
+                    errs.push(FieldError::required(
+                        vp.child("expirationDate"),
+                        format!("an override of version {:?} must set its expiration date", e.version),
+                    ));
+                } else if updating && past(e) && !kept(&old_versions, e) {
+                    errs.push(FieldError::invalid(
+                        vp.child("expirationDate"),
+                        &e.version,
+                        format!("expiration date for version {:?} is in the past", e.version),
+                    ));
+                }
+            } else {
+                if let Err(err) = semver::Version::parse(&e.version) {
+                    errs.push(FieldError::invalid(
+                        vp.child("version"),
+                        &e.version,
+                        format!("must be a semantic version: {err}"),
+                    ));
+                }
+                if e.classification.is_none() {
+                    errs.push(FieldError::required(
+                        vp.child("classification"),
+                        format!(
+                            "version {:?} is not in the parent CloudProfile: an added version needs a classification (only the parent's versions can be overridden)",
+                            e.version
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    let names_before = |f: fn(&api::core::NamespacedCloudProfileSpec) -> Vec<&str>| old_spec.map(f).unwrap_or_default();
+    errs.extend(added_names(
+        spec.machine_types.iter().map(|t| t.name.as_str()),
+        parent.machine_types.iter().map(|t| t.name.as_str()).collect(),
+        names_before(|s| s.machine_types.iter().map(|t| t.name.as_str()).collect()),
+        &sp.child("machineTypes"),
+        "machine type",
+    ));
+    errs.extend(added_names(
+        spec.volume_types.iter().map(|t| t.name.as_str()),
+        parent.volume_types.iter().map(|t| t.name.as_str()).collect(),
+        names_before(|s| s.volume_types.iter().map(|t| t.name.as_str()).collect()),
+        &sp.child("volumeTypes"),
+        "volume type",
+    ));
+    errs
+}
+
+/// The versions of image `name` in `images`.
+fn image_versions<'a>(images: &'a [MachineImage], name: &str) -> impl Iterator<Item = &'a ExpirableVersion> {
+    images.iter().filter(move |m| m.name == name).flat_map(|m| m.versions.iter().map(|v| &v.expirable))
+}
+
+/// Added machine or volume types: names set and unique, none the parent's unless the profile
+/// had it before (the parent gained the name later).
+fn added_names<'a>(
+    names: impl Iterator<Item = &'a str>,
+    parent: Vec<&str>,
+    before: Vec<&str>,
+    p: &Path,
+    what: &str,
+) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let mut seen = BTreeSet::new();
+    for (i, n) in names.enumerate() {
+        let np = p.index(i).child("name");
+        if n.is_empty() {
+            errs.push(FieldError::required(np, ""));
+        } else if !seen.insert(n) {
+            errs.push(FieldError::duplicate(np, n));
+        } else if parent.contains(&n) && !before.contains(&n) {
+            errs.push(FieldError::invalid(
+                np,
+                n,
+                format!("the parent CloudProfile already offers a {what} of this name; a NamespacedCloudProfile can only add new ones"),
+            ));
+        }
+    }
+    errs
+}
+
+/// One or more PEM certificates that parse.
+fn ca_bundle(pem: &str, p: &Path) -> Option<FieldError> {
+    let mut count = 0;
+    for block in x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()) {
+        let ok = block.is_ok_and(|b| b.label == "CERTIFICATE" && b.parse_x509().is_ok());
+        if !ok {
+            return Some(FieldError::invalid(p.clone(), "<bundle>", "caBundle is not a valid PEM-encoded certificate"));
+        }
+        count += 1;
+    }
+    (count == 0).then(|| FieldError::invalid(p.clone(), "<bundle>", "caBundle is not a valid PEM-encoded certificate"))
+}
+
+#[cfg(test)]
+mod tests;
