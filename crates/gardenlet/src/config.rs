@@ -77,6 +77,13 @@ pub struct ControllerSettings {
     pub shoot_retry_window_seconds: u64,
     /// ControllerInstallations reconciled at once.
     pub controller_installation_concurrent_syncs: u16,
+    /// How often the care controller refreshes every shoot's conditions, in seconds.
+    pub shoot_care_period_seconds: u64,
+    /// How long a failing condition is `Progressing` before it turns `False`, in seconds (0:
+    /// `False` at once).
+    pub shoot_care_threshold_seconds: u64,
+    /// Shoots the care controller checks at once.
+    pub shoot_care_concurrent_syncs: u16,
 }
 
 impl Default for ControllerSettings {
@@ -87,6 +94,9 @@ impl Default for ControllerSettings {
             shoot_sync_period_seconds: 3600,
             shoot_retry_window_seconds: 12 * 3600,
             controller_installation_concurrent_syncs: 2,
+            shoot_care_period_seconds: 60,
+            shoot_care_threshold_seconds: 60,
+            shoot_care_concurrent_syncs: 5,
         }
     }
 }
@@ -94,6 +104,10 @@ impl Default for ControllerSettings {
 impl ControllerSettings {
     pub fn seed_heartbeat(&self) -> Duration {
         Duration::from_secs(self.seed_heartbeat_seconds)
+    }
+
+    pub fn shoot_care_threshold(&self) -> Duration {
+        Duration::from_secs(self.shoot_care_threshold_seconds)
     }
 }
 
@@ -156,6 +170,12 @@ impl GardenletConfig {
         }
         if self.controllers.controller_installation_concurrent_syncs == 0 {
             return Err(("controllers.controllerInstallationConcurrentSyncs", "must be at least 1".into()));
+        }
+        if self.controllers.shoot_care_period_seconds == 0 {
+            return Err(("controllers.shootCarePeriodSeconds", "must be at least 1".into()));
+        }
+        if self.controllers.shoot_care_concurrent_syncs == 0 {
+            return Err(("controllers.shootCareConcurrentSyncs", "must be at least 1".into()));
         }
         if !(1..=100).contains(&self.control_plane_requests_percent) {
             return Err((

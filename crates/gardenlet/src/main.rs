@@ -74,6 +74,18 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     runner.add_task_with_readiness(move |stop, ready| {
         gardenlet::installation::run(install_garden, install_seed, install_name, install_concurrency, stop, ready)
     });
+    let care = gardenlet::shoot::care::CareController {
+        garden: garden.clone(),
+        seed: seed.clone(),
+        seed_name: config.seed.name.clone(),
+        period: Duration::from_secs(config.controllers.shoot_care_period_seconds),
+        threshold: config.controllers.shoot_care_threshold(),
+        concurrency: usize::from(config.controllers.shoot_care_concurrent_syncs),
+        clock: std::sync::Arc::new(|| {
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+        }),
+    };
+    runner.add_task(move |stop| care.run(stop));
     let metrics = gardenlet::metrics::ShootMetrics::new(runner.registry())?;
     let shoots = ShootController {
         garden,

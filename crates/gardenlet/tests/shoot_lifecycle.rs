@@ -191,11 +191,12 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
     // Conditions come from real checks: the stand-in API server answers, the (simulated)
     // workloads are rolled out, the system resources exist, and no node ever registers here.
     let condition = |t: &str| status.conditions.iter().find(|c| c.type_ == t).map(|c| (c.status, c.reason.clone()));
-    use api::common::ConditionStatus::{False, True};
+    use api::common::ConditionStatus::{Progressing, True};
     assert_eq!(condition("APIServerAvailable"), Some((True, "HealthzRequestSucceeded".into())));
     assert_eq!(condition("ControlPlaneHealthy"), Some((True, "ControlPlaneRunning".into())));
     assert_eq!(condition("SystemComponentsHealthy"), Some((True, "SystemComponentsRunning".into())));
-    assert_eq!(condition("EveryNodeReady"), Some((False, "MissingNodes".into())));
+    // A first failure is Progressing (it turns False after the care threshold; see the care test).
+    assert_eq!(condition("EveryNodeReady"), Some((Progressing, "MissingNodes".into())));
     // The credentials of the CredentialsBinding reached the seed as the cloudprovider Secret.
     let cloudprovider = Api::<Secret>::namespaced(h.client.clone(), ns).get("cloudprovider").await.unwrap();
     assert_eq!(
@@ -613,4 +614,69 @@ async fn secrets_in_an_extension_error_reach_no_status_event_or_log() {
         assert!(!events.contains(secret), "a garden event carries {secret}");
         assert!(!logged.contains(secret), "gardenlet logged {secret}");
     }
+}
+
+/// The care controller (as gardenlet's ServiceAccount, on an injected clock) notices a broken
+/// control plane without any reconcile: `Progressing` at once, `False` once the threshold has
+/// passed, `True` again after the repair; a tick that finds nothing new writes nothing.
+#[tokio::test]
+async fn care_reports_a_broken_control_plane_between_reconciles() {
+    use api::common::ConditionStatus::{False, Progressing, True};
+    use std::sync::atomic::AtomicI64;
+    let mut h = harness().await;
+    let _gardenlet = h.start_gardenlet();
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    h.wait_shoot("Succeeded", Duration::from_secs(180), succeeded).await;
+
+    let offset = Arc::new(AtomicI64::new(0));
+    let clock_offset = offset.clone();
+    let care = gardenlet::shoot::care::CareController {
+        garden: h.gardenlet.clone(),
+        seed: h.gardenlet.clone(),
+        seed_name: "local".into(),
+        period: Duration::from_millis(500),
+        threshold: Duration::from_secs(60),
+        concurrency: 2,
+        clock: Arc::new(move || {
+            let skew = k8s_openapi::jiff::SignedDuration::from_secs(clock_offset.load(Ordering::SeqCst));
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now() + skew)
+        }),
+    };
+    let care = tokio::spawn(care.run(std::future::pending()));
+
+    // Nothing changed since the reconcile: the care ticks write nothing.
+    let before = h.shoots().get("demo").await.unwrap().resource_version();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(h.shoots().get("demo").await.unwrap().resource_version(), before, "an unchanged shoot is not written");
+
+    let condition = |s: &Shoot| {
+        s.status.as_ref().and_then(|st| st.conditions.iter().find(|c| c.type_ == "ControlPlaneHealthy").cloned())
+    };
+    Api::<Deployment>::namespaced(h.client.clone(), "shoot--dev--demo")
+        .delete("kube-scheduler", &DeleteParams::default())
+        .await
+        .unwrap();
+    let broken = h
+        .wait_shoot("ControlPlaneHealthy Progressing", Duration::from_secs(30), |s| {
+            condition(s).is_some_and(|c| c.status == Progressing)
+        })
+        .await;
+    let c = condition(&broken).unwrap();
+    assert!(c.message.contains("kube-scheduler: missing"), "{}", c.message);
+    assert_eq!(c.reason, "ControlPlaneUnhealthy");
+
+    offset.store(61, Ordering::SeqCst);
+    h.wait_shoot("ControlPlaneHealthy False after the threshold", Duration::from_secs(30), |s| {
+        condition(s).is_some_and(|c| c.status == False)
+    })
+    .await;
+
+    // A reconcile puts the scheduler back; the conditions are True again.
+    annotate(&h.client, "demo", "reconcile").await;
+    h.wait_shoot("ControlPlaneHealthy True after the repair", Duration::from_secs(120), |s| {
+        condition(s).is_some_and(|c| c.status == True)
+    })
+    .await;
+    care.abort();
 }

@@ -10,7 +10,6 @@ use crate::config::GardenletConfig;
 use crate::flow::{Progress, RunOptions};
 use api::common::{LastOperation, LastOperationType};
 use api::core::{Seed, Shoot};
-use api::helpers::conditions::{ConditionUpdate, set_condition};
 use api::helpers::constants::{ANNOTATION_OPERATION, FINALIZER_GARDENER};
 use extension_sdk::deployer::Deployer;
 use futures::StreamExt;
@@ -291,21 +290,10 @@ impl ShootController {
         });
         let computed = std::mem::take(&mut ctx.found().conditions);
         if !computed.is_empty() {
-            let mut conditions = shoot.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
-            let at = now();
-            for c in &computed {
-                set_condition(
-                    &mut conditions,
-                    ConditionUpdate {
-                        type_: c.type_,
-                        status: c.status,
-                        reason: &c.reason,
-                        message: &c.message,
-                        codes: &[],
-                    },
-                    &at,
-                );
-            }
+            // The same Progressing step as the care controller (super::care::decide).
+            let previous = shoot.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
+            let threshold = self.config.controllers.shoot_care_threshold();
+            let (conditions, _) = super::care::decide::next_conditions(&previous, &computed, threshold, &now());
             status["conditions"] = json!(conditions);
         }
         if result.is_success() {

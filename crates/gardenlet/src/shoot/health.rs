@@ -66,8 +66,26 @@ pub fn hibernated() -> Vec<Check> {
         .collect()
 }
 
-async fn control_plane(ctx: &OperationContext) -> Check {
-    let deployments: Api<Deployment> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+/// What the checks look at: the shoot's seed namespace and its API server.
+pub struct Inputs<'a> {
+    pub seed: &'a kube::Client,
+    /// The shoot's namespace in the seed (its technical ID).
+    pub namespace: &'a str,
+    pub hibernated: bool,
+    /// Nodes the worker pools expect at least (the sum of their minimums).
+    pub expected_nodes: i32,
+    /// A client for the shoot's API server, or why there is none.
+    pub shoot: Result<kube::Client, String>,
+}
+
+impl std::fmt::Debug for Inputs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inputs").field("namespace", &self.namespace).field("hibernated", &self.hibernated).finish()
+    }
+}
+
+async fn control_plane(seed: &kube::Client, namespace: &str) -> Check {
+    let deployments: Api<Deployment> = Api::namespaced(seed.clone(), namespace);
     let mut problems = Vec::new();
     for name in [kube_apiserver::NAME, kube_controller_manager::NAME, kube_scheduler::NAME] {
         match deployments.get_opt(name).await {
@@ -80,7 +98,7 @@ async fn control_plane(ctx: &OperationContext) -> Check {
             Err(e) => problems.push(format!("{name}: {e}")),
         }
     }
-    let sts: Api<StatefulSet> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    let sts: Api<StatefulSet> = Api::namespaced(seed.clone(), namespace);
     match sts.get_opt(etcd::NAME).await {
         Ok(Some(s)) => {
             if let Err(e) = checks::statefulset_ready(&s) {
@@ -95,14 +113,30 @@ async fn control_plane(ctx: &OperationContext) -> Check {
     check(CONTROL_PLANE_HEALTHY, problems.is_empty(), "ControlPlaneRunning", "ControlPlaneUnhealthy", message)
 }
 
-/// Computes every condition (never fails: an unreachable API is itself the finding).
+/// Computes every condition of the shoot an operation works on.
 pub async fn conditions(ctx: &OperationContext) -> Vec<Check> {
-    if ctx.values.hibernated {
+    let shoot = match ctx.values.hibernated {
+        true => Err(String::new()),
+        false => super::reconcile::shoot_client(ctx).await.map_err(|e| e.to_string()),
+    };
+    conditions_of(&Inputs {
+        seed: &ctx.seed,
+        namespace: ctx.values.namespace(),
+        hibernated: ctx.values.hibernated,
+        expected_nodes: ctx.shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
+        shoot,
+    })
+    .await
+}
+
+/// Computes every condition (never fails: an unreachable API is itself the finding).
+pub async fn conditions_of(inputs: &Inputs<'_>) -> Vec<Check> {
+    if inputs.hibernated {
         return hibernated();
     }
-    let mut out = vec![control_plane(ctx).await];
-    let shoot = match super::reconcile::shoot_client(ctx).await {
-        Ok(c) => c,
+    let mut out = vec![control_plane(inputs.seed, inputs.namespace).await];
+    let shoot = match &inputs.shoot {
+        Ok(c) => c.clone(),
         Err(e) => {
             let message = format!("No client for the shoot's API server: {e}");
             out.push(check(API_SERVER_AVAILABLE, false, "", "HealthzRequestFailed", message.clone()));
@@ -128,7 +162,7 @@ pub async fn conditions(ctx: &OperationContext) -> Vec<Check> {
         }
         Err(e) => check(API_SERVER_AVAILABLE, false, "", "HealthzRequestFailed", format!("/readyz failed: {e}")),
     });
-    let expected: i32 = ctx.shoot.spec.provider.workers.iter().map(|w| w.minimum).sum();
+    let expected = inputs.expected_nodes;
     let mut node_count = 0;
     out.push(match Api::<Node>::all(shoot.clone()).list(&ListParams::default()).await {
         Ok(nodes) => {

@@ -2,6 +2,7 @@
 //! extension objects, reports progress on the Shoot, and tears everything down again.
 
 pub mod backup;
+pub mod care;
 pub mod checks;
 pub mod context;
 pub mod controller;

@@ -1,0 +1,206 @@
+//! The shoot care controller: refreshes the conditions of every shoot on this seed
+//! (`APIServerAvailable`, `ControlPlaneHealthy`, `EveryNodeReady`, `SystemComponentsHealthy`)
+//! on its own period (default one minute), independent of reconciles, so a broken control plane
+//! shows within a period plus the threshold instead of at the next reconcile.
+//!
+//! It keeps a cache of Shoots (a watch), and on every tick checks the shoots it cares for
+//! ([`cared_for`]) a few at a time: the checks of [`crate::shoot::health`] against the seed
+//! namespace and the shoot's API server (with the admin kubeconfig gardenlet keeps in the seed),
+//! folded into the conditions by [`decide`]. The status is written only when a condition
+//! changed, with the resourceVersion that was read (a concurrent write wins; the next tick
+//! looks again). The clock is injectable.
+
+pub mod decide;
+
+use crate::shoot::health::{self, Inputs};
+use api::common::LastOperationType;
+use api::core::Shoot;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+use kube::{Api, ResourceExt};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The time source (tests move it).
+pub type Clock = Arc<dyn Fn() -> Time + Send + Sync>;
+
+/// Settings of the care controller.
+#[derive(Clone)]
+pub struct CareController {
+    pub garden: kube::Client,
+    pub seed: kube::Client,
+    pub seed_name: String,
+    /// How often every shoot is checked.
+    pub period: Duration,
+    /// How long a failing condition stays `Progressing` before it turns `False`.
+    pub threshold: Duration,
+    /// Shoots checked at once.
+    pub concurrency: usize,
+    pub clock: Clock,
+}
+
+impl std::fmt::Debug for CareController {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CareController")
+            .field("seed", &self.seed_name)
+            .field("period", &self.period)
+            .field("threshold", &self.threshold)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why caring for one shoot failed (the next tick tries again).
+#[derive(Debug, thiserror::Error)]
+pub enum CareError {
+    #[error("writing the conditions of shoot {shoot}")]
+    Write {
+        shoot: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Pure: whether the care controller looks after `shoot`: it runs on `seed` (status and spec
+/// agree, so not during a migration), it exists (a technical ID and a last operation), and no
+/// operation is creating, deleting or migrating it (their flows set the conditions themselves).
+pub fn cared_for(shoot: &Shoot, seed: &str) -> bool {
+    let Some(status) = shoot.status.as_ref() else { return false };
+    let Some(last) = status.last_operation.as_ref() else { return false };
+    let creating = last.type_ == LastOperationType::Create && last.state != api::common::LastOperationState::Succeeded;
+    shoot.metadata.deletion_timestamp.is_none()
+        && shoot.spec.seed_name.as_deref() == Some(seed)
+        && status.seed_name.as_deref() == Some(seed)
+        && !status.technical_id.is_empty()
+        && !creating
+        && !matches!(last.type_, LastOperationType::Delete | LastOperationType::Migrate)
+}
+
+impl CareController {
+    /// Runs until `stop` resolves.
+    pub async fn run(self, stop: impl Future<Output = ()> + Send) {
+        let (reader, writer) = reflector::store::<Shoot>();
+        let watch = reflector::reflector(writer, watcher(Api::all(self.garden.clone()), watcher::Config::default()))
+            .default_backoff()
+            .for_each(|_| futures::future::ready(()));
+        let this = Arc::new(self);
+        let ticks = {
+            let this = this.clone();
+            async move {
+                if reader.wait_until_ready().await.is_err() {
+                    return;
+                }
+                let mut tick = tokio::time::interval(this.period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    let shoots: Vec<Arc<Shoot>> =
+                        reader.state().into_iter().filter(|s| cared_for(s, &this.seed_name)).collect();
+                    futures::stream::iter(shoots)
+                        .for_each_concurrent(this.concurrency.max(1), |shoot| {
+                            let this = this.clone();
+                            async move {
+                                if let Err(e) = this.care(&shoot).await {
+                                    tracing::warn!(shoot = %shoot.name_any(), error = %extension_sdk::events::error_chain(&e), "shoot care");
+                                }
+                            }
+                        })
+                        .await;
+                }
+            }
+        };
+        tokio::select! {
+            () = watch => {}
+            () = ticks => {}
+            () = stop => {}
+        }
+    }
+
+    /// Checks one shoot and writes its conditions when they changed. Returns whether it wrote.
+    #[tracing::instrument(skip_all, fields(shoot = %format!("{}/{}", shoot.namespace().unwrap_or_default(), shoot.name_any())))]
+    pub async fn care(&self, shoot: &Shoot) -> Result<bool, CareError> {
+        let Some(status) = shoot.status.as_ref() else { return Ok(false) };
+        let namespace = status.technical_id.as_str();
+        let inputs = Inputs {
+            seed: &self.seed,
+            namespace,
+            hibernated: status.hibernated,
+            expected_nodes: shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
+            shoot: if status.hibernated { Err(String::new()) } else { self.shoot_client(namespace).await },
+        };
+        let checks = health::conditions_of(&inputs).await;
+        let now = (self.clock)();
+        let (conditions, changed) = decide::next_conditions(&status.conditions, &checks, self.threshold, &now);
+        if !changed {
+            return Ok(false);
+        }
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": shoot.resource_version()},
+            "status": {"conditions": conditions},
+        });
+        let api: Api<Shoot> = Api::namespaced(self.garden.clone(), &shoot.namespace().unwrap_or_default());
+        match api.patch_status(&shoot.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => Ok(true),
+            // Someone wrote in between: the cache brings the new version, the next tick looks again.
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(source) => Err(CareError::Write { shoot: shoot.name_any(), source }),
+        }
+    }
+
+    /// A client for the shoot's API server from the admin kubeconfig in its seed namespace.
+    async fn shoot_client(&self, namespace: &str) -> Result<kube::Client, String> {
+        let name = pki::shoot_set::names::KUBECONFIG_ADMIN;
+        let secret = Api::<Secret>::namespaced(self.seed.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("reading Secret {namespace}/{name}: {e}"))?
+            .ok_or_else(|| format!("Secret {namespace}/{name} does not exist"))?;
+        let text = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(pki::data_keys::KUBECONFIG))
+            .and_then(|v| String::from_utf8(v.0.clone()).ok())
+            .ok_or_else(|| format!("Secret {namespace}/{name} has no kubeconfig"))?;
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).map_err(|e| format!("admin kubeconfig: {e}"))?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .map_err(|e| format!("admin kubeconfig: {e}"))?;
+        kube::Client::try_from(config).map_err(|e| format!("client for the shoot: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+    use super::*;
+    use serde_json::json;
+
+    fn shoot(spec_seed: &str, status_seed: &str, op: &str, state: &str) -> Shoot {
+        serde_json::from_value(json!({
+            "metadata": {"name": "s", "namespace": "garden-dev"},
+            "spec": {"seedName": spec_seed, "region": "r", "provider": {"type": "local"}},
+            "status": {"seedName": status_seed, "technicalID": "shoot--dev--s", "hibernated": false,
+                       "lastOperation": {"type": op, "state": state, "progress": 100, "description": "",
+                                         "lastUpdateTime": "2026-01-01T00:00:00Z"}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_existing_shoots_of_this_seed_outside_create_delete_and_migrate_are_cared_for() {
+        assert!(cared_for(&shoot("a", "a", "Reconcile", "Succeeded"), "a"));
+        assert!(cared_for(&shoot("a", "a", "Reconcile", "Error"), "a"), "a failing reconcile is cared for");
+        assert!(cared_for(&shoot("a", "a", "Create", "Succeeded"), "a"));
+        assert!(!cared_for(&shoot("a", "a", "Create", "Processing"), "a"));
+        assert!(!cared_for(&shoot("a", "a", "Delete", "Processing"), "a"));
+        assert!(!cared_for(&shoot("b", "a", "Migrate", "Processing"), "a"));
+        assert!(!cared_for(&shoot("b", "b", "Reconcile", "Succeeded"), "a"), "another seed's shoot");
+        let mut new = shoot("a", "a", "Reconcile", "Succeeded");
+        new.status = None;
+        assert!(!cared_for(&new, "a"));
+    }
+}
