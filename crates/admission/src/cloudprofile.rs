@@ -30,8 +30,27 @@ fn unique_names<'a>(names: impl Iterator<Item = &'a str>, p: &Path, field: &str,
     }
 }
 
-/// Every rule; on update (`old`), `shoots` are the shoots of the whole garden.
+/// Every rule; on update (`old`), `shoots` are the shoots of the whole garden, of which those
+/// naming this profile directly count (see [`validate_in_hierarchy`] for shoots on its
+/// NamespacedCloudProfiles).
 pub fn validate<S: AsRef<Shoot>>(profile: &CloudProfile, old: Option<&CloudProfile>, shoots: &[S]) -> ErrorList {
+    let direct = |s: &Shoot| {
+        crate::shoot::reference::reference(&s.spec)
+            .filter(|r| r.kind == crate::shoot::reference::CLOUD_PROFILE)
+            .map(|r| r.name)
+    };
+    validate_in_hierarchy(profile, old, shoots, direct)
+}
+
+/// [`validate`] where a shoot uses this profile when `root_of` (the root CloudProfile of the
+/// shoot's reference: the profile itself, or a NamespacedCloudProfile's parent) names it; the
+/// versions of a parent are in use by the shoots of its NamespacedCloudProfiles too.
+pub fn validate_in_hierarchy<S: AsRef<Shoot>>(
+    profile: &CloudProfile,
+    old: Option<&CloudProfile>,
+    shoots: &[S],
+    root_of: impl Fn(&Shoot) -> Option<String>,
+) -> ErrorList {
     let mut errs = ErrorList::default();
     let sp = Path::new("spec");
     let spec = &profile.spec;
@@ -60,17 +79,22 @@ pub fn validate<S: AsRef<Shoot>>(profile: &CloudProfile, old: Option<&CloudProfi
         );
     }
     if let Some(old) = old {
-        errs.extend(removed_in_use(profile, old, shoots));
+        errs.extend(removed_in_use(profile, old, shoots, root_of));
     }
     errs
 }
 
 /// Versions present in `old` but not in `new` that a shoot of this profile still uses.
-fn removed_in_use<S: AsRef<Shoot>>(new: &CloudProfile, old: &CloudProfile, shoots: &[S]) -> ErrorList {
+fn removed_in_use<S: AsRef<Shoot>>(
+    new: &CloudProfile,
+    old: &CloudProfile,
+    shoots: &[S],
+    root_of: impl Fn(&Shoot) -> Option<String>,
+) -> ErrorList {
     let mut errs = ErrorList::default();
     let name = new.name_any();
     let users: Vec<&Shoot> =
-        shoots.iter().map(AsRef::as_ref).filter(|s| s.spec.cloud_profile_name() == Some(name.as_str())).collect();
+        shoots.iter().map(AsRef::as_ref).filter(|s| root_of(s).as_deref() == Some(name.as_str())).collect();
     let kept: BTreeSet<&str> = new.spec.kubernetes.versions.iter().map(|v| v.version.as_str()).collect();
     for v in &old.spec.kubernetes.versions {
         if kept.contains(v.version.as_str()) {
@@ -182,5 +206,16 @@ mod tests {
         let mut other = fixtures::shoot();
         other.spec.cloud_profile_name = Some("other".into());
         assert!(validate(&new, Some(&old), &[Arc::new(other)]).is_empty());
+        // A shoot on a NamespacedCloudProfile of this parent uses the parent's versions.
+        let mut child = fixtures::shoot();
+        child.spec.cloud_profile_name = None;
+        child.spec.cloud_profile = Some(api::core::shoot::CloudProfileReference {
+            kind: Some("NamespacedCloudProfile".into()),
+            name: "team".into(),
+        });
+        let child = [Arc::new(child)];
+        assert!(validate(&new, Some(&old), &child).is_empty(), "without knowing the child's parent");
+        let errs = validate_in_hierarchy(&new, Some(&old), &child, |_| Some("local".into()));
+        assert!(errs.to_string().contains("unable to delete Kubernetes version \"1.20.2\""), "{errs}");
     }
 }

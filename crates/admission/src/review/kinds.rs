@@ -58,9 +58,13 @@ pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &
         (Endpoint::Validate, "projects") => {
             validate_with(req, |p: &Project, old| project::validate(p, old, &adm.lookup().projects()))
         }
-        (Endpoint::Validate, "cloudprofiles") => {
-            validate_with(req, |p: &CloudProfile, old| cloudprofile::validate(p, old, &adm.lookup().shoots()))
-        }
+        (Endpoint::Validate, "cloudprofiles") => validate_with(req, |p: &CloudProfile, old| {
+            let lookup = adm.lookup();
+            cloudprofile::validate_in_hierarchy(p, old, &lookup.shoots(), |s| {
+                let ns = s.metadata.namespace.as_deref().unwrap_or_default();
+                reference::reference(&s.spec).and_then(|r| reference::root_of(lookup, ns, &r))
+            })
+        }),
         (Endpoint::Validate, "managedseeds") => validate_with(req, |m: &ManagedSeed, old| {
             let ns = m.metadata.namespace.as_deref().unwrap_or_default();
             let exists = m.spec.shoot.as_ref().is_some_and(|s| adm.lookup().shoot(ns, &s.name).is_some());
