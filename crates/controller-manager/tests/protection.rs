@@ -264,3 +264,61 @@ async fn credentials_and_quotas_named_by_credentials_bindings_are_protected() {
     wait_finalizers("the Secret to be released", &secrets, "creds", Some(&[])).await;
     wait_finalizers("the Quota to be released", &quotas, "q", Some(&[])).await;
 }
+
+/// An ExposureClass and a NamespacedCloudProfile that a Shoot names, and the CloudProfile that
+/// is the NamespacedCloudProfile's parent, carry the finalizer; deletions wait, naming the users.
+#[tokio::test]
+async fn exposure_classes_and_namespaced_cloud_profiles_in_use_wait_for_their_users() {
+    use api::core::{ExposureClass, NamespacedCloudProfile};
+    let (env, client) = garden().await;
+    namespace(&client, NS).await;
+    let profiles: Api<CloudProfile> = Api::all(client.clone());
+    let mut profile = CloudProfile::new("local", Default::default());
+    profile.spec.type_ = "local".into();
+    profiles.create(&PostParams::default(), &profile).await.unwrap();
+    let children: Api<NamespacedCloudProfile> = Api::namespaced(client.clone(), NS);
+    let child: NamespacedCloudProfile = serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "NamespacedCloudProfile",
+        "metadata": {"name": "custom"}, "spec": {"parent": {"kind": "CloudProfile", "name": "local"}}
+    }))
+    .unwrap();
+    children.create(&PostParams::default(), &child).await.unwrap();
+    let classes: Api<ExposureClass> = Api::all(client.clone());
+    let class: ExposureClass = serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "ExposureClass",
+        "metadata": {"name": "internet"}, "handler": "internet-config"
+    }))
+    .unwrap();
+    classes.create(&PostParams::default(), &class).await.unwrap();
+    let _running = start(&env, controller_manager::Config::default()).await;
+
+    let mut app = shoot("app", NS);
+    app.spec.cloud_profile_name = None;
+    app.spec.cloud_profile = Some(api::core::shoot::CloudProfileReference {
+        kind: Some("NamespacedCloudProfile".into()),
+        name: "custom".into(),
+    });
+    app.spec.exposure_class_name = Some("internet".into());
+    create_shoot(&client, &app).await;
+    let gardener = Some(&["gardener"][..]);
+    wait_finalizers("the ExposureClass to be protected", &classes, "internet", gardener).await;
+    wait_finalizers("the NamespacedCloudProfile to be protected", &children, "custom", gardener).await;
+    wait_finalizers("the parent CloudProfile to be protected", &profiles, "local", gardener).await;
+
+    classes.delete("internet", &DeleteParams::default()).await.unwrap();
+    profiles.delete("local", &DeleteParams::default()).await.unwrap();
+    eventually("both deletions to be blocked and explained", || async {
+        let class = event_notes(&client, "", "internet", "DeletionBlocked").await;
+        let parent = event_notes(&client, "", "local", "DeletionBlocked").await;
+        let explained = class.iter().any(|n| n.contains("Shoot garden-dev/app"))
+            && parent.iter().any(|n| n.contains("NamespacedCloudProfile garden-dev/custom"));
+        if explained { Ok(()) } else { Err(format!("{class:?} {parent:?}")) }
+    })
+    .await;
+
+    Api::<Shoot>::namespaced(client.clone(), NS).delete("app", &DeleteParams::default()).await.unwrap();
+    wait_finalizers("the ExposureClass to be deleted", &classes, "internet", None).await;
+    wait_finalizers("the unused NamespacedCloudProfile to lose its finalizer", &children, "custom", Some(&[])).await;
+    children.delete("custom", &DeleteParams::default()).await.unwrap();
+    wait_finalizers("the parent CloudProfile to be deleted", &profiles, "local", None).await;
+}

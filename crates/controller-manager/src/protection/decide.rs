@@ -1,7 +1,9 @@
 //! Who uses a protected object, and what to do with its finalizer. Pure.
 //!
-//! CloudProfiles are used by the Shoots naming them (`spec.cloudProfileName` or
-//! `spec.cloudProfile.name`), SecretBindings by the Shoots of their namespace naming them
+//! CloudProfiles are used by the Shoots naming them (`spec.cloudProfileName`, or
+//! `spec.cloudProfile` of kind `CloudProfile`) and by the NamespacedCloudProfiles whose parent
+//! they are, NamespacedCloudProfiles by the Shoots of their namespace naming them, ExposureClasses
+//! by the Shoots naming them (`spec.exposureClassName`), SecretBindings by the Shoots of their namespace naming them
 //! (`spec.secretBindingName`), credentials Secrets by the SecretBindings whose `secretRef`
 //! and the CredentialsBindings whose `credentialsRef` name them, WorkloadIdentities by the
 //! CredentialsBindings naming them, Quotas by the bindings of either kind listing them in
@@ -11,8 +13,9 @@
 //! listing them in `deployment.deploymentRefs` and the installations naming them. An object
 //! carries the finalizer while it is used; a deletion waits until nothing uses it.
 
+use admission::shoot::reference::{CLOUD_PROFILE, NAMESPACED_CLOUD_PROFILE};
 use api::common::ObjectReference;
-use api::core::{ControllerInstallation, ControllerRegistration, SecretBinding, Shoot};
+use api::core::{ControllerInstallation, ControllerRegistration, NamespacedCloudProfile, SecretBinding, Shoot};
 use api::security::CredentialsBinding;
 use kube::ResourceExt;
 
@@ -49,9 +52,52 @@ fn key(namespace: Option<String>, name: String) -> String {
     format!("{}/{name}", namespace.unwrap_or_default())
 }
 
-pub fn cloud_profile_users<'a>(name: &str, shoots: impl Iterator<Item = &'a Shoot>) -> Vec<String> {
+/// The kind and name of the profile a Shoot uses (kind defaulted to `CloudProfile`).
+pub fn profile_of(shoot: &Shoot) -> Option<(String, String)> {
+    admission::shoot::reference::reference(&shoot.spec).map(|r| (r.kind, r.name))
+}
+
+/// A CloudProfile is used by the Shoots naming it and by the NamespacedCloudProfiles whose
+/// parent it is.
+pub fn cloud_profile_users<'a>(
+    name: &str,
+    shoots: impl Iterator<Item = &'a Shoot>,
+    children: impl Iterator<Item = &'a NamespacedCloudProfile>,
+) -> Vec<String> {
     let mut users: Vec<String> = shoots
-        .filter(|s| s.spec.cloud_profile_name() == Some(name))
+        .filter(|s| profile_of(s).is_some_and(|(kind, n)| kind == CLOUD_PROFILE && n == name))
+        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
+        .chain(
+            children
+                .filter(|c| c.spec.parent.name == name)
+                .map(|c| format!("NamespacedCloudProfile {}", key(c.namespace(), c.name_any()))),
+        )
+        .collect();
+    users.sort();
+    users
+}
+
+/// A NamespacedCloudProfile is used by the Shoots of its namespace naming it.
+pub fn namespaced_cloud_profile_users<'a>(
+    namespace: &str,
+    name: &str,
+    shoots: impl Iterator<Item = &'a Shoot>,
+) -> Vec<String> {
+    let mut users: Vec<String> = shoots
+        .filter(|s| {
+            s.namespace().as_deref() == Some(namespace)
+                && profile_of(s).is_some_and(|(kind, n)| kind == NAMESPACED_CLOUD_PROFILE && n == name)
+        })
+        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
+        .collect();
+    users.sort();
+    users
+}
+
+/// An ExposureClass is used by the Shoots naming it in `spec.exposureClassName`.
+pub fn exposure_class_users<'a>(name: &str, shoots: impl Iterator<Item = &'a Shoot>) -> Vec<String> {
+    let mut users: Vec<String> = shoots
+        .filter(|s| s.spec.exposure_class_name.as_deref() == Some(name))
         .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
         .collect();
     users.sort();
@@ -273,7 +319,28 @@ mod tests {
             shoot("p", "two", "aws", Some("other")),
             shoot("q", "three", "local", Some("creds")),
         ];
-        assert_eq!(cloud_profile_users("local", shoots.iter()), vec!["Shoot p/one", "Shoot q/three"]);
+        assert_eq!(cloud_profile_users("local", shoots.iter(), [].iter()), vec!["Shoot p/one", "Shoot q/three"]);
+        // Shoots on a NamespacedCloudProfile use it, not a CloudProfile of the same name; the
+        // NamespacedCloudProfile uses its parent.
+        let mut on_ncp = shoot("p", "custom", "ignored", None);
+        on_ncp.spec.cloud_profile_name = None;
+        on_ncp.spec.cloud_profile = Some(api::core::shoot::CloudProfileReference {
+            kind: Some("NamespacedCloudProfile".into()),
+            name: "local".into(),
+        });
+        on_ncp.spec.exposure_class_name = Some("internet".into());
+        let child: NamespacedCloudProfile = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "local", "namespace": "p"}, "spec": {"parent": {"kind": "CloudProfile", "name": "local"}}
+        }))
+        .unwrap();
+        let with_ncp = [shoots[0].clone(), on_ncp];
+        assert_eq!(
+            cloud_profile_users("local", with_ncp.iter(), [child].iter()),
+            vec!["NamespacedCloudProfile p/local", "Shoot p/one"]
+        );
+        assert_eq!(namespaced_cloud_profile_users("p", "local", with_ncp.iter()), vec!["Shoot p/custom"]);
+        assert!(namespaced_cloud_profile_users("q", "local", with_ncp.iter()).is_empty());
+        assert_eq!(exposure_class_users("internet", with_ncp.iter()), vec!["Shoot p/custom"]);
         assert_eq!(secret_binding_users("p", "creds", shoots.iter()), vec!["Shoot p/one"]);
         let mut bindings: Vec<BindingRefs> = [
             binding("p", "creds", ("secret", None), &[("quota", None)]),

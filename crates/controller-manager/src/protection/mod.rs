@@ -1,4 +1,5 @@
-//! The protection controllers' wiring: one controller each for CloudProfiles, SecretBindings,
+//! The protection controllers' wiring: one controller each for CloudProfiles,
+//! NamespacedCloudProfiles, ExposureClasses, SecretBindings,
 //! CredentialsBindings, Quotas, (metadata only) Secrets, WorkloadIdentities, Seeds,
 //! ControllerRegistrations and ControllerDeployments, sharing caches of Shoots, SecretBindings,
 //! CredentialsBindings, ControllerRegistrations and ControllerInstallations. A Shoot event
@@ -14,8 +15,8 @@ pub mod reconcile;
 
 use crate::runtime::{self, Common};
 use api::core::{
-    CloudProfile, ControllerDeployment, ControllerInstallation, ControllerRegistration, Quota, SecretBinding, Seed,
-    Shoot,
+    CloudProfile, ControllerDeployment, ControllerInstallation, ControllerRegistration, ExposureClass,
+    NamespacedCloudProfile, Quota, SecretBinding, Seed, Shoot,
 };
 use api::security::{CredentialsBinding, WorkloadIdentity};
 use extension_sdk::runner::Stop;
@@ -40,9 +41,12 @@ pub struct Context {
     registration: Common,
     deployment: Common,
     workload_identity: Common,
+    namespaced_cloud_profile: Common,
+    exposure_class: Common,
     shoots: Store<DeserializeGuard<Shoot>>,
     bindings: Store<SecretBinding>,
     credentials_bindings: Store<CredentialsBinding>,
+    namespaced_cloud_profiles: Store<NamespacedCloudProfile>,
     registrations: Store<ControllerRegistration>,
     installations: Store<ControllerInstallation>,
 }
@@ -64,6 +68,8 @@ impl Context {
             &self.registration,
             &self.deployment,
             &self.workload_identity,
+            &self.namespaced_cloud_profile,
+            &self.exposure_class,
         ]
         .into_iter()
         .find(|c| c.name == controller)
@@ -90,6 +96,10 @@ impl Context {
             .collect()
     }
 
+    fn namespaced_cloud_profiles(&self) -> Vec<Arc<NamespacedCloudProfile>> {
+        self.namespaced_cloud_profiles.state()
+    }
+
     fn registrations(&self) -> Vec<Arc<ControllerRegistration>> {
         self.registrations.state()
     }
@@ -100,7 +110,7 @@ impl Context {
 }
 
 /// The controllers' names, for [`crate::app`].
-pub const CONTROLLERS: [&str; 9] = [
+pub const CONTROLLERS: [&str; 11] = [
     CloudProfile::CONTROLLER,
     SecretBinding::CONTROLLER,
     CredentialsBinding::CONTROLLER,
@@ -110,9 +120,11 @@ pub const CONTROLLERS: [&str; 9] = [
     ControllerRegistration::CONTROLLER,
     ControllerDeployment::CONTROLLER,
     WorkloadIdentity::CONTROLLER,
+    NamespacedCloudProfile::CONTROLLER,
+    ExposureClass::CONTROLLER,
 ];
 
-/// Runs the nine controllers; `common` builds the shared parts of the controller named so.
+/// Runs the eleven controllers; `common` builds the shared parts of the controller named so.
 pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop: Stop, ready: Arc<AtomicBool>) {
     let [
         cloud_profile,
@@ -124,6 +136,8 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         registration,
         deployment,
         workload_identity,
+        namespaced_cloud_profile,
+        exposure_class,
     ] = CONTROLLERS.map(&common);
     let client = cloud_profile.client.clone();
     let resources = [
@@ -137,11 +151,13 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         kube::api::ApiResource::erase::<ControllerDeployment>(&()),
         kube::api::ApiResource::erase::<ControllerInstallation>(&()),
         kube::api::ApiResource::erase::<WorkloadIdentity>(&()),
+        kube::api::ApiResource::erase::<NamespacedCloudProfile>(&()),
+        kube::api::ApiResource::erase::<ExposureClass>(&()),
     ];
     if !runtime::served(&client, "protection", &resources, stop.clone()).await {
         return;
     }
-    let flags: Vec<Arc<AtomicBool>> = (0..14).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let flags: Vec<Arc<AtomicBool>> = (0..17).map(|_| Arc::new(AtomicBool::new(false))).collect();
     let (shoots, shoot_events) = runtime::reflect(
         Api::<DeserializeGuard<Shoot>>::all(client.clone()),
         watcher::Config::default(),
@@ -151,6 +167,13 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         runtime::reflect(Api::<SecretBinding>::all(client.clone()), watcher::Config::default(), flags[1].clone());
     let (credentials_bindings, credentials_binding_events) =
         runtime::reflect(Api::<CredentialsBinding>::all(client.clone()), watcher::Config::default(), flags[12].clone());
+    // NamespacedCloudProfiles: their parents use them (CloudProfile protection reads this
+    // cache); a change re-queues the parent.
+    let (namespaced_cloud_profiles, ncp_events) = runtime::reflect(
+        Api::<NamespacedCloudProfile>::all(client.clone()),
+        watcher::Config::default(),
+        flags[14].clone(),
+    );
     let (registrations, registration_events) = runtime::reflect(
         Api::<ControllerRegistration>::all(client.clone()),
         watcher::Config::default(),
@@ -171,11 +194,31 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
     let (secret_tx, secret_rx) = mpsc::unbounded();
     let (quota_tx, quota_rx) = mpsc::unbounded();
     // The feeds are endless watches: they end with the controllers.
+    let (ncp_tx, ncp_rx) = mpsc::unbounded();
+    let (exposure_tx, exposure_rx) = mpsc::unbounded();
+    let profile_tx2 = profile_tx.clone();
+    let feed_ncps = ncp_events.take_until(stop.clone()).for_each(move |event| {
+        for child in touched(event) {
+            let _ = profile_tx2.unbounded_send(ObjectRef::new(&child.spec.parent.name));
+        }
+        future::ready(())
+    });
     let feed_shoots = shoot_events.take_until(stop.clone()).for_each(move |event| {
         for guard in touched(event) {
             if let Ok(shoot) = &guard.0 {
-                if let Some(profile) = shoot.spec.cloud_profile_name() {
-                    let _ = profile_tx.unbounded_send(ObjectRef::new(profile));
+                match decide::profile_of(shoot) {
+                    Some((kind, name)) if kind == admission::shoot::reference::CLOUD_PROFILE => {
+                        let _ = profile_tx.unbounded_send(ObjectRef::new(&name));
+                    }
+                    Some((_, name)) => {
+                        if let Some(ns) = shoot.namespace() {
+                            let _ = ncp_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
+                        }
+                    }
+                    None => {}
+                }
+                if let Some(class) = &shoot.spec.exposure_class_name {
+                    let _ = exposure_tx.unbounded_send(ObjectRef::new(class));
                 }
                 if let (Some(binding), Some(ns)) = (&shoot.spec.secret_binding_name, shoot.namespace()) {
                     let _ = sb_tx.unbounded_send(ObjectRef::new(binding).within(&ns));
@@ -244,9 +287,12 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         registration,
         deployment,
         workload_identity,
+        namespaced_cloud_profile,
+        exposure_class,
         shoots,
         bindings,
         credentials_bindings,
+        namespaced_cloud_profiles,
         registrations,
         installations,
     });
@@ -255,6 +301,7 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         feed_shoots,
         feed_bindings,
         feed_credentials_bindings,
+        feed_ncps,
         feed_installations,
         feed_registrations,
         controller::<Seed>(&client, &ctx, flags[8].clone(), seed_rx, concurrency, stop.clone()),
@@ -273,6 +320,8 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         controller::<Quota>(&client, &ctx, flags[4].clone(), quota_rx, concurrency, stop.clone()),
         controller::<PartialObjectMeta<Secret>>(&client, &ctx, flags[5].clone(), secret_rx, concurrency, stop.clone()),
         controller::<WorkloadIdentity>(&client, &ctx, flags[13].clone(), wi_rx, concurrency, stop.clone()),
+        controller::<NamespacedCloudProfile>(&client, &ctx, flags[15].clone(), ncp_rx, concurrency, stop.clone()),
+        controller::<ExposureClass>(&client, &ctx, flags[16].clone(), exposure_rx, concurrency, stop.clone()),
         sync,
     );
 }

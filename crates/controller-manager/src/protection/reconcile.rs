@@ -6,7 +6,10 @@
 use super::Context;
 use super::decide::{self, Step};
 use crate::runtime::{self, Reason};
-use api::core::{CloudProfile, ControllerDeployment, ControllerRegistration, Quota, SecretBinding, Seed};
+use api::core::{
+    CloudProfile, ControllerDeployment, ControllerRegistration, ExposureClass, NamespacedCloudProfile, Quota,
+    SecretBinding, Seed,
+};
 use api::security::{CredentialsBinding, WorkloadIdentity};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Patch, PatchParams};
@@ -17,7 +20,8 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use std::sync::Arc;
 
-/// Finalizer of CloudProfiles, SecretBindings, CredentialsBindings and Quotas.
+/// Finalizer of CloudProfiles, NamespacedCloudProfiles, ExposureClasses, SecretBindings,
+/// CredentialsBindings, Quotas, Seeds and the controller kinds.
 pub const FINALIZER: &str = api::helpers::constants::FINALIZER_GARDENER;
 /// Finalizer of credentials: Secrets and WorkloadIdentities.
 pub const SECRET_FINALIZER: &str = "gardener.cloud/gardener";
@@ -60,7 +64,33 @@ impl Protected for CloudProfile {
         Api::all(client)
     }
     fn users(&self, ctx: &Context) -> Vec<String> {
-        decide::cloud_profile_users(&self.name_any(), ctx.shoots().iter())
+        let children = ctx.namespaced_cloud_profiles();
+        decide::cloud_profile_users(&self.name_any(), ctx.shoots().iter(), children.iter().map(Arc::as_ref))
+    }
+}
+
+impl Protected for NamespacedCloudProfile {
+    const CONTROLLER: &'static str = "namespacedcloudprofile-protection";
+    const FINALIZER: &'static str = FINALIZER;
+    type Full = NamespacedCloudProfile;
+    fn api(client: kube::Client, namespace: &str) -> Api<NamespacedCloudProfile> {
+        Api::namespaced(client, namespace)
+    }
+    fn users(&self, ctx: &Context) -> Vec<String> {
+        let (ns, name) = namespace_and_name(self);
+        decide::namespaced_cloud_profile_users(&ns, &name, ctx.shoots().iter())
+    }
+}
+
+impl Protected for ExposureClass {
+    const CONTROLLER: &'static str = "exposureclass-protection";
+    const FINALIZER: &'static str = FINALIZER;
+    type Full = ExposureClass;
+    fn api(client: kube::Client, _namespace: &str) -> Api<ExposureClass> {
+        Api::all(client)
+    }
+    fn users(&self, ctx: &Context) -> Vec<String> {
+        decide::exposure_class_users(&self.name_any(), ctx.shoots().iter())
     }
 }
 
