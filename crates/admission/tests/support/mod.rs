@@ -180,6 +180,30 @@ pub async fn grant_all(client: &Client, user: &str) {
         }]),
     };
     Api::<ClusterRoleBinding>::all(client.clone()).create(&PostParams::default(), &binding).await.unwrap();
+    // The authorizer learns of new bindings through its own watch: wait until it applies this one.
+    eventually("the new permissions to apply", || async {
+        use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: Some(user.into()),
+                resource_attributes: Some(ResourceAttributes {
+                    group: Some("core.gardener.cloud".into()),
+                    resource: Some("shoots".into()),
+                    verb: Some("patch".into()),
+                    namespace: Some(NS.into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let answer = Api::<SubjectAccessReview>::all(client.clone())
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|e| e.to_string())?;
+        if answer.status.is_some_and(|s| s.allowed) { Ok(()) } else { Err("not yet allowed".to_string()) }
+    })
+    .await;
 }
 
 /// The message of an API error, or a panic naming what was expected.
