@@ -3,7 +3,10 @@
 
 use super::context::OperationContext;
 use super::decide::{Action, decide};
-use super::status::{finished, progressed, reconcile_type, started};
+use super::status::{finished, progressed, quiet_resync, reconcile_type, started, unchanged};
+
+/// The least time between two progress writes of one operation.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 use super::values::ShootValues;
 use super::{delete, hibernate, migrate, reconcile};
 use crate::config::GardenletConfig;
@@ -143,12 +146,15 @@ impl ShootController {
         flow: crate::flow::Flow,
         as_owner: bool,
         redact: crate::flow::RedactFn,
+        report_progress: bool,
     ) -> crate::flow::FlowResult {
         let (tx, mut rx) = tokio::sync::watch::channel::<Option<LastOperation>>(None);
         let options = RunOptions {
-            on_progress: Some(Arc::new(move |p: &Progress| {
-                let _ = tx.send(Some(progressed(type_, p.percent, &p.finished.0, &now())));
-            })),
+            on_progress: report_progress.then(|| -> Arc<dyn Fn(&Progress) + Send + Sync> {
+                Arc::new(move |p: &Progress| {
+                    let _ = tx.send(Some(progressed(type_, p.percent, &p.finished.0, &now())));
+                })
+            }),
             task_duration: self.metrics.as_ref().map(|m| m.task_duration.clone()),
             redact: Some(redact),
             ..Default::default()
@@ -157,9 +163,31 @@ impl ShootController {
             let shoot = shoot.clone();
             let this = self.clone_handle();
             async move {
-                while rx.changed().await.is_ok() {
-                    let latest = rx.borrow_and_update().clone();
-                    let Some(op) = latest else { continue };
+                // Coalesced: at most one progress write per PROGRESS_INTERVAL (the latest value
+                // wins; a value held back is written when the interval is over). The final
+                // status write follows the flow anyway.
+                let mut last_write: Option<std::time::Instant> = None;
+                let mut pending: Option<LastOperation> = None;
+                loop {
+                    let changed = match (&pending, last_write) {
+                        (Some(_), Some(at)) => {
+                            let rest = PROGRESS_INTERVAL.saturating_sub(at.elapsed());
+                            tokio::time::timeout(rest, rx.changed()).await
+                        }
+                        _ => Ok(rx.changed().await),
+                    };
+                    match changed {
+                        Ok(Err(_)) => break,
+                        Ok(Ok(())) => {
+                            pending = rx.borrow_and_update().clone().or(pending);
+                            if last_write.is_some_and(|at| at.elapsed() < PROGRESS_INTERVAL) {
+                                continue;
+                            }
+                        }
+                        Err(_interval_over) => {}
+                    }
+                    let Some(op) = pending.take() else { continue };
+                    last_write = Some(std::time::Instant::now());
                     let status = json!({ "lastOperation": op });
                     let written = if as_owner {
                         this.patch_status_as_owner(&shoot, |_| Some(status.clone())).await.map(|_| ())
@@ -257,16 +285,19 @@ impl ShootController {
         let transition = was_hibernated != shoot.spec.hibernation_enabled();
         let restore = type_ == LastOperationType::Restore;
         let ctx = self.context(shoot, requested || transition, restore).await?;
-        self.patch_status(
-            shoot,
-            json!({
-                "lastOperation": started(type_, &now()),
-                "technicalID": ctx.values.namespace(),
-                "seedName": self.config.seed.name,
-                "uid": shoot.uid(),
-            }),
-        )
-        .await?;
+        let quiet = quiet_resync(shoot, type_, requested || transition || takeover);
+        if !quiet {
+            self.patch_status(
+                shoot,
+                json!({
+                    "lastOperation": started(type_, &now()),
+                    "technicalID": ctx.values.namespace(),
+                    "seedName": self.config.seed.name,
+                    "uid": shoot.uid(),
+                }),
+            )
+            .await?;
+        }
         if takeover {
             let consume = json!({ "metadata": { "annotations": { ANNOTATION_OPERATION: null } } });
             self.patch_meta(shoot, consume, "consuming the force-restore annotation").await?;
@@ -280,7 +311,7 @@ impl ShootController {
             reconcile::flow(&ctx)
         }
         .map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, type_, flow, false, ctx.redaction()).await;
+        let result = self.run_flow(shoot, type_, flow, false, ctx.redaction(), !quiet).await;
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(type_, shoot.status.as_ref(), &result, retry_window, &now());
         let mut status = json!({
@@ -306,7 +337,12 @@ impl ShootController {
                 ]);
             }
         }
-        self.patch_status(shoot, status).await?;
+        // A quiet resync that found everything as it was writes nothing (lastOperation keeps the
+        // time of the last change).
+        let nothing_new = quiet && result.is_success() && shoot.status.as_ref().is_some_and(|s| unchanged(s, &status));
+        if !nothing_new {
+            self.patch_status(shoot, status).await?;
+        }
         if result.is_success() {
             self.backoff.reset(&backoff_key(shoot));
             let period = Duration::from_secs(self.config.controllers.shoot_sync_period_seconds);
@@ -326,7 +362,7 @@ impl ShootController {
         let ctx = self.context(shoot, true, false).await?;
         self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Delete, &now()) })).await?;
         let flow = delete::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, LastOperationType::Delete, flow, false, ctx.redaction()).await;
+        let result = self.run_flow(shoot, LastOperationType::Delete, flow, false, ctx.redaction(), true).await;
         if !result.is_success() {
             let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
             let outcome = finished(LastOperationType::Delete, shoot.status.as_ref(), &result, retry_window, &now());
@@ -355,7 +391,7 @@ impl ShootController {
             return Ok(RequeueAction::await_change());
         }
         let flow = migrate::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, LastOperationType::Migrate, flow, true, ctx.redaction()).await;
+        let result = self.run_flow(shoot, LastOperationType::Migrate, flow, true, ctx.redaction(), true).await;
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(LastOperationType::Migrate, shoot.status.as_ref(), &result, retry_window, &now());
         if !result.is_success() {
@@ -395,7 +431,19 @@ impl ShootController {
     }
 
     async fn reconcile(shoot: Arc<Shoot>, this: Arc<Self>) -> Result<RequeueAction, ShootError> {
-        // Decide on the latest Shoot, not on the watch cache: the cache may lag behind an
+        let period = Duration::from_secs(this.config.controllers.shoot_sync_period_seconds);
+        // Most events need nothing (status writes of the care controller, of this gardenlet, of
+        // other seeds' shoots): decide on the cached copy first. Waiting on a stale copy is safe,
+        // the watch delivers the newer version as another event.
+        if let action @ (Action::Skip(_) | Action::RequeueAfter(_)) =
+            decide(&shoot, &this.config.seed.name, period, Timestamp::now())
+        {
+            return Ok(match action {
+                Action::RequeueAfter(d) => RequeueAction::requeue(d),
+                _ => RequeueAction::await_change(),
+            });
+        }
+        // Act on the latest Shoot, not on the watch cache: the cache may lag behind an
         // ownership change (a hand-over, a forced takeover), and acting on a stale copy would
         // run a second control plane.
         let ns = shoot.namespace().unwrap_or_default();
@@ -405,7 +453,6 @@ impl ShootController {
             source,
         })?;
         let Some(shoot) = latest else { return Ok(RequeueAction::await_change()) };
-        let period = Duration::from_secs(this.config.controllers.shoot_sync_period_seconds);
         let action = decide(&shoot, &this.config.seed.name, period, Timestamp::now());
         // A failed attempt writes the status, which is itself a change: without this, a
         // failing shoot would be retried at once, forever. An explicit request skips the wait.

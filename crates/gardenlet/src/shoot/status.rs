@@ -131,9 +131,88 @@ pub fn finished(
     }
 }
 
+/// Whether a reconcile is a quiet resync: neither requested nor a hibernation change, of a shoot
+/// whose last Create or Reconcile succeeded for its current generation. A quiet resync writes
+/// no `Processing` status and no progress, and nothing at all when its result changes nothing
+/// ([`unchanged`]): an unchanged, healthy shoot costs no write per resync.
+pub fn quiet_resync(shoot: &Shoot, type_: LastOperationType, requested_or_transition: bool) -> bool {
+    let Some(status) = shoot.status.as_ref() else { return false };
+    let succeeded = status.last_operation.as_ref().is_some_and(|l| {
+        l.state == api::common::LastOperationState::Succeeded
+            && matches!(l.type_, LastOperationType::Create | LastOperationType::Reconcile)
+    });
+    !requested_or_transition
+        && type_ == LastOperationType::Reconcile
+        && succeeded
+        && status.last_errors.is_empty()
+        && status.observed_generation.is_some()
+        && status.observed_generation == shoot.metadata.generation
+}
+
+/// Whether writing `desired` (a status patch) would change nothing but `lastOperation`: every
+/// other field it sets equals the previous status (absent, `null` and `[]` count as the same).
+pub fn unchanged(previous: &ShootStatus, desired: &serde_json::Value) -> bool {
+    let Ok(previous) = serde_json::to_value(previous) else { return false };
+    let empty = |v: Option<&serde_json::Value>| match v {
+        None | Some(serde_json::Value::Null) => true,
+        Some(serde_json::Value::Array(a)) => a.is_empty(),
+        _ => false,
+    };
+    let Some(fields) = desired.as_object() else { return false };
+    fields.iter().filter(|(k, _)| k.as_str() != "lastOperation").all(|(k, v)| {
+        let old = previous.get(k);
+        old == Some(v) || (empty(old) && empty(Some(v)))
+    })
+}
+
 /// True when the shoot's last operation failed for good: no automatic retry.
 pub fn is_failed(shoot: &Shoot) -> bool {
     shoot.status.as_ref().and_then(|s| s.last_operation.as_ref()).is_some_and(|l| l.state == LastOperationState::Failed)
+}
+
+#[cfg(test)]
+mod quiet_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+    use super::*;
+    use serde_json::json;
+
+    fn shoot(op: &str, state: &str, generation: i64, observed: i64, errors: bool) -> Shoot {
+        let errors = if errors { json!([{"description": "x"}]) } else { json!([]) };
+        serde_json::from_value(json!({
+            "metadata": {"name": "s", "namespace": "garden-dev", "generation": generation},
+            "spec": {"region": "r", "provider": {"type": "local"}},
+            "status": {"hibernated": false, "observedGeneration": observed, "lastErrors": errors,
+                       "technicalID": "shoot--dev--s",
+                       "lastOperation": {"type": op, "state": state, "progress": 100, "description": "",
+                                         "lastUpdateTime": "2026-01-01T00:00:00Z"}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_a_plain_resync_of_a_healthy_current_shoot_is_quiet() {
+        let r = LastOperationType::Reconcile;
+        assert!(quiet_resync(&shoot("Reconcile", "Succeeded", 2, 2, false), r, false));
+        assert!(quiet_resync(&shoot("Create", "Succeeded", 1, 1, false), r, false));
+        assert!(!quiet_resync(&shoot("Reconcile", "Succeeded", 2, 2, false), r, true), "requested");
+        assert!(!quiet_resync(&shoot("Reconcile", "Succeeded", 3, 2, false), r, false), "spec changed");
+        assert!(!quiet_resync(&shoot("Reconcile", "Error", 2, 2, false), r, false));
+        assert!(!quiet_resync(&shoot("Reconcile", "Succeeded", 2, 2, true), r, false), "errors to clear");
+        assert!(!quiet_resync(&shoot("Reconcile", "Succeeded", 2, 2, false), LastOperationType::Restore, false));
+    }
+
+    #[test]
+    fn unchanged_ignores_last_operation_and_empty_forms() {
+        let previous = shoot("Reconcile", "Succeeded", 2, 2, false).status.unwrap();
+        let same = json!({"lastOperation": {"state": "Succeeded"}, "lastErrors": [], "retryCycleStartTime": null,
+                          "observedGeneration": 2, "hibernated": false});
+        assert!(unchanged(&previous, &same));
+        let woke = json!({"lastOperation": {}, "hibernated": true});
+        assert!(!unchanged(&previous, &woke));
+        let addresses = json!({"advertisedAddresses": [{"name": "external", "url": "https://a"}]});
+        assert!(!unchanged(&previous, &addresses));
+    }
 }
 
 #[cfg(test)]
