@@ -94,6 +94,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         wait_timeout: Duration::from_secs(10 * 60),
         backoff: default_backoff(),
         metrics: Some(metrics),
+        caches: Default::default(),
     };
     // /readyz waits for the shoot cache (the seed controller and the ShootState sync keep no
     // cache of their own that a request could miss).

@@ -113,6 +113,7 @@ impl SeedSide {
             wait_timeout: Duration::from_secs(60),
             backoff: gardenlet::shoot::controller::default_backoff(),
             metrics: None,
+            caches: Default::default(),
         };
         let sync = gardenlet::shootstate_sync::run_all(
             self.seed_sa.clone(),

@@ -45,6 +45,8 @@ struct Harness {
     infra: TestActuator,
     worker: TestActuator,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The started gardenlet's garden caches.
+    caches: gardenlet::shoot::controller::SharedCaches,
 }
 
 impl Drop for Harness {
@@ -104,7 +106,7 @@ async fn harness() -> Harness {
         spawn_controller::<ext::BackupEntry>(client.clone(), &["local"], TestActuator::new()),
     ];
     tasks.push(Simulator::new().spawn(client.clone()));
-    Harness { _env: env, client, gardenlet, config, infra, worker, tasks }
+    Harness { _env: env, client, gardenlet, config, infra, worker, tasks, caches: Default::default() }
 }
 
 impl Harness {
@@ -116,6 +118,7 @@ impl Harness {
             wait_timeout: Duration::from_secs(60),
             backoff: gardenlet::shoot::controller::default_backoff(),
             metrics: None,
+            caches: self.caches.clone(),
         };
         tokio::spawn(controller.run(std::future::pending()))
     }
@@ -293,6 +296,9 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
         .unwrap();
     assert_eq!(tokens.items.len(), 1, "one bootstrap token");
 
+    // gardenlet's ServiceAccount may watch what its caches hold (it read from them).
+    assert!(h.caches.started(), "the garden caches did not start (RBAC?)");
+
     // A second reconcile of the unchanged shoot writes nothing it manages.
     let before = snapshot(&h.client, ns).await;
     let calls_before = h.infra.calls.load(Ordering::SeqCst);
@@ -303,6 +309,7 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
         wait_timeout: Duration::from_secs(60),
         backoff: gardenlet::shoot::controller::default_backoff(),
         metrics: None,
+        caches: Default::default(),
     };
     let current = h.shoots().get("demo").await.unwrap();
     controller.reconcile_once(&current).await.unwrap();

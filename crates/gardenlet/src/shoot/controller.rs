@@ -71,6 +71,67 @@ pub struct ShootController {
     pub backoff: Arc<extension_sdk::backoff::Backoff>,
     /// Reconcile counts, errors, durations and flow task durations; `None` records nothing.
     pub metrics: Option<crate::metrics::ShootMetrics>,
+    /// The garden objects every operation reads (ControllerRegistrations, this Seed), cached
+    /// once [`Self::run`] has started their watches; until then they are read per operation.
+    pub caches: SharedCaches,
+}
+
+/// Watch-fed caches of the garden objects every shoot operation needs.
+#[derive(Clone, Default)]
+pub struct SharedCaches(Arc<std::sync::OnceLock<GardenCaches>>);
+
+impl std::fmt::Debug for SharedCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedCaches").field("started", &self.0.get().is_some()).finish()
+    }
+}
+
+struct GardenCaches {
+    registrations: kube::runtime::reflector::Store<api::core::ControllerRegistration>,
+    seed: kube::runtime::reflector::Store<Seed>,
+}
+
+impl SharedCaches {
+    /// Starts the watches (ControllerRegistrations; this seed's Seed only) and fills the caches
+    /// once both have listed. Runs until `stop` resolves.
+    async fn run(&self, garden: kube::Client, seed_name: &str, stop: impl std::future::Future<Output = ()>) {
+        use kube::runtime::{WatchStreamExt, reflector, watcher};
+        let (registrations, r_writer) = reflector::store();
+        let (seed, s_writer) = reflector::store();
+        let r_watch = reflector::reflector(r_writer, watcher(Api::all(garden.clone()), watcher::Config::default()))
+            .default_backoff()
+            .for_each(|_| futures::future::ready(()));
+        let by_name = watcher::Config::default().fields(&format!("metadata.name={seed_name}"));
+        let s_watch = reflector::reflector(s_writer, watcher(Api::<Seed>::all(garden), by_name))
+            .default_backoff()
+            .for_each(|_| futures::future::ready(()));
+        let publish = async {
+            let (r, s) = futures::join!(registrations.wait_until_ready(), seed.wait_until_ready());
+            if r.is_ok() && s.is_ok() {
+                let _ = self.0.set(GardenCaches { registrations: registrations.clone(), seed: seed.clone() });
+            }
+            std::future::pending::<()>().await
+        };
+        tokio::select! {
+            () = r_watch => {}
+            () = s_watch => {}
+            () = publish => {}
+            () = stop => {}
+        }
+    }
+
+    /// Whether the watches have listed and operations read from the caches.
+    pub fn started(&self) -> bool {
+        self.0.get().is_some()
+    }
+
+    fn registrations(&self) -> Option<Vec<api::core::ControllerRegistration>> {
+        self.0.get().map(|c| c.registrations.state().iter().map(|r| r.as_ref().clone()).collect())
+    }
+
+    fn seed(&self, name: &str) -> Option<Option<Seed>> {
+        self.0.get().map(|c| c.seed.state().into_iter().find(|s| s.name_any() == name).map(|s| s.as_ref().clone()))
+    }
 }
 
 impl std::fmt::Debug for ShootController {
@@ -212,27 +273,35 @@ impl ShootController {
             wait_timeout: self.wait_timeout,
             backoff: self.backoff.clone(),
             metrics: self.metrics.clone(),
+            caches: self.caches.clone(),
         }
     }
 
     async fn context(&self, shoot: &Shoot, force: bool, restore: bool) -> Result<Arc<OperationContext>, ShootError> {
         let seeds: Api<Seed> = Api::all(self.garden.clone());
-        let seed = seeds.get_opt(&self.config.seed.name).await.map_err(|source| ShootError::Kube {
-            what: "reading the Seed",
-            shoot: shoot.name_any(),
-            source,
-        })?;
-        let values = ShootValues::new(shoot, seed.as_ref())?;
-        let registrations: Api<api::core::ControllerRegistration> = Api::all(self.garden.clone());
-        let registrations = registrations
-            .list(&Default::default())
-            .await
-            .map_err(|source| ShootError::Kube {
-                what: "listing ControllerRegistrations",
+        let seed = match self.caches.seed(&self.config.seed.name) {
+            Some(cached) => cached,
+            None => seeds.get_opt(&self.config.seed.name).await.map_err(|source| ShootError::Kube {
+                what: "reading the Seed",
                 shoot: shoot.name_any(),
                 source,
-            })?
-            .items;
+            })?,
+        };
+        let values = ShootValues::new(shoot, seed.as_ref())?;
+        let registrations = match self.caches.registrations() {
+            Some(cached) => cached,
+            None => {
+                Api::<api::core::ControllerRegistration>::all(self.garden.clone())
+                    .list(&Default::default())
+                    .await
+                    .map_err(|source| ShootError::Kube {
+                        what: "listing ControllerRegistrations",
+                        shoot: shoot.name_any(),
+                        source,
+                    })?
+                    .items
+            }
+        };
         let states: Api<api::core::ShootState> =
             Api::namespaced(self.garden.clone(), &shoot.namespace().unwrap_or_default());
         let state = states.get_opt(&shoot.name_any()).await.map_err(|source| ShootError::Kube {
@@ -504,6 +573,9 @@ impl ShootController {
     ) {
         let concurrency = self.config.controllers.shoot_concurrent_syncs;
         let shoots: Api<Shoot> = Api::all(self.garden.clone());
+        let (caches, garden, seed_name) = (self.caches.clone(), self.garden.clone(), self.config.seed.name.clone());
+        let cache_task =
+            tokio::spawn(async move { caches.run(garden, &seed_name, std::future::pending::<()>()).await });
         let this = Arc::new(self);
         let controller = Controller::new(shoots, watcher::Config::default());
         let synced = extension_sdk::cache::flag_when_synced(controller.store(), ready);
@@ -518,6 +590,7 @@ impl ShootController {
             })
             .await;
         synced.abort();
+        cache_task.abort();
     }
 }
 
