@@ -18,9 +18,11 @@
 //! | `kubeconfig-kube-controller-manager` | `ca-client` | `system:kube-controller-manager` | | client + kubeconfig |
 //! | `kubeconfig-kube-scheduler` | `ca-client` | `system:kube-scheduler` | | client + kubeconfig |
 //! | `service-account-key` | | | | token signing key pair |
+//! | `etcd-encryption-key` | | | | 32 random bytes: kube-apiserver's key for Secrets in etcd |
 
 use crate::config::{
-    CaConfig, CertificateConfig, KeyAlgorithm, KubeconfigSpec, SecretConfig, ServiceAccountKeyConfig, Usage,
+    CaConfig, CertificateConfig, KeyAlgorithm, KubeconfigSpec, RandomConfig, SecretConfig, ServiceAccountKeyConfig,
+    Usage,
 };
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -40,6 +42,8 @@ pub mod names {
     pub const KUBECONFIG_KUBE_CONTROLLER_MANAGER: &str = "kubeconfig-kube-controller-manager";
     pub const KUBECONFIG_KUBE_SCHEDULER: &str = "kubeconfig-kube-scheduler";
     pub const SERVICE_ACCOUNT_KEY: &str = "service-account-key";
+    /// The key kube-apiserver encrypts Secrets in etcd with (32 random bytes, base64).
+    pub const ETCD_ENCRYPTION_KEY: &str = "etcd-encryption-key";
 }
 
 /// Well-known subjects.
@@ -185,6 +189,9 @@ pub fn shoot_set(inputs: &ShootInputs) -> Vec<SecretConfig> {
             .with_kubeconfig(kubeconfig(inputs.component_server()))
             .into(),
         ServiceAccountKeyConfig { name: SERVICE_ACCOUNT_KEY.into(), key: inputs.leaf_key }.into(),
+        // Kept in the ShootState like the CAs and never regenerated silently: losing it loses
+        // every Secret of the shoot.
+        RandomConfig { name: ETCD_ENCRYPTION_KEY.into(), bytes: 32 }.into(),
     ]
 }
 
@@ -205,9 +212,17 @@ mod tests {
         let configs = shoot_set(&inputs());
         validate(&configs).unwrap();
         let names: Vec<&str> = configs.iter().map(SecretConfig::name).collect();
-        assert_eq!(names.len(), 14);
-        for n in ["ca", "ca-client", "ca-etcd", "ca-front-proxy", "ca-kubelet", "kube-apiserver", "service-account-key"]
-        {
+        assert_eq!(names.len(), 15);
+        for n in [
+            "ca",
+            "ca-client",
+            "ca-etcd",
+            "ca-front-proxy",
+            "ca-kubelet",
+            "kube-apiserver",
+            "service-account-key",
+            "etcd-encryption-key",
+        ] {
             assert!(names.contains(&n), "{n}");
         }
     }

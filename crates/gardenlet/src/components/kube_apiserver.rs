@@ -97,6 +97,7 @@ pub fn args(values: &ControlPlaneValues) -> Vec<String> {
         format!("--etcd-cafile={}", file(secrets::CA_ETCD_BUNDLE, secrets::BUNDLE)),
         format!("--etcd-certfile={}", file(secrets::ETCD_CLIENT, secrets::TLS_CERT)),
         format!("--etcd-keyfile={}", file(secrets::ETCD_CLIENT, secrets::TLS_KEY)),
+        format!("--encryption-provider-config={}", file(ENCRYPTION_CONFIG_SECRET, ENCRYPTION_CONFIG_KEY)),
         format!("--kubelet-client-certificate={}", file(secrets::KUBE_APISERVER_KUBELET, secrets::TLS_CERT)),
         format!("--kubelet-client-key={}", file(secrets::KUBE_APISERVER_KUBELET, secrets::TLS_KEY)),
         "--kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP".to_string(),
@@ -137,7 +138,45 @@ pub const MOUNTED_SECRETS: &[&str] = &[
     secrets::KUBE_APISERVER,
     secrets::KUBE_APISERVER_KUBELET,
     secrets::SERVICE_ACCOUNT_KEY,
+    ENCRYPTION_CONFIG_SECRET,
 ];
+
+/// The Secret holding kube-apiserver's EncryptionConfiguration (rendered by gardenlet from the
+/// shoot's `etcd-encryption-key`).
+pub const ENCRYPTION_CONFIG_SECRET: &str = "kube-apiserver-etcd-encryption-configuration";
+/// Its data key.
+pub const ENCRYPTION_CONFIG_KEY: &str = "encryption-configuration.yaml";
+
+/// The name of a key in the EncryptionConfiguration: derived from the key, so a new key gets a
+/// new name and data written with the old one stays readable while both are listed.
+pub fn encryption_key_name(key: &str) -> String {
+    format!("key-{}", &common::checksum(key)[..12])
+}
+
+/// kube-apiserver's EncryptionConfiguration: Secrets are written encrypted with AES-CBC under
+/// `key` (standard base64 of 32 bytes); `identity` last, so Secrets written before encryption
+/// was switched on stay readable (and are encrypted when next written).
+pub fn encryption_configuration(key: &str) -> String {
+    format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources:\n  - secrets\n  providers:\n  - aescbc:\n      keys:\n      - name: {}\n        secret: {}\n  - identity: {{}}\n",
+        encryption_key_name(key),
+        key.trim()
+    )
+}
+
+/// The Secret with the EncryptionConfiguration for `key`.
+pub fn encryption_config_secret(values: &ControlPlaneValues, key: &str) -> k8s_openapi::api::core::v1::Secret {
+    use k8s_openapi::ByteString;
+    k8s_openapi::api::core::v1::Secret {
+        metadata: common::metadata(ENCRYPTION_CONFIG_SECRET, values, labels()),
+        type_: Some("Opaque".into()),
+        data: Some(BTreeMap::from([(
+            ENCRYPTION_CONFIG_KEY.to_string(),
+            ByteString(encryption_configuration(key).into_bytes()),
+        )])),
+        ..Default::default()
+    }
+}
 
 /// The kube-apiserver Deployment.
 pub fn deployment(values: &ControlPlaneValues) -> Deployment {

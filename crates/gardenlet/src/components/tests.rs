@@ -224,6 +224,15 @@ fn every_mounted_secret_and_key_is_produced_by_the_pki() {
         pki::manager::plan(&pki::shoot_set::shoot_set(&inputs), &pki::SecretSet::new(), std::time::SystemTime::now())
             .unwrap();
     let v = values();
+    // gardenlet renders the EncryptionConfiguration from pki's key; everything else is pki's.
+    let mut plan = plan;
+    let key = plan.secrets.value("etcd-encryption-key", "value").expect("pki makes the encryption key").to_string();
+    let rendered = kube_apiserver::encryption_config_secret(&v, &key);
+    let mut config = pki::Secret::new(kube_apiserver::ENCRYPTION_CONFIG_SECRET, "Opaque");
+    for (k, value) in rendered.data.unwrap() {
+        config = config.with_data(&k, String::from_utf8(value.0).unwrap());
+    }
+    plan.secrets.insert(config);
     let mounted = [
         (kube_apiserver::MOUNTED_SECRETS.to_vec(), kube_apiserver::args(&v)),
         (kube_controller_manager::MOUNTED_SECRETS.to_vec(), kube_controller_manager::args(&v)),
@@ -263,4 +272,20 @@ fn control_plane_requests_follow_the_configured_share() {
         "at least 1 percent, 1 unit"
     );
     assert_eq!(cpu(&super::common::requests(500, 50, 64)), Some(("50m".into(), "64Mi".into())), "at most the default");
+}
+
+#[test]
+fn secrets_are_encrypted_with_the_shoot_key_and_older_data_stays_readable() {
+    let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    let config: serde_json::Value = serde_yaml::from_str(&kube_apiserver::encryption_configuration(key)).unwrap();
+    assert_eq!(config["kind"], "EncryptionConfiguration");
+    let resource = &config["resources"][0];
+    assert_eq!(resource["resources"], serde_json::json!(["secrets"]));
+    let aescbc = &resource["providers"][0]["aescbc"]["keys"][0];
+    assert_eq!(aescbc["secret"], key);
+    assert_eq!(aescbc["name"], kube_apiserver::encryption_key_name(key));
+    assert_ne!(kube_apiserver::encryption_key_name(key), kube_apiserver::encryption_key_name("b3RoZXI="));
+    assert!(resource["providers"][1].get("identity").is_some(), "identity last: unencrypted data stays readable");
+    let args = kube_apiserver::args(&values());
+    assert!(args.iter().any(|a| a.starts_with("--encryption-provider-config=/srv/kubernetes/")), "{args:?}");
 }

@@ -321,6 +321,10 @@ pub(crate) fn control_plane_values(ctx: &OperationContext) -> crate::components:
     values.owner = found.cluster_owner.clone();
     if let Some(set) = &found.secrets {
         values.secret_checksums = set.iter().map(|s| (s.name.clone(), secrets::checksum(s))).collect();
+        // The EncryptionConfiguration changes exactly when its key does.
+        if let Some(key) = values.secret_checksums.get(pki::shoot_set::names::ETCD_ENCRYPTION_KEY).cloned() {
+            values.secret_checksums.insert(kube_apiserver::ENCRYPTION_CONFIG_SECRET.to_string(), key);
+        }
     }
     values.etcd_backup_dir = found.backup_dir.clone();
     values
@@ -342,7 +346,11 @@ async fn deploy_deployment(ctx: &OperationContext, deployment: Deployment) -> Re
 }
 
 async fn deploy_kube_apiserver(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    deploy_deployment(&ctx, kube_apiserver::deployment(&control_plane_values(&ctx))).await
+    let values = control_plane_values(&ctx);
+    // Secrets at rest: the EncryptionConfiguration from the shoot's persisted key.
+    let key = secret_value(&ctx, pki::shoot_set::names::ETCD_ENCRYPTION_KEY, pki::data_keys::VALUE)?;
+    apply(&ctx, &kube_apiserver::encryption_config_secret(&values, &key)).await?;
+    deploy_deployment(&ctx, kube_apiserver::deployment(&values)).await
 }
 
 async fn deploy_kcm(ctx: Arc<OperationContext>) -> Result<(), TaskError> {

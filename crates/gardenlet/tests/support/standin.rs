@@ -214,6 +214,7 @@ impl ApiServerStandIn {
             "ca-front-proxy-bundle",
             "front-proxy-client",
             "service-account-key",
+            "kube-apiserver-etcd-encryption-configuration",
         ] {
             write_secret(client, namespace, name, &d.join(name)).await?;
         }
@@ -223,6 +224,11 @@ impl ApiServerStandIn {
             format!("--etcd-cafile={}", p("ca-etcd-bundle", "bundle.crt")),
             format!("--etcd-certfile={}", p("etcd-client", "tls.crt")),
             format!("--etcd-keyfile={}", p("etcd-client", "tls.key")),
+            // As the shoot's real kube-apiserver: Secrets encrypted at rest with the shoot's key.
+            format!(
+                "--encryption-provider-config={}",
+                p("kube-apiserver-etcd-encryption-configuration", "encryption-configuration.yaml")
+            ),
             format!("--bind-address={address}"),
             format!("--advertise-address={address}"),
             "--secure-port=443".into(),
