@@ -1,6 +1,7 @@
 //! Constants and pure helpers shared by every component.
 
 pub mod cloudprofile_merge;
+pub mod cloudprofile_ref;
 pub mod conditions;
 pub mod constants;
 pub mod extension_operation;
