@@ -177,12 +177,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 fn run(scenario: &Scenario, shoot: &Shoot, profile: &CloudProfile, warmup: usize, runs: usize) -> Vec<Duration> {
     for _ in 0..warmup {
-        black_box(decide(black_box(shoot), &scenario.seeds, &scenario.counts, profile, &scenario.config).ok());
+        black_box(
+            decide(black_box(shoot), &scenario.seeds, &scenario.counts, &profile.spec, None, &scenario.config).ok(),
+        );
     }
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let start = Instant::now();
-        let result = decide(black_box(shoot), &scenario.seeds, &scenario.counts, profile, &scenario.config);
+        let result = decide(black_box(shoot), &scenario.seeds, &scenario.counts, &profile.spec, None, &scenario.config);
         times.push(start.elapsed());
         black_box(result.ok());
     }
@@ -203,7 +205,7 @@ fn main() {
     let bench = has("--bench");
     let (shoot, profile) = (shoot(), profile());
     for scenario in scenarios() {
-        let outcome = decide(&shoot, &scenario.seeds, &scenario.counts, &profile, &scenario.config);
+        let outcome = decide(&shoot, &scenario.seeds, &scenario.counts, &profile.spec, None, &scenario.config);
         assert_eq!(outcome.is_ok(), scenario.expect_seed, "{}: unexpected outcome {outcome:?}", scenario.name);
         if !bench {
             run(&scenario, &shoot, &profile, 0, 3);

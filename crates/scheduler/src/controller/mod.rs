@@ -3,9 +3,11 @@
 //! * a Shoot watch whose events first update the per-seed shoot counts ([`state`]), then the
 //!   cache the reconciler reads; only shoots that need a seed (at a new generation) trigger a
 //!   reconcile;
-//! * Seed and CloudProfile caches. A Seed change that matters for scheduling (readiness,
-//!   capacity, labels, spec, deletion), any CloudProfile change, and any capacity freed on a seed
-//!   re-queue every waiting shoot at once, so they do not sit out their backoff;
+//! * Seed, CloudProfile, NamespacedCloudProfile and ExposureClass caches. A Seed change that
+//!   matters for scheduling (readiness, capacity, labels, spec, deletion), any change of a
+//!   (Namespaced)CloudProfile or ExposureClass, and any capacity freed on a seed re-queue every
+//!   waiting shoot at once, so they do not sit out their backoff (a shoot waiting for its
+//!   NamespacedCloudProfile's merged spec is scheduled as soon as it is written);
 //! * a `kube::runtime::Controller` running [`reconcile::reconcile`] with bounded concurrency.
 //!
 //! Nothing here decides anything; see [`mod@crate::decide`] and [`reconcile`].
@@ -18,7 +20,7 @@ use crate::metrics::Metrics;
 use crate::readiness::Readiness;
 use api::common::ConditionStatus;
 use api::core::seed::RESOURCE_SHOOTS;
-use api::core::{CloudProfile, Seed, Shoot};
+use api::core::{CloudProfile, ExposureClass, NamespacedCloudProfile, Seed, Shoot};
 use api::helpers::constants::conditions::{BACKUP_BUCKETS_READY, GARDENLET_READY};
 use futures::channel::mpsc;
 use futures::{FutureExt, Stream, StreamExt, TryStreamExt, future, stream};
@@ -49,6 +51,8 @@ pub struct Context {
     state: Mutex<SchedulerState>,
     seeds: Store<Guarded<Seed>>,
     cloud_profiles: Store<Guarded<CloudProfile>>,
+    namespaced_cloud_profiles: Store<Guarded<NamespacedCloudProfile>>,
+    exposure_classes: Store<Guarded<ExposureClass>>,
     recorder: Recorder,
 }
 
@@ -84,11 +88,16 @@ pub enum RunError {
     },
 }
 
-const CRDS: [&str; 3] =
-    ["shoots.core.gardener.cloud", "seeds.core.gardener.cloud", "cloudprofiles.core.gardener.cloud"];
+const CRDS: [&str; 5] = [
+    "shoots.core.gardener.cloud",
+    "seeds.core.gardener.cloud",
+    "cloudprofiles.core.gardener.cloud",
+    "namespacedcloudprofiles.core.gardener.cloud",
+    "exposureclasses.core.gardener.cloud",
+];
 const CRD_POLL: Duration = Duration::from_secs(5);
 
-/// Waits until the Shoot, Seed and CloudProfile CRDs are served, saying which are missing.
+/// Waits until the CRDs the scheduler reads are served, saying which are missing.
 /// Returns `Ok(false)` when `shutdown` resolved first.
 async fn wait_for_crds(client: &Client, shutdown: impl Future<Output = ()>) -> Result<bool, RunError> {
     let mut shutdown = std::pin::pin!(shutdown);
@@ -98,6 +107,8 @@ async fn wait_for_crds(client: &Client, shutdown: impl Future<Output = ()>) -> R
             Api::<Shoot>::all(client.clone()).list_metadata(&lp).await.map(drop),
             Api::<Seed>::all(client.clone()).list_metadata(&lp).await.map(drop),
             Api::<CloudProfile>::all(client.clone()).list_metadata(&lp).await.map(drop),
+            Api::<NamespacedCloudProfile>::all(client.clone()).list_metadata(&lp).await.map(drop),
+            Api::<ExposureClass>::all(client.clone()).list_metadata(&lp).await.map(drop),
         ];
         let mut missing = Vec::new();
         for (crd, check) in CRDS.into_iter().zip(checks) {
@@ -133,6 +144,8 @@ pub async fn run(
     let (shoot_cache, shoot_writer) = reflector::store::<Guarded<Shoot>>();
     let (seed_cache, seed_writer) = reflector::store::<Guarded<Seed>>();
     let (profile_cache, profile_writer) = reflector::store::<Guarded<CloudProfile>>();
+    let (ncp_cache, ncp_writer) = reflector::store::<Guarded<NamespacedCloudProfile>>();
+    let (class_cache, class_writer) = reflector::store::<Guarded<ExposureClass>>();
     let instance = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).ok();
     let reporter = Reporter { controller: reconcile::FIELD_MANAGER.into(), instance };
     let concurrency = config.concurrent_syncs;
@@ -145,15 +158,28 @@ pub async fn run(
         state: Mutex::new(SchedulerState::default()),
         seeds: seed_cache,
         cloud_profiles: profile_cache,
+        namespaced_cloud_profiles: ncp_cache,
+        exposure_classes: class_cache,
     });
 
-    // Re-queue requests: capacity freed (from the shoot watch), seed and CloudProfile changes.
+    // Re-queue requests: capacity freed (from the shoot watch), seed changes, changes of the
+    // objects shoots refer to.
     let (freed_tx, freed_rx) = mpsc::unbounded::<()>();
     let shoots = shoot_stream(Api::all(client.clone()), shoot_writer, ctx.clone(), freed_tx);
     let changes = stream::select_all([
         freed_rx.boxed(),
         seed_changes(Api::all(client.clone()), seed_writer, ctx.readiness.seeds.clone()).boxed(),
-        profile_changes(Api::all(client.clone()), profile_writer, ctx.readiness.cloud_profiles.clone()).boxed(),
+        any_change(Api::all(client.clone()), profile_writer, ctx.readiness.cloud_profiles.clone(), "cloud profiles")
+            .boxed(),
+        any_change(
+            Api::all(client.clone()),
+            ncp_writer,
+            ctx.readiness.namespaced_cloud_profiles.clone(),
+            "namespaced cloud profiles",
+        )
+        .boxed(),
+        any_change(Api::all(client.clone()), class_writer, ctx.readiness.exposure_classes.clone(), "exposure classes")
+            .boxed(),
     ]);
     let requeue_ctx = ctx.clone();
     // Changes that arrive together (a seed re-list, many deletions) re-queue the waiting shoots once.
@@ -301,12 +327,17 @@ fn seed_fingerprint(seed: &Guarded<Seed>) -> u64 {
     h.finish()
 }
 
-/// One item per CloudProfile change.
-fn profile_changes(
-    api: Api<Guarded<CloudProfile>>,
-    writer: reflector::store::Writer<Guarded<CloudProfile>>,
+/// One item per change of an object of kind `K` (CloudProfiles, NamespacedCloudProfiles,
+/// ExposureClasses: few objects that change rarely, so every change counts).
+fn any_change<K>(
+    api: Api<Guarded<K>>,
+    writer: reflector::store::Writer<Guarded<K>>,
     synced: Arc<AtomicBool>,
-) -> impl Stream<Item = ()> {
+    what: &'static str,
+) -> impl Stream<Item = ()> + Send + 'static
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
     watcher(api).reflect(writer).filter_map(move |event| {
         let change = match event {
             Ok(Event::Apply(_)) => true,
@@ -316,7 +347,7 @@ fn profile_changes(
             }
             Ok(_) => false,
             Err(e) => {
-                tracing::warn!(error = %extension_sdk::events::error_chain(&e), "watching cloud profiles");
+                tracing::warn!(error = %extension_sdk::events::error_chain(&e), what, "watching");
                 false
             }
         };

@@ -1,16 +1,18 @@
-//! One shoot: **read** (seeds, CloudProfile, shoot counts from the caches) → **decide** (the pure
-//! [`crate::decide::decide`], under the state lock together with the reservation of the chosen
-//! seed) → **write** (`spec.seedName`, or the refusal in `status.lastOperation`, plus an Event).
+//! One shoot: **read** (seeds, the objects the shoot names, shoot counts from the caches) →
+//! **decide** (the pure [`crate::decide::references::resolve`] and [`crate::decide::decide`],
+//! under the state lock together with the reservation of the chosen seed) → **write** (`spec.seedName`, or the refusal in `status.lastOperation`, plus an Event).
 //!
 //! Writes carry the `resourceVersion` the decision was based on, so a decision made on a stale
 //! object is refused by the API server (409) instead of overwriting a newer one.
 
 use super::Context;
 use super::state::{ShootKey, needs_scheduling};
+use crate::decide::references::{self, Found};
 use crate::decide::{Refusal, SeedName, decide};
 use crate::metrics::{RESULT_SCHEDULED, RESULT_UNSCHEDULABLE};
 use api::common::{LastOperation, LastOperationState, LastOperationType};
-use api::core::{CloudProfile, Seed, Shoot};
+use api::core::{CloudProfile, ExposureClass, NamespacedCloudProfile, Seed, Shoot};
+use api::helpers::cloudprofile_ref::{ProfileRef, profile_ref};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -102,7 +104,7 @@ async fn schedule(shoot: &Shoot, ctx: &Context) -> Result<Action, Error> {
     // Read.
     let seed_objects = ctx.seeds.state();
     let seeds: Vec<&Seed> = seed_objects.iter().filter_map(|s| s.0.as_ref().ok()).collect();
-    let profile = cloud_profile(shoot, ctx);
+    let referenced = Referenced::lookup(shoot, ctx);
 
     // Decide, and reserve the chosen seed before anyone else decides.
     let decision = {
@@ -120,15 +122,8 @@ async fn schedule(shoot: &Shoot, ctx: &Context) -> Result<Action, Error> {
             return Ok(Action::requeue(left + SHORT_RETRY));
         }
         let started = Instant::now();
-        let decision = match &profile {
-            Ok(profile) => match &profile.0 {
-                Ok(p) => decide(shoot, &seeds, &*state, p, &ctx.config),
-                Err(invalid) => {
-                    Err(Refusal::UnreadableCloudProfile { name: profile.name_any(), error: invalid.to_string() })
-                }
-            },
-            Err(refusal) => Err(refusal.clone()),
-        };
+        let decision = references::resolve(shoot, &referenced.found())
+            .and_then(|r| decide(shoot, &seeds, &*state, r.profile, r.exposure_class, &ctx.config));
         ctx.metrics.decision_duration.observe(started.elapsed().as_secs_f64());
         if let Ok(seed) = &decision {
             state.reserve(key.clone(), seed.as_str(), now);
@@ -143,17 +138,39 @@ async fn schedule(shoot: &Shoot, ctx: &Context) -> Result<Action, Error> {
     }
 }
 
-/// The shoot's CloudProfile from the cache.
-fn cloud_profile(shoot: &Shoot, ctx: &Context) -> Result<Arc<DeserializeGuard<CloudProfile>>, Refusal> {
-    let spec = &shoot.spec;
-    if spec.cloud_profile_name.is_none()
-        && let Some(reference) = &spec.cloud_profile
-        && let Some(kind) = reference.kind.as_deref().filter(|k| *k != "CloudProfile")
-    {
-        return Err(Refusal::UnsupportedCloudProfileKind { kind: kind.to_string(), name: reference.name.clone() });
+/// The cache entries under the names the shoot uses; what they mean is decided by
+/// [`references::resolve`].
+#[derive(Default)]
+struct Referenced {
+    cloud_profile: Option<Arc<DeserializeGuard<CloudProfile>>>,
+    namespaced_cloud_profile: Option<Arc<DeserializeGuard<NamespacedCloudProfile>>>,
+    exposure_class: Option<Arc<DeserializeGuard<ExposureClass>>>,
+}
+
+impl Referenced {
+    fn lookup(shoot: &Shoot, ctx: &Context) -> Self {
+        let mut found = Self::default();
+        match profile_ref(shoot) {
+            Ok(ProfileRef::Cluster(name)) => found.cloud_profile = ctx.cloud_profiles.get(&ObjectRef::new(name)),
+            Ok(ProfileRef::Namespaced { namespace, name }) => {
+                found.namespaced_cloud_profile =
+                    ctx.namespaced_cloud_profiles.get(&ObjectRef::new(name).within(namespace));
+            }
+            Err(_) => {} // resolve reports it
+        }
+        if let Some(name) = references::exposure_class_name(shoot) {
+            found.exposure_class = ctx.exposure_classes.get(&ObjectRef::new(name));
+        }
+        found
     }
-    let name = spec.cloud_profile_name().filter(|n| !n.is_empty()).ok_or(Refusal::NoCloudProfile)?;
-    ctx.cloud_profiles.get(&ObjectRef::new(name)).ok_or_else(|| Refusal::CloudProfileNotFound(name.to_string()))
+
+    fn found(&self) -> Found<'_> {
+        Found {
+            cloud_profile: self.cloud_profile.as_deref(),
+            namespaced_cloud_profile: self.namespaced_cloud_profile.as_deref(),
+            exposure_class: self.exposure_class.as_deref(),
+        }
+    }
 }
 
 async fn place(shoot: &Shoot, key: ShootKey, seed: SeedName, ctx: &Context) -> Result<Action, Error> {

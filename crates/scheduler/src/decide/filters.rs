@@ -5,19 +5,24 @@
 //! region) to "this seed cannot take this shoot right now" (networks, taints, capacity).
 //!
 //! Everything about the shoot that does not depend on the seed is prepared once per decision
-//! in [`ShootView`], so that each filter is a few comparisons. The network filter lives in
+//! in [`ShootView`], so that each filter is a few comparisons. The shoot's ExposureClass, when it
+//! names one, narrows the seeds like a third selector (its `scheduling.seedSelector`, ANDed with
+//! the others) and widens the shoot's tolerations (its `scheduling.tolerations` are added), as
+//! Gardener's ExposureClass admission merges them into the shoot. The network filter lives in
 //! [`super::networks`] with the CIDR handling it needs.
 
 use super::networks::NetworkSet;
 pub use super::networks::{NetworkMemo, ShootNetworks, networks_disjoint};
 use super::refusal::Refusal;
 use api::common::ConditionStatus;
+use api::core::cloudprofile::CloudProfileSpec;
 use api::core::seed::{RESOURCE_SHOOTS, TAINT_INVISIBLE};
-use api::core::{CloudProfile, SeedSelector, Shoot, Toleration};
+use api::core::{ExposureClass, SeedSelector, Shoot, Toleration};
 use api::core::{Seed, shoot::ShootPurpose};
 use api::helpers::conditions::get_condition;
 use api::helpers::constants::conditions::{BACKUP_BUCKETS_READY, GARDENLET_READY};
 use kube::core::{Selector, SelectorExt};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -38,6 +43,8 @@ pub enum DropReason {
     CloudProfileSelector,
     /// The shoot's seed selector does not match the seed's labels.
     ShootSelector,
+    /// The seed selector of the shoot's ExposureClass does not match the seed's labels.
+    ExposureClassSelector,
     /// The seed's provider type is not allowed for the shoot.
     ProviderType,
     /// The seed is in another region (strategy `SameRegion`).
@@ -65,6 +72,7 @@ impl fmt::Display for DropReason {
             Self::BackupNotReady => f.write_str("backup not ready"),
             Self::CloudProfileSelector => f.write_str("not selected by the CloudProfile"),
             Self::ShootSelector => f.write_str("not selected by the shoot"),
+            Self::ExposureClassSelector => f.write_str("not selected by the ExposureClass"),
             Self::ProviderType => f.write_str("other provider type"),
             Self::Region => f.write_str("other region"),
             Self::InvalidSeedNetworks => f.write_str("invalid seed networks"),
@@ -77,8 +85,9 @@ impl fmt::Display for DropReason {
     }
 }
 
-/// Which seed provider types a shoot may use: every type listed by the CloudProfile's and the
-/// shoot's seed selectors (`*` for any); when neither lists types, only the shoot's own type.
+/// Which seed provider types a shoot may use: a type every seed selector that lists types
+/// (CloudProfile, shoot, ExposureClass) allows (`*` for any); when none lists types, only the
+/// shoot's own type.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProviderTypes<'a> {
     shoot_type: &'a str,
@@ -86,7 +95,7 @@ pub struct ProviderTypes<'a> {
 }
 
 impl<'a> ProviderTypes<'a> {
-    pub fn new(shoot_type: &'a str, selectors: [Option<&'a SeedSelector>; 2]) -> Self {
+    pub fn new(shoot_type: &'a str, selectors: impl IntoIterator<Item = Option<&'a SeedSelector>>) -> Self {
         let lists =
             selectors.into_iter().flatten().map(|s| s.provider_types.as_slice()).filter(|l| !l.is_empty()).collect();
         Self { shoot_type, lists }
@@ -117,27 +126,42 @@ pub struct ShootView<'a> {
     /// Shoots of purpose `testing` may go to any region.
     pub testing: bool,
     pub networks: ShootNetworks,
-    pub tolerations: &'a [Toleration],
+    /// The shoot's tolerations, plus its ExposureClass's.
+    pub tolerations: Cow<'a, [Toleration]>,
     pub profile_selector: Option<Selector>,
     pub shoot_selector: Option<Selector>,
+    pub exposure_class_selector: Option<Selector>,
     pub provider_types: ProviderTypes<'a>,
 }
 
 impl<'a> ShootView<'a> {
-    pub fn new(shoot: &'a Shoot, cloud_profile: &'a CloudProfile) -> Result<Self, Refusal> {
+    /// `profile` is the spec the shoot uses (a NamespacedCloudProfile's merged spec included);
+    /// `exposure_class` the class it names, if any.
+    pub fn new(
+        shoot: &'a Shoot,
+        profile: &'a CloudProfileSpec,
+        exposure_class: Option<&'a ExposureClass>,
+    ) -> Result<Self, Refusal> {
         let spec = &shoot.spec;
+        let scheduling = exposure_class.and_then(|c| c.spec.scheduling.as_ref());
+        let class_selector = scheduling.and_then(|s| s.seed_selector.as_ref());
+        let tolerations = match scheduling.map(|s| s.tolerations.as_slice()) {
+            None | Some([]) => Cow::Borrowed(spec.tolerations.as_slice()),
+            Some(added) => Cow::Owned(spec.tolerations.iter().chain(added).cloned().collect()),
+        };
         Ok(Self {
             name: shoot.metadata.name.as_deref().unwrap_or_default(),
             provider_type: &spec.provider.type_,
             region: &spec.region,
             testing: spec.purpose == Some(ShootPurpose::Testing),
             networks: ShootNetworks::of(shoot)?,
-            tolerations: &spec.tolerations,
-            profile_selector: compile_selector(cloud_profile.spec.seed_selector.as_ref(), "CloudProfile")?,
+            tolerations,
+            profile_selector: compile_selector(profile.seed_selector.as_ref(), "CloudProfile")?,
             shoot_selector: compile_selector(spec.seed_selector.as_ref(), "shoot")?,
+            exposure_class_selector: compile_selector(class_selector, "ExposureClass")?,
             provider_types: ProviderTypes::new(
                 &spec.provider.type_,
-                [cloud_profile.spec.seed_selector.as_ref(), spec.seed_selector.as_ref()],
+                [profile.seed_selector.as_ref(), spec.seed_selector.as_ref(), class_selector],
             ),
         })
     }
@@ -193,6 +217,14 @@ pub fn cloud_profile_selects(seed: &Seed, selector: Option<&Selector>) -> Result
 pub fn shoot_selects(seed: &Seed, selector: Option<&Selector>) -> Result<(), DropReason> {
     match selector {
         Some(s) if !s.matches(labels(seed)) => Err(DropReason::ShootSelector),
+        _ => Ok(()),
+    }
+}
+
+/// The seed selector of the shoot's ExposureClass matches the seed's labels.
+pub fn exposure_class_selects(seed: &Seed, selector: Option<&Selector>) -> Result<(), DropReason> {
+    match selector {
+        Some(s) if !s.matches(labels(seed)) => Err(DropReason::ExposureClassSelector),
         _ => Ok(()),
     }
 }
@@ -306,6 +338,8 @@ mod tests {
             assert_eq!(shoot_selects(&s, compiled.as_ref()).is_ok(), want, "shoot selector {yaml} on {seed_labels:?}");
             let want_err = if want { Ok(()) } else { Err(DropReason::CloudProfileSelector) };
             assert_eq!(cloud_profile_selects(&s, compiled.as_ref()), want_err, "profile selector {yaml}");
+            let want_err = if want { Ok(()) } else { Err(DropReason::ExposureClassSelector) };
+            assert_eq!(exposure_class_selects(&s, compiled.as_ref()), want_err, "class selector {yaml}");
         }
         let bad = sel("matchExpressions: [{key: env, operator: Near, values: [x]}]");
         let err = compile_selector(Some(&bad), "CloudProfile").unwrap_err();
@@ -329,6 +363,11 @@ mod tests {
             ("profile allows any, shoot narrows", [Some(&any), Some(&aws)], "gcp", false),
             ("both list it", [Some(&gcp_aws), Some(&aws)], "aws", true),
         ];
+        let cases = cases.into_iter().map(|(n, [p, s], t, w)| (n, [p, s, None], t, w)).chain([
+            ("exposure class narrows", [Some(&any), None, Some(&aws)], "gcp", false),
+            ("exposure class lists it", [None, None, Some(&gcp_aws)], "gcp", true),
+            ("exposure class alone with empty list", [None, None, Some(&none)], "local", true),
+        ]);
         for (name, selectors, seed_type, want) in cases {
             let rule = ProviderTypes::new("local", selectors);
             let mut s = seed("a");
@@ -426,6 +465,7 @@ mod tests {
             (DropReason::Deleting, "being deleted"),
             (DropReason::NotReady, "not ready"),
             (DropReason::Region, "other region"),
+            (DropReason::ExposureClassSelector, "not selected by the ExposureClass"),
             (DropReason::Tainted("seed.gardener.cloud/protected".into()), "tainted (seed.gardener.cloud/protected)"),
             (DropReason::Full { allocatable: 50 }, "full (allocatable shoots 50)"),
             (DropReason::NetworksOverlap(NetworkSet::of(&[NetworkKind::Pods])), "networks overlap (pods)"),

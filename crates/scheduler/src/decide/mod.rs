@@ -1,6 +1,7 @@
 //! The scheduling decision, as a pure function: given a shoot, every seed, how many shoots each
-//! seed holds, the shoot's CloudProfile and the configuration, [`decide`] returns the seed to
-//! place the shoot on, or a [`Refusal`] that says why no seed fits.
+//! seed holds, the shoot's profile spec and ExposureClass (found by [`references::resolve`])
+//! and the configuration, [`decide`] returns the seed to place the shoot on, or a [`Refusal`]
+//! that says why no seed fits.
 //!
 //! Each seed runs through the filters of [`filters`] (and the region rule of [`strategy`]) in a
 //! fixed order; the first failing filter is recorded as the seed's [`DropReason`]. The seeds
@@ -9,6 +10,7 @@
 
 pub mod filters;
 pub mod networks;
+pub mod references;
 pub mod refusal;
 pub mod strategy;
 
@@ -20,7 +22,8 @@ pub use networks::{NetworkKind, NetworkSet};
 pub use refusal::Refusal;
 
 use crate::config::Config;
-use api::core::{CloudProfile, Seed, Shoot};
+use api::core::cloudprofile::CloudProfileSpec;
+use api::core::{ExposureClass, Seed, Shoot};
 use filters::{NetworkMemo, ShootView};
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
@@ -67,15 +70,17 @@ impl ShootCounter for BTreeMap<String, u32> {
     }
 }
 
-/// Chooses the seed for `shoot`, or explains why none fits.
+/// Chooses the seed for `shoot`, or explains why none fits. `profile` is the spec the shoot
+/// uses (a NamespacedCloudProfile's merged spec included), `exposure_class` the class it names.
 pub fn decide<S: Borrow<Seed>>(
     shoot: &Shoot,
     seeds: &[S],
     counts: &(impl ShootCounter + ?Sized),
-    cloud_profile: &CloudProfile,
+    profile: &CloudProfileSpec,
+    exposure_class: Option<&ExposureClass>,
     config: &Config,
 ) -> Result<SeedName, Refusal> {
-    let view = ShootView::new(shoot, cloud_profile)?;
+    let view = ShootView::new(shoot, profile, exposure_class)?;
     let mut ranker = strategy::Ranker::new(&view, config);
     let mut drops: HashMap<DropReason, usize> = HashMap::new();
     let mut memo = NetworkMemo::default();
@@ -103,10 +108,11 @@ pub fn check<'a>(
     filters::backup_ready(seed)?;
     filters::cloud_profile_selects(seed, shoot.profile_selector.as_ref())?;
     filters::shoot_selects(seed, shoot.shoot_selector.as_ref())?;
+    filters::exposure_class_selects(seed, shoot.exposure_class_selector.as_ref())?;
     filters::provider_type(seed, &shoot.provider_types)?;
     strategy::region(seed, shoot, config.strategy)?;
     memo.networks_disjoint(seed, &shoot.networks)?;
-    filters::taints_tolerated(seed, shoot.tolerations)?;
+    filters::taints_tolerated(seed, &shoot.tolerations)?;
     let shoots = counts.shoots_on(seed.metadata.name.as_deref().unwrap_or_default());
     filters::capacity(seed, shoots)?;
     Ok(shoots)
@@ -137,7 +143,8 @@ mod tests {
             allocatable(seed("eu-full"), "50"),
             ready(seed("eu-down"), ConditionStatus::False),
         ];
-        let err = decide(&shoot("s"), &seeds, &counts(&[("eu-full", 50)]), &profile(), &Config::default()).unwrap_err();
+        let err = decide(&shoot("s"), &seeds, &counts(&[("eu-full", 50)]), &profile().spec, None, &Config::default())
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "0/7 seeds fit: 3 other region, 2 tainted (seed.gardener.cloud/protected), 1 full (allocatable shoots 50), 1 not ready"
@@ -148,7 +155,7 @@ mod tests {
     fn first_failing_filter_is_the_reason() {
         // A seed that is deleting, in another region and full counts once, as deleting.
         let s = allocatable(in_region(deleting(seed("x")), "us-east-1"), "0");
-        let err = decide(&shoot("s"), &[s], &counts(&[]), &profile(), &Config::default()).unwrap_err();
+        let err = decide(&shoot("s"), &[s], &counts(&[]), &profile().spec, None, &Config::default()).unwrap_err();
         assert_eq!(err.to_string(), "0/1 seeds fit: 1 being deleted");
     }
 
@@ -255,7 +262,7 @@ mod tests {
             ("no seeds", shoot("s"), vec![], vec![], &same, Err("0/0 seeds fit: no seeds are registered")),
         ];
         for (name, s, seeds, placed, config, want) in cases {
-            let got = decide(&s, &seeds, &counts(&placed), &profile(), config);
+            let got = decide(&s, &seeds, &counts(&placed), &profile().spec, None, config);
             match want {
                 Ok(seed) => assert_eq!(got.as_ref().map(SeedName::as_str), Ok(seed), "{name}"),
                 Err(text) => assert_eq!(got.unwrap_err().to_string(), text, "{name}"),
@@ -275,27 +282,101 @@ mod tests {
             of_type(labelled(seed("aws-prod"), &[("env", "prod")]), "aws"),
             labelled(seed("local-dev"), &[("env", "dev")]),
         ];
-        let got = decide(&shoot("s"), &seeds, &counts(&[]), &p, &Config::default());
+        let got = decide(&shoot("s"), &seeds, &counts(&[]), &p.spec, None, &Config::default());
         assert_eq!(got.unwrap().as_str(), "aws-prod");
 
         let mut narrow = shoot("s");
         narrow.spec.seed_selector = Some(SeedSelector { provider_types: vec!["local".into()], ..Default::default() });
-        let err = decide(&narrow, &seeds, &counts(&[]), &p, &Config::default()).unwrap_err();
+        let err = decide(&narrow, &seeds, &counts(&[]), &p.spec, None, &Config::default()).unwrap_err();
         assert_eq!(err.to_string(), "0/2 seeds fit: 1 not selected by the CloudProfile, 1 other provider type");
+    }
+
+    #[test]
+    fn exposure_class_narrows_seeds_and_adds_tolerations() {
+        use api::core::exposureclass::{ExposureClassFields, ExposureClassScheduling};
+        let class = |scheduling: &str| {
+            let scheduling: ExposureClassScheduling = serde_yaml::from_str(scheduling).unwrap();
+            ExposureClass::new("internet", ExposureClassFields { handler: "h".into(), scheduling: Some(scheduling) })
+        };
+        let selecting = class("seedSelector: {matchLabels: {exposure: internet}}");
+        let tolerating = class("tolerations: [{key: dedicated, value: internet}]");
+        let both = class("seedSelector: {matchLabels: {exposure: internet}}\ntolerations: [{key: dedicated}]");
+        let plain = seed("plain");
+        let offering = labelled(seed("offering"), &[("exposure", "internet")]);
+        let dedicated = tainted(seed("dedicated"), "dedicated", Some("internet"));
+        let dedicated_offering =
+            tainted(labelled(seed("ded-offering"), &[("exposure", "internet")]), "dedicated", None);
+        let gold_shoot = {
+            let mut s = shoot("s");
+            s.spec.seed_selector = Some(serde_yaml::from_str("matchLabels: {tier: gold}").unwrap());
+            s
+        };
+        let gold_offering = labelled(seed("gold-offering"), &[("exposure", "internet"), ("tier", "gold")]);
+        type Case<'c> = (&'c str, Shoot, Option<&'c ExposureClass>, Vec<Seed>, Result<&'c str, &'c str>);
+        let cases: Vec<Case<'_>> = vec![
+            ("no class: any seed", shoot("s"), None, vec![plain.clone()], Ok("plain")),
+            ("class selector", shoot("s"), Some(&selecting), vec![plain.clone(), offering.clone()], Ok("offering")),
+            (
+                "class selector refuses",
+                shoot("s"),
+                Some(&selecting),
+                vec![plain.clone()],
+                Err("0/1 seeds fit: 1 not selected by the ExposureClass"),
+            ),
+            (
+                "ANDed with the shoot's selector",
+                gold_shoot.clone(),
+                Some(&selecting),
+                vec![offering.clone(), labelled(seed("gold"), &[("tier", "gold")]), gold_offering.clone()],
+                Ok("gold-offering"),
+            ),
+            (
+                "the shoot's selector is checked first",
+                gold_shoot,
+                Some(&selecting),
+                vec![offering.clone()],
+                Err("0/1 seeds fit: 1 not selected by the shoot"),
+            ),
+            (
+                "without the class the taint is not tolerated",
+                shoot("s"),
+                None,
+                vec![dedicated.clone()],
+                Err("0/1 seeds fit: 1 tainted (dedicated)"),
+            ),
+            ("class tolerations are added", shoot("s"), Some(&tolerating), vec![dedicated.clone()], Ok("dedicated")),
+            (
+                "selector and tolerations together",
+                shoot("s"),
+                Some(&both),
+                vec![plain, dedicated, dedicated_offering],
+                Ok("ded-offering"),
+            ),
+        ];
+        for (name, s, class, seeds, want) in cases {
+            let got = decide(&s, &seeds, &counts(&[]), &profile().spec, class, &Config::default());
+            match want {
+                Ok(seed) => assert_eq!(got.as_ref().map(SeedName::as_str), Ok(seed), "{name}"),
+                Err(text) => assert_eq!(got.unwrap_err().to_string(), text, "{name}"),
+            }
+        }
+        let bad = class("seedSelector: {matchExpressions: [{key: a, operator: Near, values: [x]}]}");
+        let err = decide(&shoot("s"), &[seed("a")], &counts(&[]), &profile().spec, Some(&bad), &Config::default());
+        assert!(err.unwrap_err().to_string().starts_with("the ExposureClass seed selector is invalid"));
     }
 
     #[test]
     fn invalid_shoot_is_refused_before_looking_at_seeds() {
         let mut s = shoot("s");
         s.spec.networking.get_or_insert_default().pods = Some("not-a-cidr".into());
-        let err = decide(&s, &[seed("a")], &counts(&[]), &profile(), &Config::default()).unwrap_err();
+        let err = decide(&s, &[seed("a")], &counts(&[]), &profile().spec, None, &Config::default()).unwrap_err();
         assert_eq!(err, Refusal::InvalidShootNetwork { field: "pods", value: "not-a-cidr".into() });
     }
 
     #[test]
     fn accepts_shared_seeds() {
         let seeds = vec![std::sync::Arc::new(seed("a"))];
-        let got = decide(&shoot("s"), &seeds, &BTreeMap::new(), &profile(), &Config::default());
+        let got = decide(&shoot("s"), &seeds, &BTreeMap::new(), &profile().spec, None, &Config::default());
         assert_eq!(got.unwrap(), SeedName::from("a"));
     }
 }

@@ -1,11 +1,13 @@
 //! Why a shoot could not be scheduled, in words a user can act on. Either the shoot itself is
-//! unusable (a malformed CIDR or selector, a missing CloudProfile), or no seed passed the
+//! unusable (a malformed CIDR or selector, a missing or not yet merged profile, a missing
+//! ExposureClass), or no seed passed the
 //! filters; then every seed is accounted for under the first filter it failed:
 //! "0/7 seeds fit: 3 other region, 2 tainted (seed.gardener.cloud/protected), 1 full (allocatable
 //! shoots 50), 1 not ready". Groups are ordered by size, then alphabetically, so the text is
 //! stable for the same situation and the most common obstacle comes first.
 
 use super::filters::DropReason;
+use api::helpers::cloudprofile_ref::ProfileRefError;
 use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::fmt;
@@ -25,14 +27,16 @@ pub enum Refusal {
     InvalidShootNetwork { field: &'static str, value: String },
     #[error("the {owner} seed selector is invalid: {message}")]
     InvalidSeedSelector { owner: &'static str, message: String },
-    #[error("the shoot names no CloudProfile (spec.cloudProfileName or spec.cloudProfile)")]
-    NoCloudProfile,
-    #[error("CloudProfile {0:?} does not exist")]
-    CloudProfileNotFound(String),
-    #[error("{kind} {name:?} cannot be used for scheduling; only CloudProfile is supported")]
-    UnsupportedCloudProfileKind { kind: String, name: String },
-    #[error("CloudProfile {name:?} cannot be read: {error}")]
-    UnreadableCloudProfile { name: String, error: String },
+    /// The shoot's profile cannot be determined (none named, unknown kind, missing, a
+    /// NamespacedCloudProfile whose merged spec is not computed yet).
+    #[error(transparent)]
+    Profile(#[from] ProfileRefError),
+    #[error("ExposureClass {0:?} does not exist")]
+    ExposureClassNotFound(String),
+    /// An object the shoot names is in the cache but cannot be read as its kind; `what` names
+    /// it (`CloudProfile "local"`, `ExposureClass "internet"`).
+    #[error("{what} cannot be read: {error}")]
+    UnreadableReference { what: String, error: String },
 }
 
 impl Refusal {
@@ -50,10 +54,9 @@ impl Refusal {
             Self::NoSeedFits { .. } => "NoSeedFits",
             Self::InvalidShootNetwork { .. } => "InvalidShootNetwork",
             Self::InvalidSeedSelector { .. } => "InvalidSeedSelector",
-            Self::NoCloudProfile => "NoCloudProfile",
-            Self::CloudProfileNotFound(_) => "CloudProfileNotFound",
-            Self::UnsupportedCloudProfileKind { .. } => "UnsupportedCloudProfileKind",
-            Self::UnreadableCloudProfile { .. } => "UnreadableCloudProfile",
+            Self::Profile(e) => e.reason(),
+            Self::ExposureClassNotFound(_) => "ExposureClassNotFound",
+            Self::UnreadableReference { .. } => "UnreadableReference",
         }
     }
 
@@ -117,15 +120,30 @@ mod tests {
     #[test]
     fn shoot_level_refusals() {
         let cases = [
-            (Refusal::NoCloudProfile, "the shoot names no CloudProfile (spec.cloudProfileName or spec.cloudProfile)"),
-            (Refusal::CloudProfileNotFound("local".into()), "CloudProfile \"local\" does not exist"),
             (
-                Refusal::UnsupportedCloudProfileKind { kind: "NamespacedCloudProfile".into(), name: "p".into() },
-                "NamespacedCloudProfile \"p\" cannot be used for scheduling; only CloudProfile is supported",
+                Refusal::from(ProfileRefError::NoProfile),
+                "the shoot names no CloudProfile (spec.cloudProfileName or spec.cloudProfile)",
+                "NoCloudProfile",
+            ),
+            (
+                Refusal::from(ProfileRefError::CloudProfileNotFound("local".into())),
+                "CloudProfile \"local\" does not exist",
+                "CloudProfileNotFound",
+            ),
+            (
+                Refusal::from(ProfileRefError::NotComputed { namespace: "garden-p".into(), name: "p".into() }),
+                "NamespacedCloudProfile \"garden-p/p\" has no merged spec yet (status.cloudProfileSpec is not computed)",
+                "NamespacedCloudProfileNotComputed",
+            ),
+            (
+                Refusal::ExposureClassNotFound("internet".into()),
+                "ExposureClass \"internet\" does not exist",
+                "ExposureClassNotFound",
             ),
         ];
-        for (r, text) in cases {
+        for (r, text, reason) in cases {
             assert_eq!(r.to_string(), text);
+            assert_eq!(r.reason(), reason);
         }
     }
 }

@@ -140,7 +140,8 @@ mod tests {
         let s = shoot("s");
         let mut t = shoot("t");
         t.spec.purpose = Some(api::core::shoot::ShootPurpose::Testing);
-        let (view, testing) = (ShootView::new(&s, &profile).unwrap(), ShootView::new(&t, &profile).unwrap());
+        let (view, testing) =
+            (ShootView::new(&s, &profile.spec, None).unwrap(), ShootView::new(&t, &profile.spec, None).unwrap());
         let far = in_region(seed("far"), "us-east-1");
         let near = seed("near");
         assert_eq!(region(&near, &view, Strategy::SameRegion), Ok(()));
@@ -153,7 +154,7 @@ mod tests {
     fn ranking() {
         let profile = CloudProfile::default();
         let s = shoot("s"); // region eu-west-1
-        let view = ShootView::new(&s, &profile).unwrap();
+        let view = ShootView::new(&s, &profile.spec, None).unwrap();
         let same = Config::default();
         let minimal =
             Config::from_yaml("strategy: MinimalDistance\nregionDistances: {eu-west-1: {eu-central-1: 5}}").unwrap();
