@@ -57,6 +57,15 @@ pub fn profile_of(shoot: &Shoot) -> Option<(String, String)> {
     admission::shoot::reference::reference(&shoot.spec).map(|r| (r.kind, r.name))
 }
 
+/// The Shoots for which `uses` holds, as `Shoot <namespace>/<name>`, sorted.
+fn shoots_that<'a>(shoots: impl Iterator<Item = &'a Shoot>, uses: impl Fn(&Shoot) -> bool) -> Vec<String> {
+    sorted(shoots.filter(|s| uses(s)).map(|s| format!("Shoot {}", key(s.namespace(), s.name_any()))).collect())
+}
+
+fn in_namespace_of(shoot: &Shoot, namespace: &str) -> bool {
+    shoot.namespace().as_deref() == Some(namespace)
+}
+
 /// A CloudProfile is used by the Shoots naming it and by the NamespacedCloudProfiles whose
 /// parent it is.
 pub fn cloud_profile_users<'a>(
@@ -64,17 +73,13 @@ pub fn cloud_profile_users<'a>(
     shoots: impl Iterator<Item = &'a Shoot>,
     children: impl Iterator<Item = &'a NamespacedCloudProfile>,
 ) -> Vec<String> {
-    let mut users: Vec<String> = shoots
-        .filter(|s| profile_of(s).is_some_and(|(kind, n)| kind == CLOUD_PROFILE && n == name))
-        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
-        .chain(
-            children
-                .filter(|c| c.spec.parent.name == name)
-                .map(|c| format!("NamespacedCloudProfile {}", key(c.namespace(), c.name_any()))),
-        )
-        .collect();
-    users.sort();
-    users
+    let mut users = shoots_that(shoots, |s| profile_of(s).is_some_and(|(kind, n)| kind == CLOUD_PROFILE && n == name));
+    users.extend(
+        children
+            .filter(|c| c.spec.parent.name == name)
+            .map(|c| format!("NamespacedCloudProfile {}", key(c.namespace(), c.name_any()))),
+    );
+    sorted(users)
 }
 
 /// A NamespacedCloudProfile is used by the Shoots of its namespace naming it.
@@ -83,34 +88,19 @@ pub fn namespaced_cloud_profile_users<'a>(
     name: &str,
     shoots: impl Iterator<Item = &'a Shoot>,
 ) -> Vec<String> {
-    let mut users: Vec<String> = shoots
-        .filter(|s| {
-            s.namespace().as_deref() == Some(namespace)
-                && profile_of(s).is_some_and(|(kind, n)| kind == NAMESPACED_CLOUD_PROFILE && n == name)
-        })
-        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
-        .collect();
-    users.sort();
-    users
+    shoots_that(shoots, |s| {
+        in_namespace_of(s, namespace)
+            && profile_of(s).is_some_and(|(kind, n)| kind == NAMESPACED_CLOUD_PROFILE && n == name)
+    })
 }
 
 /// An ExposureClass is used by the Shoots naming it in `spec.exposureClassName`.
 pub fn exposure_class_users<'a>(name: &str, shoots: impl Iterator<Item = &'a Shoot>) -> Vec<String> {
-    let mut users: Vec<String> = shoots
-        .filter(|s| s.spec.exposure_class_name.as_deref() == Some(name))
-        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
-        .collect();
-    users.sort();
-    users
+    shoots_that(shoots, |s| s.spec.exposure_class_name.as_deref() == Some(name))
 }
 
 pub fn secret_binding_users<'a>(namespace: &str, name: &str, shoots: impl Iterator<Item = &'a Shoot>) -> Vec<String> {
-    let mut users: Vec<String> = shoots
-        .filter(|s| s.namespace().as_deref() == Some(namespace) && s.spec.secret_binding_name.as_deref() == Some(name))
-        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
-        .collect();
-    users.sort();
-    users
+    shoots_that(shoots, |s| in_namespace_of(s, namespace) && s.spec.secret_binding_name.as_deref() == Some(name))
 }
 
 pub fn credentials_binding_users<'a>(
@@ -118,26 +108,14 @@ pub fn credentials_binding_users<'a>(
     name: &str,
     shoots: impl Iterator<Item = &'a Shoot>,
 ) -> Vec<String> {
-    let mut users: Vec<String> = shoots
-        .filter(|s| {
-            s.namespace().as_deref() == Some(namespace) && s.spec.credentials_binding_name.as_deref() == Some(name)
-        })
-        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
-        .collect();
-    users.sort();
-    users
+    shoots_that(shoots, |s| in_namespace_of(s, namespace) && s.spec.credentials_binding_name.as_deref() == Some(name))
 }
 
 pub fn seed_users<'a>(name: &str, shoots: impl Iterator<Item = &'a Shoot>) -> Vec<String> {
-    let mut users: Vec<String> = shoots
-        .filter(|s| {
-            s.spec.seed_name.as_deref() == Some(name)
-                || s.status.as_ref().and_then(|st| st.seed_name.as_deref()) == Some(name)
-        })
-        .map(|s| format!("Shoot {}", key(s.namespace(), s.name_any())))
-        .collect();
-    users.sort();
-    users
+    shoots_that(shoots, |s| {
+        s.spec.seed_name.as_deref() == Some(name)
+            || s.status.as_ref().and_then(|st| st.seed_name.as_deref()) == Some(name)
+    })
 }
 
 pub fn registration_users<'a>(
