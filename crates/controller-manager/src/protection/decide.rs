@@ -13,9 +13,9 @@
 //! listing them in `deployment.deploymentRefs` and the installations naming them. An object
 //! carries the finalizer while it is used; a deletion waits until nothing uses it.
 
-use admission::shoot::reference::{CLOUD_PROFILE, NAMESPACED_CLOUD_PROFILE};
 use api::common::ObjectReference;
 use api::core::{ControllerInstallation, ControllerRegistration, NamespacedCloudProfile, SecretBinding, Shoot};
+use api::helpers::cloudprofile_ref::{ProfileRef, profile_ref};
 use api::security::CredentialsBinding;
 use kube::ResourceExt;
 
@@ -52,9 +52,9 @@ fn key(namespace: Option<String>, name: String) -> String {
     format!("{}/{name}", namespace.unwrap_or_default())
 }
 
-/// The kind and name of the profile a Shoot uses (kind defaulted to `CloudProfile`).
-pub fn profile_of(shoot: &Shoot) -> Option<(String, String)> {
-    admission::shoot::reference::reference(&shoot.spec).map(|r| (r.kind, r.name))
+/// The profile a Shoot uses (`api::helpers::cloudprofile_ref`); `None` when it names none.
+pub fn profile_of(shoot: &Shoot) -> Option<ProfileRef<'_>> {
+    profile_ref(shoot).ok()
 }
 
 /// The Shoots for which `uses` holds, as `Shoot <namespace>/<name>`, sorted.
@@ -73,7 +73,7 @@ pub fn cloud_profile_users<'a>(
     shoots: impl Iterator<Item = &'a Shoot>,
     children: impl Iterator<Item = &'a NamespacedCloudProfile>,
 ) -> Vec<String> {
-    let mut users = shoots_that(shoots, |s| profile_of(s).is_some_and(|(kind, n)| kind == CLOUD_PROFILE && n == name));
+    let mut users = shoots_that(shoots, |s| profile_of(s) == Some(ProfileRef::Cluster(name)));
     users.extend(
         children
             .filter(|c| c.spec.parent.name == name)
@@ -88,10 +88,7 @@ pub fn namespaced_cloud_profile_users<'a>(
     name: &str,
     shoots: impl Iterator<Item = &'a Shoot>,
 ) -> Vec<String> {
-    shoots_that(shoots, |s| {
-        in_namespace_of(s, namespace)
-            && profile_of(s).is_some_and(|(kind, n)| kind == NAMESPACED_CLOUD_PROFILE && n == name)
-    })
+    shoots_that(shoots, |s| profile_of(s) == Some(ProfileRef::Namespaced { namespace, name }))
 }
 
 /// An ExposureClass is used by the Shoots naming it in `spec.exposureClassName`.

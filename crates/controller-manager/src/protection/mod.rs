@@ -18,6 +18,7 @@ use api::core::{
     CloudProfile, ControllerDeployment, ControllerInstallation, ControllerRegistration, ExposureClass,
     NamespacedCloudProfile, Quota, SecretBinding, Seed, Shoot,
 };
+use api::helpers::cloudprofile_ref::ProfileRef;
 use api::security::{CredentialsBinding, WorkloadIdentity};
 use extension_sdk::runner::Stop;
 use futures::channel::mpsc;
@@ -207,13 +208,11 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         for guard in touched(event) {
             if let Ok(shoot) = &guard.0 {
                 match decide::profile_of(shoot) {
-                    Some((kind, name)) if kind == admission::shoot::reference::CLOUD_PROFILE => {
-                        let _ = profile_tx.unbounded_send(ObjectRef::new(&name));
+                    Some(ProfileRef::Cluster(name)) => {
+                        let _ = profile_tx.unbounded_send(ObjectRef::new(name));
                     }
-                    Some((_, name)) => {
-                        if let Some(ns) = shoot.namespace() {
-                            let _ = ncp_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
-                        }
+                    Some(ProfileRef::Namespaced { namespace, name }) => {
+                        let _ = ncp_tx.unbounded_send(ObjectRef::new(name).within(namespace));
                     }
                     None => {}
                 }
