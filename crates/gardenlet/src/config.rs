@@ -33,6 +33,35 @@ pub struct GardenletConfig {
     /// that requests follow what the components use (docs/gardenlet.md).
     #[serde(default = "default_requests_percent")]
     pub control_plane_requests_percent: u32,
+    /// The ExposureClass handlers this seed offers: a shoot whose ExposureClass names handler
+    /// `name` gets that handler's settings on its kube-apiserver Service (docs/gardenlet.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exposure_class_handlers: Vec<ExposureClassHandler>,
+}
+
+/// One ExposureClass handler, as in Gardener's gardenlet configuration, limited to what a seed
+/// here can honour: the load-balancer Service's metadata. (Gardener's `sni` settings configure
+/// an Istio ingress gateway, which this system does not have; they are refused at start.)
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExposureClassHandler {
+    /// The handler name ExposureClasses refer to (`handler`).
+    pub name: String,
+    #[serde(default)]
+    pub load_balancer_service: LoadBalancerServiceConfig,
+    /// Accepted only to refuse it with a clear message (see [`GardenletConfig::validate`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sni: Option<serde_json::Value>,
+}
+
+/// Metadata added to the kube-apiserver Service of shoots using the handler.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoadBalancerServiceConfig {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 fn default_requests_percent() -> u32 {
@@ -177,6 +206,24 @@ impl GardenletConfig {
         if self.controllers.shoot_care_concurrent_syncs == 0 {
             return Err(("controllers.shootCareConcurrentSyncs", "must be at least 1".into()));
         }
+        let mut handler_names = std::collections::BTreeSet::new();
+        for (i, h) in self.exposure_class_handlers.iter().enumerate() {
+            if h.name.is_empty() {
+                return Err(("exposureClassHandlers", format!("[{i}].name must not be empty")));
+            }
+            if !handler_names.insert(h.name.as_str()) {
+                return Err(("exposureClassHandlers", format!("[{i}].name {:?} is given twice", h.name)));
+            }
+            if h.sni.is_some() {
+                return Err((
+                    "exposureClassHandlers",
+                    format!(
+                        "[{i}] ({}): sni is not supported (there is no SNI ingress gateway in this system); use loadBalancerService",
+                        h.name
+                    ),
+                ));
+            }
+        }
         if !(1..=100).contains(&self.control_plane_requests_percent) {
             return Err((
                 "controlPlaneRequestsPercent",
@@ -201,6 +248,21 @@ mod tests {
         assert_eq!(c.controllers.seed_heartbeat(), Duration::from_secs(30));
         assert_eq!(c.kube_apiserver_service_type, ServiceType::LoadBalancer);
         assert_eq!(c.control_plane_requests_percent, 100);
+        assert!(c.exposure_class_handlers.is_empty());
+    }
+
+    #[test]
+    fn exposure_class_handlers() {
+        let text = format!(
+            "{MINIMAL}exposureClassHandlers:\n- name: internet\n  loadBalancerService:\n    annotations: {{lb.example/zone: public}}\n    labels: {{exposure: internet}}\n- name: internal\n"
+        );
+        let c: GardenletConfig = serde_yaml::from_str(&text).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.exposure_class_handlers[0].load_balancer_service.annotations["lb.example/zone"], "public");
+        assert_eq!(c.exposure_class_handlers[1].load_balancer_service, LoadBalancerServiceConfig::default());
+        let typo = format!("{MINIMAL}exposureClassHandlers:\n- name: x\n  loadBalancerServise: {{}}\n");
+        let err = serde_yaml::from_str::<GardenletConfig>(&typo).unwrap_err().to_string();
+        assert!(err.contains("loadBalancerServise"), "{err}");
     }
 
     #[test]
@@ -213,6 +275,17 @@ mod tests {
         let mut c: GardenletConfig = serde_yaml::from_str(MINIMAL).unwrap();
         c.control_plane_requests_percent = 0;
         assert_eq!(c.validate().unwrap_err().0, "controlPlaneRequestsPercent");
+        for (handlers, want) in [
+            ("- name: a\n- name: a\n", "[1].name \"a\" is given twice"),
+            ("- name: ''\n", "[0].name must not be empty"),
+            ("- name: a\n  sni: {ingress: {namespace: istio}}\n", "[0] (a): sni is not supported"),
+        ] {
+            let c: GardenletConfig =
+                serde_yaml::from_str(&format!("{MINIMAL}exposureClassHandlers:\n{handlers}")).unwrap();
+            let (field, problem) = c.validate().unwrap_err();
+            assert_eq!(field, "exposureClassHandlers");
+            assert!(problem.starts_with(want), "{problem}");
+        }
         let unknown = format!("{MINIMAL}seedNmae: typo\n");
         let err = serde_yaml::from_str::<GardenletConfig>(&unknown).unwrap_err().to_string();
         assert!(err.contains("seedNmae"), "{err}");

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use support::actuators::{TestActuator, spawn_controller};
 use support::simulator::Simulator;
 
-const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n  shootCareThresholdSeconds: 3600\n";
+const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n  shootCareThresholdSeconds: 3600\nexposureClassHandlers:\n- name: internet-config\n  loadBalancerService:\n    annotations: {lb.example/zone: public}\n    labels: {exposure: internet}\n";
 
 const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\nspec:\n  seedName: local\n  region: local\n  credentialsBindingName: creds\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n  - type: local-ext-before\n";
 
@@ -443,6 +443,97 @@ async fn a_shoot_that_never_got_far_deletes_cleanly() {
         Api::<ShootState>::namespaced(h.client.clone(), "garden-dev").get_opt("demo").await.unwrap().is_none(),
         "ShootState left behind"
     );
+}
+
+/// A shoot on a NamespacedCloudProfile with an ExposureClass: the Cluster carries the profile's
+/// merged spec as a CloudProfile; a class whose handler this gardenlet does not configure fails
+/// the flow naming the handler, and a configured handler's annotations and labels go onto the
+/// kube-apiserver Service. (The infrastructure never succeeds, so the flow stops early.)
+#[tokio::test]
+async fn namespaced_cloud_profile_and_exposure_class_handler() {
+    let mut h = harness().await;
+    h.infra.fail_first.store(usize::MAX, Ordering::SeqCst);
+    let classes: Api<api::core::ExposureClass> = Api::all(h.client.clone());
+    for (name, handler) in [("internet", "internet-config"), ("elsewhere", "sni-gateway")] {
+        let class = api::core::ExposureClass::new(
+            name,
+            api::core::exposureclass::ExposureClassFields { handler: handler.into(), scheduling: None },
+        );
+        classes.create(&PostParams::default(), &class).await.unwrap();
+    }
+    let profiles: Api<api::core::NamespacedCloudProfile> = Api::namespaced(h.client.clone(), "garden-dev");
+    let team: api::core::NamespacedCloudProfile = serde_json::from_value(serde_json::json!({
+        "apiVersion": "core.gardener.cloud/v1beta1", "kind": "NamespacedCloudProfile",
+        "metadata": {"name": "team", "namespace": "garden-dev"},
+        "spec": {"parent": {"kind": "CloudProfile", "name": "local"}},
+    }))
+    .unwrap();
+    profiles.create(&PostParams::default(), &team).await.unwrap();
+    let merged = serde_json::json!({"status": {"cloudProfileSpec": {
+        "type": "local", "kubernetes": {"versions": [{"version": "1.20.2"}]},
+        "machineTypes": [{"name": "team-large", "cpu": "8", "gpu": "0", "memory": "32Gi"}],
+    }}});
+    profiles.patch_status("team", &PatchParams::default(), &Patch::Merge(&merged)).await.unwrap();
+
+    let _gardenlet = h.start_gardenlet();
+    let mut shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    shoot.spec.cloud_profile = Some(api::core::shoot::CloudProfileReference {
+        kind: Some("NamespacedCloudProfile".into()),
+        name: "team".into(),
+    });
+    shoot.spec.exposure_class_name = Some("elsewhere".into());
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    let failed = h
+        .wait_shoot("the unknown handler reported", Duration::from_secs(120), |s| {
+            s.status.as_ref().is_some_and(|st| st.last_errors.iter().any(|e| e.description.contains("sni-gateway")))
+        })
+        .await;
+    let error = failed.status.unwrap().last_errors.into_iter().find(|e| e.description.contains("sni-gateway")).unwrap();
+    assert!(
+        error.description.contains(
+            "ExposureClass \"elsewhere\" names handler \"sni-gateway\", which this gardenlet's exposureClassHandlers do not configure (configured: internet-config)"
+        ),
+        "{}",
+        error.description
+    );
+
+    let ns = "shoot--dev--demo";
+    let cluster = Api::<ext::Cluster>::all(h.client.clone()).get(ns).await.unwrap();
+    let profile = &cluster.spec.cloud_profile.0;
+    assert_eq!(profile["kind"], "CloudProfile", "{profile}");
+    assert_eq!(profile["metadata"]["name"], "team");
+    assert_eq!(profile["metadata"]["namespace"], "garden-dev");
+    assert_eq!(profile["spec"]["machineTypes"][0]["name"], "team-large", "the merged spec: {profile}");
+
+    // The configured handler: its metadata on the Service.
+    h.shoots()
+        .patch(
+            "demo",
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({"spec": {"exposureClassName": "internet"}})),
+        )
+        .await
+        .unwrap();
+    annotate(&h.client, "demo", "retry").await;
+    let services: Api<Service> = Api::namespaced(h.client.clone(), ns);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let svc = services.get_opt("kube-apiserver").await.unwrap();
+        let meta = svc.as_ref().map(|s| &s.metadata);
+        let annotated = meta.and_then(|m| m.annotations.as_ref()).and_then(|a| a.get("lb.example/zone"));
+        let labels = meta.and_then(|m| m.labels.clone()).unwrap_or_default();
+        if annotated.map(String::as_str) == Some("public") {
+            assert_eq!(labels.get("exposure").map(String::as_str), Some("internet"));
+            assert_eq!(
+                labels.get("handler.exposureclass.gardener.cloud/name").map(String::as_str),
+                Some("internet-config")
+            );
+            assert_eq!(labels.get("app").map(String::as_str), Some("kubernetes"));
+            break;
+        }
+        assert!(Instant::now() < deadline, "the Service never got the handler's metadata: {meta:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }
 
 async fn replicas(client: &kube::Client, ns: &str) -> Vec<(String, i32)> {

@@ -3,12 +3,16 @@
 
 use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
 use super::etcd;
+use crate::config::ExposureClassHandler;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 
 pub const NAME: &str = "kube-apiserver";
+/// The label naming the ExposureClass handler a Service is exposed by (Gardener's
+/// `LabelExposureClassHandlerName`).
+pub const LABEL_EXPOSURE_CLASS_HANDLER: &str = "handler.exposureclass.gardener.cloud/name";
 pub const PORT: i32 = 443;
 const APP: &str = "kubernetes";
 const ROLE: &str = "apiserver";
@@ -38,10 +42,21 @@ fn labels() -> BTreeMap<String, String> {
     component_labels(APP, ROLE)
 }
 
-/// The `kube-apiserver` Service.
-pub fn service(values: &ControlPlaneValues, type_: ServiceType) -> Service {
+/// The `kube-apiserver` Service. With the shoot's ExposureClass handler, the handler's
+/// load-balancer annotations and labels are added, and the handler is named in a label; the
+/// component's own labels win over a handler's label of the same key.
+pub fn service(values: &ControlPlaneValues, type_: ServiceType, handler: Option<&ExposureClassHandler>) -> Service {
+    let mut metadata = common::metadata(NAME, values, labels());
+    if let Some(h) = handler {
+        let mut merged = h.load_balancer_service.labels.clone();
+        merged.insert(LABEL_EXPOSURE_CLASS_HANDLER.to_string(), h.name.clone());
+        merged.extend(labels());
+        metadata.labels = Some(merged);
+        let annotations = &h.load_balancer_service.annotations;
+        metadata.annotations = (!annotations.is_empty()).then(|| annotations.clone());
+    }
     Service {
-        metadata: common::metadata(NAME, values, labels()),
+        metadata,
         spec: Some(ServiceSpec {
             type_: Some(format!("{type_:?}")),
             selector: common::selector(APP, ROLE).match_labels,

@@ -196,12 +196,12 @@ fn etcd_uses_tls_for_clients_and_peers() {
 
 #[test]
 fn service_address_depends_on_the_service_type() {
-    let mut svc = kube_apiserver::service(&values(), kube_apiserver::ServiceType::ClusterIP);
+    let mut svc = kube_apiserver::service(&values(), kube_apiserver::ServiceType::ClusterIP, None);
     assert_eq!(kube_apiserver::service_address(&svc), None, "no address before the apiserver allocates one");
     svc.spec = Some(ServiceSpec { cluster_ip: Some("10.0.0.7".into()), ..svc.spec.unwrap() });
     assert_eq!(kube_apiserver::service_address(&svc).as_deref(), Some("10.0.0.7"));
 
-    let mut lb: Service = kube_apiserver::service(&values(), kube_apiserver::ServiceType::LoadBalancer);
+    let mut lb: Service = kube_apiserver::service(&values(), kube_apiserver::ServiceType::LoadBalancer, None);
     lb.spec = Some(ServiceSpec { cluster_ip: Some("10.0.0.8".into()), ..lb.spec.unwrap() });
     assert_eq!(kube_apiserver::service_address(&lb), None, "a LoadBalancer waits for its ingress");
     lb.status = Some(
@@ -211,6 +211,36 @@ fn service_address_depends_on_the_service_type() {
         .unwrap(),
     );
     assert_eq!(kube_apiserver::service_address(&lb).as_deref(), Some("lb.example.com"));
+}
+
+#[test]
+fn an_exposure_class_handler_adds_its_service_metadata() {
+    let handler: crate::config::ExposureClassHandler = serde_yaml::from_str(
+        "name: internet\nloadBalancerService:\n  annotations: {lb.example/zone: public}\n  labels: {exposure: internet, app: not-kubernetes}\n",
+    )
+    .unwrap();
+    let plain = kube_apiserver::service(&values(), kube_apiserver::ServiceType::LoadBalancer, None);
+    let exposed = kube_apiserver::service(&values(), kube_apiserver::ServiceType::LoadBalancer, Some(&handler));
+    assert_eq!(plain.metadata.annotations, None);
+    assert!(!plain.metadata.labels.as_ref().unwrap().contains_key(kube_apiserver::LABEL_EXPOSURE_CLASS_HANDLER));
+    let annotations = exposed.metadata.annotations.clone().unwrap();
+    assert_eq!(annotations.get("lb.example/zone").map(String::as_str), Some("public"));
+    let labels = exposed.metadata.labels.clone().unwrap();
+    assert_eq!(labels.get("exposure").map(String::as_str), Some("internet"));
+    assert_eq!(labels.get(kube_apiserver::LABEL_EXPOSURE_CLASS_HANDLER).map(String::as_str), Some("internet"));
+    // The component's own labels (what selects and finds it) are not overridden.
+    for (k, v) in plain.metadata.labels.as_ref().unwrap() {
+        assert_eq!(labels.get(k), Some(v), "label {k}");
+    }
+    assert_eq!(exposed.spec, plain.spec, "a handler changes only metadata");
+
+    let bare = crate::config::ExposureClassHandler { name: "internal".into(), ..Default::default() };
+    let exposed = kube_apiserver::service(&values(), kube_apiserver::ServiceType::LoadBalancer, Some(&bare));
+    assert_eq!(exposed.metadata.annotations, None);
+    assert_eq!(
+        exposed.metadata.labels.unwrap().get(kube_apiserver::LABEL_EXPOSURE_CLASS_HANDLER).map(String::as_str),
+        Some("internal")
+    );
 }
 
 #[test]

@@ -16,6 +16,7 @@ pub mod health;
 pub mod hibernate;
 pub mod migrate;
 pub mod reconcile;
+pub mod references;
 pub mod secrets;
 pub mod status;
 pub mod system;

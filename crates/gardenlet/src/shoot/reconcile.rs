@@ -4,7 +4,7 @@
 use super::context::OperationContext;
 use super::extensions as ext;
 use super::tasks::{FIELD_MANAGER, apply, deploy_extension, t, task_err, wait_for, wait_in};
-use super::{backup, checks, etcd_snapshot, secrets, system};
+use super::{backup, checks, etcd_snapshot, references, secrets, system};
 use crate::components::{cluster_dns, etcd, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
 use api::Opaque;
@@ -172,25 +172,13 @@ pub(crate) async fn deploy_cluster(ctx: Arc<OperationContext>) -> Result<(), Tas
         }
         v
     });
-    let profile = match ctx.shoot.spec.cloud_profile_name() {
-        Some(name) => {
-            let profiles: Api<api::core::CloudProfile> = Api::all(ctx.garden.clone());
-            profiles.get_opt(name).await.map_err(task_err)?.map(|p| {
-                let mut v = serde_json::to_value(p).unwrap_or_default();
-                if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-                    m.remove("managedFields");
-                    m.remove("resourceVersion");
-                }
-                v
-            })
-        }
-        None => None,
-    };
+    // A NamespacedCloudProfile goes in as a CloudProfile with its merged spec.
+    let profile = references::read_cloud_profile(&ctx.garden, &ctx.shoot).await.map_err(task_err)?;
     let cluster = ext::cluster(
         &ctx.values,
         Opaque(embedded_shoot(&ctx.shoot)),
         Opaque(seed.unwrap_or_else(|| serde_json::json!({}))),
-        Opaque(profile.unwrap_or_else(|| serde_json::json!({}))),
+        Opaque(profile),
     );
     let api: Api<Cluster> = Api::all(ctx.seed.clone());
     let applied = api
@@ -276,7 +264,11 @@ async fn credentials_secret_data(
 
 async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let values = ctx.values.control_plane(&ctx.config.images, true, ctx.config.control_plane_requests_percent);
-    apply(&ctx, &kube_apiserver::service(&values, ctx.config.kube_apiserver_service_type)).await?;
+    // The shoot's ExposureClass handler must be one this seed offers (Gardener fails the same way).
+    let handler = references::read_exposure_handler(&ctx.garden, &ctx.shoot, &ctx.config.exposure_class_handlers)
+        .await
+        .map_err(task_err)?;
+    apply(&ctx, &kube_apiserver::service(&values, ctx.config.kube_apiserver_service_type, handler)).await?;
     let svc: Service = wait_for(&ctx, kube_apiserver::NAME, |s: &Service| {
         kube_apiserver::service_address(s).map(|_| ()).ok_or_else(|| "no address yet".to_string())
     })
