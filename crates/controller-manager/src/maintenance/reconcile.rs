@@ -1,4 +1,5 @@
-//! One Shoot's maintenance: read its CloudProfile from the cache, decide with
+//! One Shoot's maintenance: read its profile from the caches (a NamespacedCloudProfile's merged
+//! spec, resolved by [`api::helpers::cloudprofile_ref`]), decide with
 //! [`super::decide`], then write the new Kubernetes version and machine image versions (one
 //! merge patch guarded by the resourceVersion that was read; the same patch removes a `maintain`
 //! request) and record what was done in `status.lastMaintenance` (server-side apply, field manager
@@ -8,8 +9,10 @@ use super::Context;
 use super::decide::{self, Facts, Window};
 use crate::runtime::{self, field_manager};
 use api::common::LastOperationState;
+use api::core::cloudprofile::CloudProfileSpec;
 use api::core::shoot::LastMaintenance;
-use api::core::{CloudProfile, Shoot};
+use api::core::{CloudProfile, NamespacedCloudProfile, Shoot};
+use api::helpers::cloudprofile_ref::{self, ProfileRef};
 use api::helpers::constants::ANNOTATION_OPERATION;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
@@ -45,33 +48,21 @@ async fn maintain(shoot: &Shoot, ctx: &Context, cached: bool) -> Result<Action, 
         return Ok(Action::await_change());
     }
     let (namespace, name) = (shoot.namespace().unwrap_or_default(), shoot.name_any());
-    let maintenance = shoot.spec.maintenance.as_ref();
     let maintain_requested =
         shoot.annotations().get(ANNOTATION_OPERATION).map(String::as_str) == Some(OPERATION_MAINTAIN);
     let now = ctx.common.clock.now();
-    let profile = shoot.spec.cloud_profile_name().and_then(|p| ctx.profiles.get(&ObjectRef::<CloudProfile>::new(p)));
-    let decision = maintenance.and_then(|m| m.time_window.as_ref()).map(Window::parse).transpose().and_then(|window| {
-        let offered = profile.as_ref().map(|p| p.spec.kubernetes.versions.as_slice()).unwrap_or_default();
-        let auto_update = maintenance.and_then(|m| m.auto_update.as_ref());
-        decide::decide(&Facts {
-            version: &shoot.spec.kubernetes.version,
-            offered,
-            auto_update: auto_update.is_some_and(|a| a.kubernetes_version),
-            pools: pool_images(shoot, profile.as_deref()),
-            auto_update_images: auto_update.is_some_and(|a| a.machine_image_version.unwrap_or(true)),
-            window,
-            maintain_requested,
-            last_triggered: shoot.status.as_ref().and_then(|s| s.last_maintenance.as_ref()).map(|l| l.triggered_time.0),
-            now,
-        })
-    });
-    let api: Api<Shoot> = Api::namespaced(ctx.common.client.clone(), &namespace);
-    let (last, requeue) = match decision {
-        Err(problem) if profile.is_none() => {
-            // Without its CloudProfile (not cached yet, or missing) nothing can be judged.
-            tracing::debug!(%problem, "CloudProfile not found; maintenance waits");
+    let (cloud_profile, namespaced) = lookup_profile(shoot, ctx);
+    let profile = match cloudprofile_ref::resolve(shoot, cloud_profile.as_deref(), namespaced.as_deref()) {
+        Ok(spec) => spec,
+        Err(missing) => {
+            // Without its profile (not cached yet, missing, not merged yet) nothing can be judged.
+            tracing::debug!(%missing, "the shoot's profile cannot be used; maintenance waits");
             return Ok(Action::requeue(Duration::from_secs(300)));
         }
+    };
+    let decision = decide_for(shoot, profile, maintain_requested, now);
+    let api: Api<Shoot> = Api::namespaced(ctx.common.client.clone(), &namespace);
+    let (last, requeue) = match decision {
         Err(problem) => {
             let message = format!("shoot {namespace}/{name}: {problem}");
             if !maintain_requested
@@ -151,9 +142,43 @@ async fn maintain(shoot: &Shoot, ctx: &Context, cached: bool) -> Result<Action, 
     Ok(requeue)
 }
 
-/// The machine image of every worker pool that names one, with what the CloudProfile offers.
-fn pool_images<'a>(shoot: &'a Shoot, profile: Option<&'a CloudProfile>) -> Vec<decide::PoolImage<'a>> {
-    let images = profile.map(|p| p.spec.machine_images.as_slice()).unwrap_or_default();
+/// The pure decision for `shoot` against the profile spec it uses.
+fn decide_for(
+    shoot: &Shoot,
+    profile: &CloudProfileSpec,
+    maintain_requested: bool,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Result<decide::Decision, decide::Problem> {
+    let maintenance = shoot.spec.maintenance.as_ref();
+    let window = maintenance.and_then(|m| m.time_window.as_ref()).map(Window::parse).transpose()?;
+    let auto_update = maintenance.and_then(|m| m.auto_update.as_ref());
+    decide::decide(&Facts {
+        version: &shoot.spec.kubernetes.version,
+        offered: &profile.kubernetes.versions,
+        auto_update: auto_update.is_some_and(|a| a.kubernetes_version),
+        pools: pool_images(shoot, profile),
+        auto_update_images: auto_update.is_some_and(|a| a.machine_image_version.unwrap_or(true)),
+        window,
+        maintain_requested,
+        last_triggered: shoot.status.as_ref().and_then(|s| s.last_maintenance.as_ref()).map(|l| l.triggered_time.0),
+        now,
+    })
+}
+
+/// The cache entry the shoot's profile reference names (only the one of its kind is looked up).
+fn lookup_profile(shoot: &Shoot, ctx: &Context) -> (Option<Arc<CloudProfile>>, Option<Arc<NamespacedCloudProfile>>) {
+    match cloudprofile_ref::profile_ref(shoot) {
+        Ok(ProfileRef::Cluster(name)) => (ctx.profiles.get(&ObjectRef::new(name)), None),
+        Ok(ProfileRef::Namespaced { namespace, name }) => {
+            (None, ctx.namespaced_profiles.get(&ObjectRef::new(name).within(namespace)))
+        }
+        Err(_) => (None, None), // resolve reports it
+    }
+}
+
+/// The machine image of every worker pool that names one, with what the profile offers.
+fn pool_images<'a>(shoot: &'a Shoot, profile: &'a CloudProfileSpec) -> Vec<decide::PoolImage<'a>> {
+    let images = profile.machine_images.as_slice();
     shoot
         .spec
         .provider
@@ -196,4 +221,73 @@ fn spec_patch(shoot: &Shoot, d: &decide::Decision) -> Option<(serde_json::Value,
         spec["provider"] = json!({"workers": workers});
     }
     (!whys.is_empty()).then_some((spec, whys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use api::helpers::cloudprofile_ref::ProfileRefError;
+
+    /// The parent offers Kubernetes 1.31.1 and 1.31.3 and image `gl` 1.0.0; the project's
+    /// NamespacedCloudProfile adds `gl` 1.1.0, and its merged spec has it.
+    fn profiles(computed: bool) -> (CloudProfile, NamespacedCloudProfile) {
+        let parent: CloudProfileSpec = serde_json::from_value(json!({
+            "type": "local",
+            "kubernetes": {"versions": [{"version": "1.31.1"}, {"version": "1.31.3"}]},
+            "machineImages": [{"name": "gl", "versions": [{"version": "1.0.0"}]}],
+        }))
+        .unwrap();
+        let mut merged = parent.clone();
+        merged.machine_images[0].versions.push(serde_json::from_value(json!({"version": "1.1.0"})).unwrap());
+        let ncp: NamespacedCloudProfile = serde_json::from_value(json!({
+            "apiVersion": "core.gardener.cloud/v1beta1", "kind": "NamespacedCloudProfile",
+            "metadata": {"name": "team", "namespace": "garden-p"},
+            "spec": {"parent": {"kind": "CloudProfile", "name": "local"},
+                     "machineImages": [{"name": "gl", "versions": [{"version": "1.1.0"}]}]},
+            "status": if computed { json!({"cloudProfileSpec": merged}) } else { json!({}) },
+        }))
+        .unwrap();
+        (CloudProfile::new("local", parent), ncp)
+    }
+
+    fn shoot(reference: serde_json::Value) -> Shoot {
+        serde_json::from_value(json!({
+            "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
+            "metadata": {"name": "s", "namespace": "garden-p"},
+            "spec": {
+                "cloudProfile": reference,
+                "region": "local",
+                "kubernetes": {"version": "1.31.1"},
+                "maintenance": {"autoUpdate": {"kubernetesVersion": true, "machineImageVersion": true}},
+                "provider": {"type": "local", "workers": [
+                    {"name": "pool", "minimum": 1, "maximum": 1,
+                     "machine": {"type": "m", "image": {"name": "gl", "version": "1.0.0"}}},
+                ]},
+            },
+        }))
+        .unwrap()
+    }
+
+    fn image_targets(shoot: &Shoot, cp: &CloudProfile, ncp: &NamespacedCloudProfile) -> Result<Vec<String>, String> {
+        let spec = cloudprofile_ref::resolve(shoot, Some(cp), Some(ncp)).map_err(|e| e.to_string())?;
+        let now = "2026-05-01T00:00:00Z".parse().unwrap();
+        let d = decide_for(shoot, spec, true, now).map_err(|e| e.to_string())?;
+        assert_eq!(d.update.map(|(to, _)| to).as_deref(), Some("1.31.3"), "the parent's versions are in both");
+        Ok(d.images.into_iter().map(|i| i.to).collect())
+    }
+
+    #[test]
+    fn a_shoot_is_maintained_against_the_profile_it_names() {
+        let (cp, ncp) = profiles(true);
+        let on_parent = shoot(json!({"kind": "CloudProfile", "name": "local"}));
+        let on_team = shoot(json!({"kind": "NamespacedCloudProfile", "name": "team"}));
+        assert_eq!(image_targets(&on_parent, &cp, &ncp), Ok(vec![]), "the parent offers nothing newer");
+        assert_eq!(image_targets(&on_team, &cp, &ncp), Ok(vec!["1.1.0".to_string()]), "the project's addition");
+
+        let (cp, pending) = profiles(false);
+        let err = cloudprofile_ref::resolve(&on_team, Some(&cp), Some(&pending)).unwrap_err();
+        assert_eq!(err, ProfileRefError::NotComputed { namespace: "garden-p".into(), name: "team".into() });
+        let err = cloudprofile_ref::resolve(&on_team, Some(&cp), None).unwrap_err();
+        assert!(err.is_transient(), "{err}");
+    }
 }
