@@ -355,11 +355,12 @@ async fn fail<K: ExtensionResource, A>(
     let message = event_message(err);
     tracing::warn!(operation = %op, reason = %reason, codes = ?err.codes(), error = %message, "actuator failed");
     let generation = obj.meta().generation;
+    // Counted before the status is written: whoever sees the Error status sees the count too.
+    ctx.metrics.reconcile_failed(&ctx.kind, &reason);
     write_status(ctx, obj, |s| {
         status::failed(K::default_status_of_mut(s), op, &ctx.kind, generation, &message, err.codes(), &now())
     })
     .await?;
-    ctx.metrics.reconcile_failed(&ctx.kind, &reason);
     ctx.events.warn(obj, &reason, &op.to_string(), message).await;
     Ok(Some(ctx.backoff.failed(key)))
 }
