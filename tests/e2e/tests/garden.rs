@@ -237,15 +237,25 @@ async fn provider_local_is_installed_by_gardenlet_and_follows_its_controller_dep
         let patch = format!(
             "[{{\"op\": \"replace\", \"path\": \"/providerConfig/manifests/5/spec/replicas\", \"value\": {replicas}}}]"
         );
+        // v1beta1 by name: kubectl prefers v1, where a custom type (`manifest`) lives in the
+        // migration annotations (docs/api.md).
         let kind = kubectl(&[
             "get",
-            "controllerdeployment",
+            "controllerdeployments.v1beta1.core.gardener.cloud",
             "provider-local",
             "-o",
             "jsonpath={.providerConfig.manifests[5].kind}",
         ]);
         assert_eq!(kind.unwrap().trim(), "Deployment");
-        kubectl(&["patch", "controllerdeployment", "provider-local", "--type=json", "-p", &patch]).unwrap();
+        kubectl(&[
+            "patch",
+            "controllerdeployments.v1beta1.core.gardener.cloud",
+            "provider-local",
+            "--type=json",
+            "-p",
+            &patch,
+        ])
+        .unwrap();
     };
     scale(1);
     let rolled = |want: i32| {
