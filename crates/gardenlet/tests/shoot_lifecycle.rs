@@ -127,6 +127,16 @@ impl Harness {
         Api::namespaced(self.client.clone(), "garden-dev")
     }
 
+    /// Creates the shoot and waits until its status carries an error.
+    async fn create_and_wait_for_an_error(&self) -> Shoot {
+        let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+        self.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+        self.wait_shoot("an error in lastErrors", Duration::from_secs(120), |s| {
+            s.status.as_ref().is_some_and(|st| !st.last_errors.is_empty())
+        })
+        .await
+    }
+
     async fn wait_shoot(&self, what: &str, timeout: Duration, check: impl Fn(&Shoot) -> bool) -> Shoot {
         support::shoots::wait_shoot(&self.shoots(), "demo", what, timeout, check).await
     }
@@ -350,13 +360,7 @@ async fn an_extension_error_lands_in_last_errors_and_clears_on_success() {
     let mut h = harness().await;
     h.infra.fail_first.store(1, Ordering::SeqCst);
     let _gardenlet = h.start_gardenlet();
-    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
-    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
-    let failed = h
-        .wait_shoot("an error in lastErrors", Duration::from_secs(120), |s| {
-            s.status.as_ref().is_some_and(|st| !st.last_errors.is_empty())
-        })
-        .await;
+    let failed = h.create_and_wait_for_an_error().await;
     let errors = failed.status.unwrap().last_errors;
     assert_eq!(errors[0].task_id.as_deref(), Some("Deploying Infrastructure"));
     assert_eq!(errors[0].codes, [api::common::ErrorCode::InfraRateLimitsExceeded]);
@@ -687,13 +691,7 @@ async fn secrets_in_an_extension_error_reach_no_status_event_or_log() {
     );
     h.infra.fail_first.store(1, Ordering::SeqCst);
     let _gardenlet = h.start_gardenlet();
-    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
-    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
-    let failed = h
-        .wait_shoot("an error in lastErrors", Duration::from_secs(120), |s| {
-            s.status.as_ref().is_some_and(|st| !st.last_errors.is_empty())
-        })
-        .await;
+    let failed = h.create_and_wait_for_an_error().await;
     let secrets = [CREDENTIAL, jwt, key_body];
     let status = serde_json::to_string(&failed.status).unwrap();
     for secret in secrets {
