@@ -10,8 +10,8 @@ use admission::fixtures;
 use api::core::Shoot;
 use api::core::shoot::ShootPurpose;
 use api::core::shoot::kubernetes::ProxyMode;
-use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 use support::*;
 
@@ -113,6 +113,14 @@ async fn shoots_are_defaulted_validated_and_protected() {
     assert!(message.contains("spec.seedName: Forbidden: user \"alice\" may not set spec.seedName"), "{message}");
     let scheduled = shoots.patch("demo", &PatchParams::default(), &Patch::Merge(&seed)).await.unwrap();
     assert_eq!(scheduled.spec.seed_name.as_deref(), Some("seed-a"));
+    // Scheduling labels the shoot for its seed's gardenlet, and only for that seed.
+    let seed_labels: Vec<_> = scheduled.labels().keys().filter(|k| k.starts_with("name.seed.")).cloned().collect();
+    assert_eq!(seed_labels, ["name.seed.gardener.cloud/seed-a"], "{:?}", scheduled.labels());
+    assert_eq!(scheduled.labels()["name.seed.gardener.cloud/seed-a"], "true");
+    // A label naming another seed is taken away by the next update.
+    let stray = json!({"metadata": {"labels": {"name.seed.gardener.cloud/seed-b": "true"}}});
+    let updated = shoots.patch("demo", &PatchParams::default(), &Patch::Merge(&stray)).await.unwrap();
+    assert!(!updated.labels().contains_key("name.seed.gardener.cloud/seed-b"), "{:?}", updated.labels());
 
     // Deletion needs the confirmation annotation.
     let message = refusal(shoots.delete("demo", &DeleteParams::default()).await, "unconfirmed delete");

@@ -96,6 +96,21 @@ pub struct Controllers {
     pub shoot_maintenance: MaintenanceConfig,
     pub controller_installation: InstallationConfig,
     pub namespaced_cloud_profile: NamespacedCloudProfileConfig,
+    pub shoot_seed_labels: ShootSeedLabelsConfig,
+}
+
+/// The shoot seed-label controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ShootSeedLabelsConfig {
+    /// Shoots labelled at once.
+    pub concurrent_syncs: u16,
+}
+
+impl Default for ShootSeedLabelsConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5 }
+    }
 }
 
 /// The NamespacedCloudProfile controller.

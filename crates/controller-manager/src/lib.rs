@@ -7,13 +7,15 @@
 //! * [`bastion`]: Bastions expire after their maximum lifetime or when their keep-alive goes
 //!   silent, and go away with their Shoot.
 //! * [`adminkubeconfig`]: AdminKubeconfigRequests get a short-lived client certificate for the
-//!   user's own public key, signed with the shoot's client CA from its ShootState, and go when
+//!   user's own public key, signed with the shoot's client CA from its `<shoot>.ca-client` InternalSecret, and go when
 //!   it expires.
 //! * [`hibernation`]: `spec.hibernation.schedules` set and clear `spec.hibernation.enabled`.
 //! * [`maintenance`]: in the maintenance window (or when asked), expired Kubernetes versions
 //!   are forced forward and patch versions auto-updated.
 //! * [`namespacedcloudprofile`]: a NamespacedCloudProfile's `status.cloudProfileSpec` is its
 //!   parent merged with its additions, kept current when either changes.
+//! * [`shootseedlabels`]: every Shoot carries the `name.seed.gardener.cloud/<seed>` labels of
+//!   its `spec.seedName` and `status.seedName`, which gardenlets select their shoots by.
 //! * [`protection`]: CloudProfiles, SecretBindings, their Secrets and Quotas carry a finalizer
 //!   while anything uses them.
 //!
@@ -37,6 +39,7 @@ pub mod project;
 pub mod protection;
 pub mod runtime;
 pub mod seed_lifecycle;
+pub mod shootseedlabels;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::Config;

@@ -74,6 +74,8 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     runner.add_task_with_readiness(move |stop, ready| {
         gardenlet::installation::run(install_garden, install_seed, install_name, install_concurrency, stop, ready)
     });
+    // One cache of this seed's Shoots, filled by the shoot controller's watch, read by both.
+    let caches = gardenlet::shoot::controller::SharedCaches::default();
     let care = gardenlet::shoot::care::CareController {
         garden: garden.clone(),
         seed: seed.clone(),
@@ -84,6 +86,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         clock: std::sync::Arc::new(|| {
             k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
         }),
+        shoots: caches.clone(),
     };
     runner.add_task(move |stop| care.run(stop));
     let metrics = gardenlet::metrics::ShootMetrics::new(runner.registry())?;
@@ -94,7 +97,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         wait_timeout: Duration::from_secs(10 * 60),
         backoff: default_backoff(),
         metrics: Some(metrics),
-        caches: Default::default(),
+        caches,
     };
     // /readyz waits for the shoot cache (the seed controller and the ShootState sync keep no
     // cache of their own that a request could miss).

@@ -2,9 +2,10 @@
 //! `gardenlet_reconciliations_total{kind="Shoot"}`,
 //! `gardenlet_reconciliation_errors_total{kind, reason}`,
 //! `gardenlet_reconcile_duration_seconds{kind}` (the SDK's controller metrics under gardenlet's
-//! prefix) and `gardenlet_flow_task_duration_seconds{flow, task}` for every task of every flow.
+//! prefix), `gardenlet_flow_task_duration_seconds{flow, task}` for every task of every flow, and
+//! `gardenlet_shoot_cache_objects`, the Shoots in the shoot controller's cache (this seed's).
 
-use prometheus::{HistogramOpts, HistogramVec, Registry};
+use prometheus::{HistogramOpts, HistogramVec, IntGauge, Registry};
 
 const KIND: &str = "Shoot";
 
@@ -14,6 +15,8 @@ pub struct ShootMetrics {
     controller: extension_sdk::metrics::Metrics,
     /// Per flow task, what the flow engine observes (`RunOptions::task_duration`).
     pub task_duration: HistogramVec,
+    /// The Shoots in the shoot controller's cache, set at every reconcile.
+    pub cached_shoots: IntGauge,
 }
 
 impl ShootMetrics {
@@ -27,8 +30,13 @@ impl ShootMetrics {
             &["flow", "task"],
         )?;
         registry.register(Box::new(task_duration.clone()))?;
+        let cached_shoots = IntGauge::new(
+            "gardenlet_shoot_cache_objects",
+            "Shoots in the shoot controller's cache (those labelled for this seed).",
+        )?;
+        registry.register(Box::new(cached_shoots.clone()))?;
         controller.register(KIND);
-        Ok(Self { controller, task_duration })
+        Ok(Self { controller, task_duration, cached_shoots })
     }
 
     pub fn started(&self) {

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use support::actuators::{TestActuator, spawn_controller};
 use support::simulator::Simulator;
 
-const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: mover\n  namespace: garden-dev\nspec:\n  seedName: seed-a\n  region: local\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n";
+const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: mover\n  namespace: garden-dev\n  labels:\n    name.seed.gardener.cloud/seed-a: \"true\"\nspec:\n  seedName: seed-a\n  region: local\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n";
 const NS: &str = "shoot--dev--mover";
 
 fn config_yaml(seed: &str) -> String {
@@ -175,7 +175,10 @@ impl TwoSeeds {
     }
 
     async fn move_to_b(&self, annotations: serde_json::Value) {
-        let patch = serde_json::json!({"metadata": {"annotations": annotations}, "spec": {"seedName": "seed-b"}});
+        // The garden labels the shoot for both seeds while it moves (admission does it in the
+        // same request; here it is spelled out).
+        let labels = serde_json::json!({"name.seed.gardener.cloud/seed-b": "true"});
+        let patch = serde_json::json!({"metadata": {"annotations": annotations, "labels": labels}, "spec": {"seedName": "seed-b"}});
         self.shoots().patch("mover", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     }
 

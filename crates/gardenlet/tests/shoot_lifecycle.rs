@@ -28,7 +28,7 @@ use support::simulator::Simulator;
 
 const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n  shootCareThresholdSeconds: 3600\nexposureClassHandlers:\n- name: internet-config\n  loadBalancerService:\n    annotations: {lb.example/zone: public}\n    labels: {exposure: internet}\n";
 
-const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\nspec:\n  seedName: local\n  region: local\n  credentialsBindingName: creds\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n  - type: local-ext-before\n";
+const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\n  labels:\n    name.seed.gardener.cloud/local: \"true\"\nspec:\n  seedName: local\n  region: local\n  credentialsBindingName: creds\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n  - type: local-ext-before\n";
 
 const REGISTRATION: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: ControllerRegistration\nmetadata:\n  name: provider-local\nspec:\n  resources:\n  - kind: Extension\n    type: local-ext-before\n    lifecycle:\n      reconcile: BeforeKubeAPIServer\n  - kind: Extension\n    type: local-ext\n";
 
@@ -111,6 +111,8 @@ async fn harness() -> Harness {
 
 impl Harness {
     fn start_gardenlet(&mut self) -> tokio::task::JoinHandle<()> {
+        // A started gardenlet has caches of its own, as a restarted process would.
+        self.caches = Default::default();
         let controller = ShootController {
             garden: self.gardenlet.clone(),
             seed: self.gardenlet.clone(),
@@ -190,10 +192,20 @@ async fn snapshot(client: &kube::Client, ns: &str) -> BTreeMap<String, String> {
 async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
     let mut h = harness().await;
     let gardenlet = h.start_gardenlet();
+    // Another seed's shoot, labelled for that seed as the garden does: not in this gardenlet's cache.
+    let mut elsewhere: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    elsewhere.metadata.name = Some("elsewhere".into());
+    elsewhere.metadata.labels = Some([("name.seed.gardener.cloud/other".to_string(), "true".to_string())].into());
+    elsewhere.spec.seed_name = Some("other".into());
+    h.shoots().create(&PostParams::default(), &elsewhere).await.unwrap();
     let started = Instant::now();
     let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
     h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
     let done = h.wait_shoot("Create Succeeded", Duration::from_secs(180), succeeded).await;
+    let cached: Vec<String> = h.caches.shoots().state().iter().map(|s| s.name_any()).collect();
+    assert_eq!(cached, ["demo"], "gardenlet caches only its own seed's shoots");
+    let other = h.shoots().get("elsewhere").await.unwrap();
+    assert!(other.status.and_then(|s| s.last_operation).is_none(), "another seed's shoot is not touched");
     eprintln!("shoot creation to Succeeded took {:?}", started.elapsed());
     let status = done.status.clone().unwrap();
     assert_eq!(status.technical_id, "shoot--dev--demo");
@@ -741,6 +753,7 @@ async fn care_reports_a_broken_control_plane_between_reconciles() {
             let skew = k8s_openapi::jiff::SignedDuration::from_secs(clock_offset.load(Ordering::SeqCst));
             k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now() + skew)
         }),
+        shoots: h.caches.clone(),
     };
     let care = tokio::spawn(care.run(std::future::pending()));
 

@@ -135,6 +135,8 @@ fn default_shoot(adm: &Admission, s: &mut Shoot) {
         now: adm.now(),
     };
     shoot::default_shoot(s, ctx);
+    // The seed labels gardenlets select their shoots by, in step with the seed names.
+    api::helpers::seed_labels::sync(s);
 }
 
 /// Whether an update changes what the Shoot rules judge: the spec, with the profile reference

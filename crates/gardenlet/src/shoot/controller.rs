@@ -4,9 +4,6 @@
 use super::context::OperationContext;
 use super::decide::{Action, decide};
 use super::status::{finished, progressed, quiet_resync, reconcile_type, started, unchanged};
-
-/// The least time between two progress writes of one operation.
-const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 use super::values::ShootValues;
 use super::{delete, hibernate, migrate, reconcile};
 use crate::config::GardenletConfig;
@@ -25,6 +22,9 @@ use kube::{Api, ResourceExt};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The least time between two progress writes of one operation.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Errors of one reconcile, retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -76,13 +76,29 @@ pub struct ShootController {
     pub caches: SharedCaches,
 }
 
-/// Watch-fed caches of the garden objects every shoot operation needs.
-#[derive(Clone, Default)]
-pub struct SharedCaches(Arc<std::sync::OnceLock<GardenCaches>>);
+/// Watch-fed caches of the garden objects every shoot operation needs, and the cache of this
+/// seed's Shoots that the shoot controller's watch fills and the care controller reads.
+#[derive(Clone)]
+pub struct SharedCaches {
+    garden: Arc<std::sync::OnceLock<GardenCaches>>,
+    shoots: kube::runtime::reflector::Store<Shoot>,
+    /// Taken by the one watch that fills `shoots`.
+    shoots_writer: Arc<std::sync::Mutex<Option<kube::runtime::reflector::store::Writer<Shoot>>>>,
+}
+
+impl Default for SharedCaches {
+    fn default() -> Self {
+        let (shoots, writer) = kube::runtime::reflector::store();
+        Self { garden: Arc::default(), shoots, shoots_writer: Arc::new(std::sync::Mutex::new(Some(writer))) }
+    }
+}
 
 impl std::fmt::Debug for SharedCaches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedCaches").field("started", &self.0.get().is_some()).finish()
+        f.debug_struct("SharedCaches")
+            .field("started", &self.garden.get().is_some())
+            .field("shoots", &self.shoots.len())
+            .finish()
     }
 }
 
@@ -108,7 +124,7 @@ impl SharedCaches {
         let publish = async {
             let (r, s) = futures::join!(registrations.wait_until_ready(), seed.wait_until_ready());
             if r.is_ok() && s.is_ok() {
-                let _ = self.0.set(GardenCaches { registrations: registrations.clone(), seed: seed.clone() });
+                let _ = self.garden.set(GardenCaches { registrations: registrations.clone(), seed: seed.clone() });
             }
             std::future::pending::<()>().await
         };
@@ -122,15 +138,27 @@ impl SharedCaches {
 
     /// Whether the watches have listed and operations read from the caches.
     pub fn started(&self) -> bool {
-        self.0.get().is_some()
+        self.garden.get().is_some()
     }
 
     fn registrations(&self) -> Option<Vec<api::core::ControllerRegistration>> {
-        self.0.get().map(|c| c.registrations.state().iter().map(|r| r.as_ref().clone()).collect())
+        self.garden.get().map(|c| c.registrations.state().iter().map(|r| r.as_ref().clone()).collect())
     }
 
     fn seed(&self, name: &str) -> Option<Option<Seed>> {
-        self.0.get().map(|c| c.seed.state().into_iter().find(|s| s.name_any() == name).map(|s| s.as_ref().clone()))
+        self.garden.get().map(|c| c.seed.state().into_iter().find(|s| s.name_any() == name).map(|s| s.as_ref().clone()))
+    }
+
+    /// The Shoots of this seed (those labelled for it, see [`api::helpers::seed_labels`]), as
+    /// the shoot controller's watch sees them. Empty, and not ready, until that watch has
+    /// listed; a care controller without a shoot controller in its process waits for good.
+    pub fn shoots(&self) -> kube::runtime::reflector::Store<Shoot> {
+        self.shoots.clone()
+    }
+
+    /// The writer of [`Self::shoots`], once: the shoot controller's watch fills it.
+    fn take_shoots_writer(&self) -> Option<kube::runtime::reflector::store::Writer<Shoot>> {
+        self.shoots_writer.lock().ok()?.take()
     }
 }
 
@@ -501,8 +529,11 @@ impl ShootController {
 
     async fn reconcile(shoot: Arc<Shoot>, this: Arc<Self>) -> Result<RequeueAction, ShootError> {
         let period = Duration::from_secs(this.config.controllers.shoot_sync_period_seconds);
+        if let Some(m) = &this.metrics {
+            m.cached_shoots.set(i64::try_from(this.caches.shoots().len()).unwrap_or(i64::MAX));
+        }
         // Most events need nothing (status writes of the care controller, of this gardenlet, of
-        // other seeds' shoots): decide on the cached copy first. Waiting on a stale copy is safe,
+        // shoots migrating away): decide on the cached copy first. Waiting on a stale copy is safe,
         // the watch delivers the newer version as another event.
         if let action @ (Action::Skip(_) | Action::RequeueAfter(_)) =
             decide(&shoot, &this.config.seed.name, period, Timestamp::now())
@@ -571,14 +602,25 @@ impl ShootController {
         shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
         ready: Arc<std::sync::atomic::AtomicBool>,
     ) {
+        use kube::runtime::{WatchStreamExt, reflector};
         let concurrency = self.config.controllers.shoot_concurrent_syncs;
         let shoots: Api<Shoot> = Api::all(self.garden.clone());
+        // Only this seed's Shoots: custom resources have no field selectors here, so the garden
+        // labels each Shoot for its seeds and this watch selects on the label.
+        let selected = watcher::Config::default().labels(&api::helpers::seed_labels::selector(&self.config.seed.name));
         let (caches, garden, seed_name) = (self.caches.clone(), self.garden.clone(), self.config.seed.name.clone());
         let cache_task =
             tokio::spawn(async move { caches.run(garden, &seed_name, std::future::pending::<()>()).await });
+        let store = self.caches.shoots();
+        let Some(writer) = self.caches.take_shoots_writer() else {
+            tracing::error!("the shoot cache is already filled by another shoot controller; not starting a second");
+            cache_task.abort();
+            return;
+        };
+        let events = reflector::reflector(writer, watcher(shoots, selected)).default_backoff();
         let this = Arc::new(self);
-        let controller = Controller::new(shoots, watcher::Config::default());
-        let synced = extension_sdk::cache::flag_when_synced(controller.store(), ready);
+        let controller = Controller::for_stream(events.applied_objects(), store.clone());
+        let synced = extension_sdk::cache::flag_when_synced(store, ready);
         controller
             .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
             .graceful_shutdown_on(shutdown)

@@ -4,6 +4,7 @@
 //! every node. A hibernated shoot reports
 //! its conditions as healthy with reason `Hibernated`: being asleep is not a failure.
 
+use super::care::cache::Workloads;
 use super::checks;
 use super::context::OperationContext;
 use crate::components::{cluster_dns, etcd, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler};
@@ -76,6 +77,9 @@ pub struct Inputs<'a> {
     pub expected_nodes: i32,
     /// A client for the shoot's API server, or why there is none.
     pub shoot: Result<kube::Client, String>,
+    /// The seed's control-plane workloads from a watch (the care controller's); `None` reads
+    /// them from the seed.
+    pub workloads: Option<&'a Workloads>,
 }
 
 impl std::fmt::Debug for Inputs<'_> {
@@ -84,11 +88,15 @@ impl std::fmt::Debug for Inputs<'_> {
     }
 }
 
-async fn control_plane(seed: &kube::Client, namespace: &str) -> Check {
+async fn control_plane(seed: &kube::Client, namespace: &str, cached: Option<&Workloads>) -> Check {
     let deployments: Api<Deployment> = Api::namespaced(seed.clone(), namespace);
     let mut problems = Vec::new();
     for name in [kube_apiserver::NAME, kube_controller_manager::NAME, kube_scheduler::NAME] {
-        match deployments.get_opt(name).await {
+        let found = match cached {
+            Some(c) => Ok(c.deployment(namespace, name).map(|d| d.as_ref().clone())),
+            None => deployments.get_opt(name).await,
+        };
+        match found {
             Ok(Some(d)) => {
                 if let Err(e) = checks::deployment_rolled_out(&d) {
                     problems.push(format!("{name}: {e}"));
@@ -98,8 +106,11 @@ async fn control_plane(seed: &kube::Client, namespace: &str) -> Check {
             Err(e) => problems.push(format!("{name}: {e}")),
         }
     }
-    let sts: Api<StatefulSet> = Api::namespaced(seed.clone(), namespace);
-    match sts.get_opt(etcd::NAME).await {
+    let found = match cached {
+        Some(c) => Ok(c.statefulset(namespace, etcd::NAME).map(|s| s.as_ref().clone())),
+        None => Api::<StatefulSet>::namespaced(seed.clone(), namespace).get_opt(etcd::NAME).await,
+    };
+    match found {
         Ok(Some(s)) => {
             if let Err(e) = checks::statefulset_ready(&s) {
                 problems.push(format!("{}: {e}", etcd::NAME));
@@ -125,6 +136,7 @@ pub async fn conditions(ctx: &OperationContext) -> Vec<Check> {
         hibernated: ctx.values.hibernated,
         expected_nodes: ctx.shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
         shoot,
+        workloads: None,
     })
     .await
 }
@@ -134,7 +146,7 @@ pub async fn conditions_of(inputs: &Inputs<'_>) -> Vec<Check> {
     if inputs.hibernated {
         return hibernated();
     }
-    let mut out = vec![control_plane(inputs.seed, inputs.namespace).await];
+    let mut out = vec![control_plane(inputs.seed, inputs.namespace, inputs.workloads).await];
     let shoot = match &inputs.shoot {
         Ok(c) => c.clone(),
         Err(e) => {

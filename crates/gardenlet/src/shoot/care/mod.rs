@@ -3,13 +3,16 @@
 //! on its own period (default one minute), independent of reconciles, so a broken control plane
 //! shows within a period plus the threshold instead of at the next reconcile.
 //!
-//! It keeps a cache of Shoots (a watch), and on every tick checks the shoots it cares for
+//! It reads this seed's Shoots from the shoot controller's cache (one copy in memory, filled by
+//! one watch that selects on the seed's label), and on every tick checks the shoots it cares for
 //! ([`cared_for`]) a few at a time: the checks of [`crate::shoot::health`] against the seed
 //! namespace and the shoot's API server (with the admin kubeconfig gardenlet keeps in the seed),
-//! folded into the conditions by [`decide`]. The status is written only when a condition
-//! changed, with the resourceVersion that was read (a concurrent write wins; the next tick
-//! looks again). The clock is injectable.
+//! folded into the conditions by [`decide`]. The seed side of a tick is read from watches and
+//! kept clients ([`cache`]), so a tick of an unchanged shoot costs the seed no request. The
+//! status is written only when a condition changed, with the resourceVersion that was read (a
+//! concurrent write wins; the next tick looks again). The clock is injectable.
 
+pub mod cache;
 pub mod decide;
 
 use crate::shoot::health::{self, Inputs};
@@ -19,7 +22,6 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube::{Api, ResourceExt};
 use std::future::Future;
 use std::sync::Arc;
@@ -41,6 +43,9 @@ pub struct CareController {
     /// Shoots checked at once.
     pub concurrency: usize,
     pub clock: Clock,
+    /// The shoot controller's caches: the care controller reads this seed's Shoots from the
+    /// same store instead of keeping a second copy.
+    pub shoots: crate::shoot::controller::SharedCaches,
 }
 
 impl std::fmt::Debug for CareController {
@@ -79,28 +84,36 @@ pub fn cared_for(shoot: &Shoot, seed: &str) -> bool {
         && !matches!(last.type_, LastOperationType::Delete | LastOperationType::Migrate)
 }
 
+/// A running care controller: its settings and the caches its ticks read.
+struct Running {
+    settings: CareController,
+    workloads: cache::Workloads,
+    clients: cache::ShootClients,
+}
+
 impl CareController {
     /// Runs until `stop` resolves.
     pub async fn run(self, stop: impl Future<Output = ()> + Send) {
-        let (reader, writer) = reflector::store::<Shoot>();
-        let watch = reflector::reflector(writer, watcher(Api::all(self.garden.clone()), watcher::Config::default()))
-            .default_backoff()
-            .for_each(|_| futures::future::ready(()));
-        let this = Arc::new(self);
+        let reader = self.shoots.shoots();
+        let (workloads, watches) = cache::Workloads::start(&self.seed);
+        let this = Arc::new(Running { settings: self, workloads, clients: Default::default() });
         let ticks = {
             let this = this.clone();
             async move {
-                if reader.wait_until_ready().await.is_err() {
+                if reader.wait_until_ready().await.is_err() || !this.workloads.ready().await {
                     return;
                 }
-                let mut tick = tokio::time::interval(this.period);
+                let settings = &this.settings;
+                let mut tick = tokio::time::interval(settings.period);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 loop {
                     tick.tick().await;
                     let shoots: Vec<Arc<Shoot>> =
-                        reader.state().into_iter().filter(|s| cared_for(s, &this.seed_name)).collect();
+                        reader.state().into_iter().filter(|s| cared_for(s, &settings.seed_name)).collect();
+                    let namespaces = shoots.iter().filter_map(|s| s.status.as_ref()).map(|s| s.technical_id.as_str());
+                    this.clients.retain(&namespaces.collect());
                     futures::stream::iter(shoots)
-                        .for_each_concurrent(this.concurrency.max(1), |shoot| {
+                        .for_each_concurrent(settings.concurrency.max(1), |shoot| {
                             let this = this.clone();
                             async move {
                                 if let Err(e) = this.care(&shoot).await {
@@ -113,27 +126,39 @@ impl CareController {
             }
         };
         tokio::select! {
-            () = watch => {}
             () = ticks => {}
+            () = watches => {}
             () = stop => {}
         }
     }
+}
 
+impl Running {
     /// Checks one shoot and writes its conditions when they changed. Returns whether it wrote.
     #[tracing::instrument(skip_all, fields(shoot = %format!("{}/{}", shoot.namespace().unwrap_or_default(), shoot.name_any())))]
-    pub async fn care(&self, shoot: &Shoot) -> Result<bool, CareError> {
+    async fn care(&self, shoot: &Shoot) -> Result<bool, CareError> {
         let Some(status) = shoot.status.as_ref() else { return Ok(false) };
         let namespace = status.technical_id.as_str();
+        let settings = &self.settings;
         let inputs = Inputs {
-            seed: &self.seed,
+            seed: &settings.seed,
             namespace,
             hibernated: status.hibernated,
             expected_nodes: shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
             shoot: if status.hibernated { Err(String::new()) } else { self.shoot_client(namespace).await },
+            workloads: Some(&self.workloads),
         };
         let checks = health::conditions_of(&inputs).await;
-        let now = (self.clock)();
-        let (conditions, changed) = decide::next_conditions(&status.conditions, &checks, self.threshold, &now);
+        let unreachable = checks.iter().any(|c| {
+            c.type_ == api::helpers::constants::conditions::API_SERVER_AVAILABLE
+                && c.status != api::common::ConditionStatus::True
+        });
+        if unreachable || status.hibernated {
+            // Perhaps the kubeconfig changed: the next tick reads it again.
+            self.clients.forget(namespace);
+        }
+        let now = (settings.clock)();
+        let (conditions, changed) = decide::next_conditions(&status.conditions, &checks, settings.threshold, &now);
         if !changed {
             return Ok(false);
         }
@@ -141,7 +166,7 @@ impl CareController {
             "metadata": {"resourceVersion": shoot.resource_version()},
             "status": {"conditions": conditions},
         });
-        let api: Api<Shoot> = Api::namespaced(self.garden.clone(), &shoot.namespace().unwrap_or_default());
+        let api: Api<Shoot> = Api::namespaced(settings.garden.clone(), &shoot.namespace().unwrap_or_default());
         match api.patch_status(&shoot.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => Ok(true),
             // Someone wrote in between: the cache brings the new version, the next tick looks again.
@@ -150,10 +175,15 @@ impl CareController {
         }
     }
 
-    /// A client for the shoot's API server from the admin kubeconfig in its seed namespace.
+    /// A client for the shoot's API server: the kept one, or one built from the admin
+    /// kubeconfig in its seed namespace.
     async fn shoot_client(&self, namespace: &str) -> Result<kube::Client, String> {
+        let now = std::time::Instant::now();
+        if let Some(client) = self.clients.fresh(namespace, now) {
+            return Ok(client);
+        }
         let name = pki::shoot_set::names::KUBECONFIG_ADMIN;
-        let secret = Api::<Secret>::namespaced(self.seed.clone(), namespace)
+        let secret = Api::<Secret>::namespaced(self.settings.seed.clone(), namespace)
             .get_opt(name)
             .await
             .map_err(|e| format!("reading Secret {namespace}/{name}: {e}"))?
@@ -168,7 +198,9 @@ impl CareController {
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
             .map_err(|e| format!("admin kubeconfig: {e}"))?;
-        kube::Client::try_from(config).map_err(|e| format!("client for the shoot: {e}"))
+        let client = kube::Client::try_from(config).map_err(|e| format!("client for the shoot: {e}"))?;
+        self.clients.keep(namespace, client.clone(), now);
+        Ok(client)
     }
 }
 
