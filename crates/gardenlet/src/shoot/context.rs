@@ -58,6 +58,10 @@ pub struct OperationContext {
     pub seed_object: Option<Seed>,
     /// The garden's ControllerRegistrations (they order the shoot's `Extension` objects).
     pub registrations: Vec<api::core::ControllerRegistration>,
+    /// The shoot's CloudProfile from gardenlet's cache: `Some(None)` when the cache knows it does
+    /// not exist; `None` when there is no cache or the shoot names a NamespacedCloudProfile
+    /// (then it is read from the garden).
+    pub cloud_profile: Option<Option<Arc<api::core::CloudProfile>>>,
     pub values: ShootValues,
     /// Redeploy extension objects even when unchanged (an explicit reconcile request).
     pub force_redeploy: bool,
@@ -100,6 +104,7 @@ impl OperationContext {
             shoot,
             seed_object,
             registrations: Vec::new(),
+            cloud_profile: None,
             values,
             force_redeploy,
             wait_timeout,
@@ -124,6 +129,12 @@ impl OperationContext {
     pub fn redaction(&self) -> crate::flow::RedactFn {
         let redactor = self.redactor.clone();
         Arc::new(move |text: &str| redactor.read().unwrap_or_else(|e| e.into_inner()).redact(text))
+    }
+
+    /// Sets the shoot's CloudProfile as gardenlet's cache knows it (see [`Self::cloud_profile`]).
+    pub fn with_cloud_profile(mut self, cached: Option<Option<Arc<api::core::CloudProfile>>>) -> Self {
+        self.cloud_profile = cached;
+        self
     }
 
     /// Sets the ControllerRegistrations the flows order extensions by.

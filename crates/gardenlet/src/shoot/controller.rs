@@ -76,7 +76,8 @@ pub struct ShootController {
     pub caches: SharedCaches,
 }
 
-/// Watch-fed caches of the garden objects every shoot operation needs, and the cache of this
+/// Watch-fed caches of the garden objects every shoot operation needs (ControllerRegistrations,
+/// CloudProfiles, this Seed), and the cache of this
 /// seed's Shoots that the shoot controller's watch fills and the care controller reads.
 #[derive(Clone)]
 pub struct SharedCaches {
@@ -105,34 +106,60 @@ impl std::fmt::Debug for SharedCaches {
 struct GardenCaches {
     registrations: kube::runtime::reflector::Store<api::core::ControllerRegistration>,
     seed: kube::runtime::reflector::Store<Seed>,
+    profiles: kube::runtime::reflector::Store<api::core::CloudProfile>,
 }
 
 impl SharedCaches {
-    /// Starts the watches (ControllerRegistrations; this seed's Seed only) and fills the caches
-    /// once both have listed. Runs until `stop` resolves.
+    /// Starts the watches (ControllerRegistrations; CloudProfiles; this seed's Seed only) and
+    /// fills the caches once all have listed. Runs until `stop` resolves.
     async fn run(&self, garden: kube::Client, seed_name: &str, stop: impl std::future::Future<Output = ()>) {
         use kube::runtime::{WatchStreamExt, reflector, watcher};
         let (registrations, r_writer) = reflector::store();
         let (seed, s_writer) = reflector::store();
+        let (profiles, p_writer) = reflector::store();
         let r_watch = reflector::reflector(r_writer, watcher(Api::all(garden.clone()), watcher::Config::default()))
             .default_backoff()
             .for_each(|_| futures::future::ready(()));
+        let p_watch = reflector::reflector(
+            p_writer,
+            watcher(Api::<api::core::CloudProfile>::all(garden.clone()), watcher::Config::default())
+                .modify(|p| p.metadata.managed_fields = None),
+        )
+        .default_backoff()
+        .for_each(|_| futures::future::ready(()));
         let by_name = watcher::Config::default().fields(&format!("metadata.name={seed_name}"));
         let s_watch = reflector::reflector(s_writer, watcher(Api::<Seed>::all(garden), by_name))
             .default_backoff()
             .for_each(|_| futures::future::ready(()));
         let publish = async {
-            let (r, s) = futures::join!(registrations.wait_until_ready(), seed.wait_until_ready());
-            if r.is_ok() && s.is_ok() {
-                let _ = self.garden.set(GardenCaches { registrations: registrations.clone(), seed: seed.clone() });
+            let (r, s, p) =
+                futures::join!(registrations.wait_until_ready(), seed.wait_until_ready(), profiles.wait_until_ready());
+            if r.is_ok() && s.is_ok() && p.is_ok() {
+                let caches = GardenCaches {
+                    registrations: registrations.clone(),
+                    seed: seed.clone(),
+                    profiles: profiles.clone(),
+                };
+                let _ = self.garden.set(caches);
             }
             std::future::pending::<()>().await
         };
         tokio::select! {
             () = r_watch => {}
             () = s_watch => {}
+            () = p_watch => {}
             () = publish => {}
             () = stop => {}
+        }
+    }
+
+    /// The shoot's CloudProfile from the cache (see [`OperationContext::cloud_profile`]).
+    fn cloud_profile(&self, shoot: &Shoot) -> Option<Option<Arc<api::core::CloudProfile>>> {
+        use api::helpers::cloudprofile_ref::{ProfileRef, profile_ref};
+        let caches = self.garden.get()?;
+        match profile_ref(shoot) {
+            Ok(ProfileRef::Cluster(name)) => Some(caches.profiles.get(&kube::runtime::reflector::ObjectRef::new(name))),
+            _ => None,
         }
     }
 
@@ -351,6 +378,7 @@ impl ShootController {
                 self.wait_timeout,
             )
             .with_registrations(registrations)
+            .with_cloud_profile(self.caches.cloud_profile(shoot))
             .with_shoot_state(state.as_ref(), restore),
         ))
     }

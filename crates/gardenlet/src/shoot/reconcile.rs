@@ -173,7 +173,10 @@ pub(crate) async fn deploy_cluster(ctx: Arc<OperationContext>) -> Result<(), Tas
         v
     });
     // A NamespacedCloudProfile goes in as a CloudProfile with its merged spec.
-    let profile = references::read_cloud_profile(&ctx.garden, &ctx.shoot).await.map_err(task_err)?;
+    let profile = match &ctx.cloud_profile {
+        Some(cached) => references::cluster_cloud_profile(&ctx.shoot, cached.as_deref(), None).map_err(task_err)?,
+        None => references::read_cloud_profile(&ctx.garden, &ctx.shoot).await.map_err(task_err)?,
+    };
     let cluster = ext::cluster(
         &ctx.values,
         Opaque(embedded_shoot(&ctx.shoot)),
