@@ -161,6 +161,11 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
         Operation::Update => Some(object(req.old_object.as_ref(), "oldObject")?),
         _ => return Ok(()),
     };
+    // A rotation request is judged when it is made, whatever else changes.
+    let operation_errors = shoot::operation::validate(&new, old.as_ref());
+    if !operation_errors.is_empty() {
+        return Err(operation_errors);
+    }
     if let Some(old) = &old {
         if new.spec == old.spec || (new.metadata.deletion_timestamp.is_none() && !spec_changed(&new, old)) {
             // Metadata or status only (finalizers, the deletion confirmation, operation

@@ -5,6 +5,7 @@
 
 pub mod defaults;
 pub mod offered;
+pub mod operation;
 pub mod profile;
 pub mod reference;
 pub mod spec;

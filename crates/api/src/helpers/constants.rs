@@ -21,6 +21,12 @@ pub mod operation {
     pub const ROTATE_CA_COMPLETE: &str = "rotate-ca-complete";
     pub const ROTATE_SERVICE_ACCOUNT_KEY_START: &str = "rotate-serviceaccount-key-start";
     pub const ROTATE_SERVICE_ACCOUNT_KEY_COMPLETE: &str = "rotate-serviceaccount-key-complete";
+    pub const ROTATE_ETCD_ENCRYPTION_KEY_START: &str = "rotate-etcd-encryption-key-start";
+    pub const ROTATE_ETCD_ENCRYPTION_KEY_COMPLETE: &str = "rotate-etcd-encryption-key-complete";
+    /// Every two-phase rotation's start, and the SSH key pair.
+    pub const ROTATE_CREDENTIALS_START: &str = "rotate-credentials-start";
+    /// Every two-phase rotation's completion.
+    pub const ROTATE_CREDENTIALS_COMPLETE: &str = "rotate-credentials-complete";
     pub const ROTATE_SSH_KEYPAIR: &str = "rotate-ssh-keypair";
 }
 

@@ -8,6 +8,7 @@ pub mod extension_operation;
 pub mod names;
 pub mod quantity;
 pub mod redact;
+pub mod rotation;
 pub mod seed_labels;
 pub mod versions;
 

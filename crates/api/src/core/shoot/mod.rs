@@ -4,16 +4,18 @@
 //!
 //! The submodules hold the larger parts of the spec: [`kubernetes`] (version and control plane
 //! component settings), [`kubelet`], [`provider`] (infrastructure and worker pools) and
-//! [`settings`] (everything else).
+//! [`settings`] (everything else); [`credentials`] is the status of credential rotations.
 //! Besides the reference API's fields, the GEP-15 example's older spellings are accepted:
 //! `status.seed`, `kubernetes.allowPrivilegedContainers` and the `nginx-ingress` /
 //! `kubernetes-dashboard` addon keys.
 
+pub mod credentials;
 pub mod kubelet;
 pub mod kubernetes;
 pub mod provider;
 pub mod settings;
 
+pub use credentials::ShootCredentials;
 pub use kubelet::KubeletConfig;
 pub use kubernetes::Kubernetes;
 pub use provider::{Provider, Worker};
@@ -217,6 +219,9 @@ pub struct ShootStatus {
     /// The CIDRs the cluster's networks actually use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub networking: Option<NetworkingStatus>,
+    /// Where the rotations of the shoot's credentials stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<ShootCredentials>,
 }
 
 impl ShootStatus {

@@ -1,0 +1,79 @@
+//! `status.credentials`: where each credential rotation of a shoot stands, as Gardener reports
+//! it (GEP-18). Rotations are requested with operation annotations (`rotate-ca-start`, ...);
+//! [`crate::helpers::rotation`] decides what a request means for this status.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The shoot's credentials.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShootCredentials {
+    /// Where each rotation stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation: Option<ShootCredentialsRotation>,
+}
+
+/// The rotations of a shoot's credentials.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShootCredentialsRotation {
+    /// The cluster CA, the client CA, etcd's CAs and the front-proxy CA, rotated together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_authorities: Option<TwoPhaseRotation>,
+    /// The key that signs service account tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_key: Option<TwoPhaseRotation>,
+    /// The key that encrypts Secrets in etcd.
+    #[serde(rename = "etcdEncryptionKey", default, skip_serializing_if = "Option::is_none")]
+    pub etcd_encryption_key: Option<TwoPhaseRotation>,
+    /// The SSH key pair of the worker nodes (one phase: the previous key stays authorised until
+    /// the next rotation).
+    #[serde(rename = "sshKeypair", default, skip_serializing_if = "Option::is_none")]
+    pub ssh_keypair: Option<OnePhaseRotation>,
+}
+
+/// The phase of a two-phase rotation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum RotationPhase {
+    /// Phase one is running: new credentials are created and trusted next to the old ones.
+    Preparing,
+    /// Phase one is done: old and new are both valid; waiting for the completion request.
+    Prepared,
+    /// Phase two is running: the old credentials are being withdrawn.
+    Completing,
+    /// Phase two is done: only the new credentials are valid.
+    Completed,
+}
+
+/// A rotation in two phases (start, then complete), with Gardener's timestamps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TwoPhaseRotation {
+    pub phase: RotationPhase,
+    /// When phase one was requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_initiation_time: Option<Time>,
+    /// When phase one finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_initiation_finished_time: Option<Time>,
+    /// When phase two was requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_completion_triggered_time: Option<Time>,
+    /// When phase two finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_completion_time: Option<Time>,
+}
+
+/// A rotation done in one step.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OnePhaseRotation {
+    /// When the rotation was requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_initiation_time: Option<Time>,
+    /// When it finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_completion_time: Option<Time>,
+}
