@@ -225,16 +225,32 @@ impl ShootController {
         let ns = shoot.namespace().unwrap_or_default();
         let err = |what| move |source| ShootError::Kube { what, shoot: shoot.name_any(), source };
         for attempt in 1..=3 {
-            let Some(latest) = self.shoots(&ns).get_opt(&shoot.name_any()).await.map_err(err("reading the shoot"))?
-            else {
-                return Ok(false);
+            // First from the watch cache: a write is conditional on the resourceVersion it was
+            // decided on, so a stale copy costs a conflict and a fresh read. Deciding *not* to
+            // write is only ever done on a fresh read.
+            let cached = (attempt == 1)
+                .then(|| self.caches.shoots().get(&kube::runtime::reflector::ObjectRef::from_obj(shoot)))
+                .flatten();
+            let from_cache = cached.as_deref().and_then(|latest| self.owner_status(latest, &status));
+            let (latest_version, status) = match from_cache {
+                Some(decided) => decided,
+                None => {
+                    let Some(latest) =
+                        self.shoots(&ns).get_opt(&shoot.name_any()).await.map_err(err("reading the shoot"))?
+                    else {
+                        return Ok(false);
+                    };
+                    if latest.status.as_ref().and_then(|s| s.seed_name.as_deref())
+                        != Some(self.config.seed.name.as_str())
+                    {
+                        tracing::warn!("another seed owns the shoot now; this seed writes nothing");
+                        return Ok(false);
+                    }
+                    let Some(status) = status(&latest) else { return Ok(false) };
+                    (latest.resource_version(), status)
+                }
             };
-            if latest.status.as_ref().and_then(|s| s.seed_name.as_deref()) != Some(self.config.seed.name.as_str()) {
-                tracing::warn!("another seed owns the shoot now; this seed writes nothing");
-                return Ok(false);
-            }
-            let Some(status) = status(&latest) else { return Ok(false) };
-            let patch = json!({ "metadata": { "resourceVersion": latest.resource_version() }, "status": status });
+            let patch = json!({ "metadata": { "resourceVersion": latest_version }, "status": status });
             match self.shoots(&ns).patch_status(&shoot.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await
             {
                 Ok(_) => return Ok(true),
@@ -243,6 +259,20 @@ impl ShootController {
             }
         }
         Ok(false)
+    }
+
+    /// The write `status` asks for on `latest`, with its resourceVersion, when this seed owns
+    /// the shoot according to `latest`; `None` otherwise (then a fresh read decides).
+    fn owner_status(
+        &self,
+        latest: &Shoot,
+        status: &impl Fn(&Shoot) -> Option<serde_json::Value>,
+    ) -> Option<(Option<String>, serde_json::Value)> {
+        let owner = latest.status.as_ref().and_then(|s| s.seed_name.as_deref());
+        if owner != Some(self.config.seed.name.as_str()) {
+            return None;
+        }
+        status(latest).map(|s| (latest.resource_version(), s))
     }
 
     async fn patch_meta(&self, shoot: &Shoot, patch: serde_json::Value, what: &'static str) -> Result<(), ShootError> {
