@@ -77,3 +77,17 @@ fn dn(cn: &str, o: Option<&str>) -> DistinguishedName {
     }
     dn
 }
+
+/// A client certificate and key (PEM) for `user` in `group` (the kube-apiserver reads the
+/// certificate's common name as the user and its organization as the group), signed by the CA.
+pub(crate) fn client(ca_cert: &str, ca_key: &str, user: &str, group: Option<&str>) -> Result<(String, String), Error> {
+    let ca_key = KeyPair::from_pem(ca_key).map_err(pki("CA key"))?;
+    let issuer = Issuer::from_ca_cert_pem(ca_cert, ca_key).map_err(pki("CA certificate"))?;
+    let key = KeyPair::generate().map_err(pki("client key"))?;
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(pki("client params"))?;
+    params.distinguished_name = dn(user, group);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, &issuer).map_err(pki("client certificate"))?;
+    Ok((cert.pem(), key.serialize_pem()))
+}

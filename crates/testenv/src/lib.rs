@@ -248,6 +248,30 @@ impl TestEnv {
         kube::Client::try_from(config).map_err(|e| Error::Kubeconfig(Box::new(e)))
     }
 
+    /// A client certificate and key (PEM) for another user, signed by the environment's CA, so
+    /// that processes under test show as themselves in the API server's audit log and metrics
+    /// (`group` `system:masters` gives it admin rights without RBAC).
+    pub fn client_certificate(&self, user: &str, group: Option<&str>) -> Result<(String, String), Error> {
+        let path = self.dir.path().join("ca.key");
+        let ca_key = std::fs::read_to_string(&path)
+            .map_err(|source| Error::Io { what: format!("reading {}", path.display()), source })?;
+        certs::client(&self.ca_pem, &ca_key, user, group)
+    }
+
+    /// A kubeconfig like the admin's, but authenticating as `user` in `group` (see
+    /// [`TestEnv::client_certificate`]).
+    pub fn kubeconfig_for(&self, user: &str, group: Option<&str>) -> Result<Kubeconfig, Error> {
+        let (cert, key) = self.client_certificate(user, group)?;
+        let yaml = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: testenv\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\ncontexts:\n- name: testenv\n  context:\n    cluster: testenv\n    user: {user}\nusers:\n- name: {user}\n  user:\n    client-certificate-data: {cert}\n    client-key-data: {key}\n",
+            server = self.server_url,
+            ca = B64.encode(&self.ca_pem),
+            cert = B64.encode(&cert),
+            key = B64.encode(&key),
+        );
+        Kubeconfig::from_yaml(&yaml).map_err(|e| Error::Kubeconfig(Box::new(e)))
+    }
+
     /// The admin kubeconfig (certificates embedded).
     pub fn kubeconfig(&self) -> &Kubeconfig {
         &self.kubeconfig
