@@ -3,7 +3,7 @@
 
 use super::context::OperationContext;
 use super::extensions as ext;
-use super::tasks::{FIELD_MANAGER, apply, deploy_extension, t, task_err, wait_for, wait_in};
+use super::tasks::{apply, deploy_extension, t, task_err, wait_for, wait_in};
 use super::{backup, checks, etcd_snapshot, references, secrets, system};
 use crate::components::{cluster_dns, etcd, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
@@ -16,7 +16,6 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -128,10 +127,8 @@ async fn deploy_namespace(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
         },
         ..Default::default()
     };
-    namespaces
-        .patch(ctx.values.namespace(), &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&ns))
-        .await
-        .map_err(task_err)?;
+    // Written only when it is not yet as wanted: a resync of an unchanged shoot writes nothing.
+    super::tasks::apply_in(namespaces, &ns).await?;
     Ok(())
 }
 
@@ -183,11 +180,7 @@ pub(crate) async fn deploy_cluster(ctx: Arc<OperationContext>) -> Result<(), Tas
         Opaque(seed.unwrap_or_else(|| serde_json::json!({}))),
         Opaque(profile),
     );
-    let api: Api<Cluster> = Api::all(ctx.seed.clone());
-    let applied = api
-        .patch(ctx.values.namespace(), &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&cluster))
-        .await
-        .map_err(task_err)?;
+    let applied = super::tasks::apply_in(Api::<Cluster>::all(ctx.seed.clone()), &cluster).await?;
     ctx.found().cluster_owner = applied.controller_owner_ref(&()).map(|mut o| {
         o.controller = Some(false);
         o.block_owner_deletion = Some(false);

@@ -67,10 +67,20 @@ pub async fn apply<K>(ctx: &OperationContext, obj: &K) -> Result<K, TaskError>
 where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Debug + Serialize + DeserializeOwned,
 {
-    let api: Api<K> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    apply_in(Api::namespaced(ctx.seed.clone(), ctx.values.namespace()), obj).await
+}
+
+/// [`apply`] with any API (cluster-scoped objects such as the shoot's Namespace and Cluster):
+/// a GET, and a write only when the live object is not yet what `obj` says.
+pub async fn apply_in<K>(api: Api<K>, obj: &K) -> Result<K, TaskError>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+{
     let name = obj.name_any();
-    let fail =
-        |e: kube::Error| TaskError::msg(format!("applying {} {}/{}: {e}", K::kind(&()), ctx.values.namespace(), name));
+    let fail = |e: kube::Error| {
+        let at = obj.namespace().map(|ns| format!("{ns}/")).unwrap_or_default();
+        TaskError::msg(format!("applying {} {at}{name}: {e}", K::kind(&())))
+    };
     let intent = serde_json::to_value(obj).map_err(task_err)?;
     let hash = intent_hash(&intent);
     let mut desired = obj.clone();
