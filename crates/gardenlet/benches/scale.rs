@@ -49,6 +49,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // measurement harness: a panic is the report
 
+#[path = "common/proc.rs"]
+mod proc;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -61,6 +63,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
+use proc::{cpu_seconds, rss_kib};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::json;
@@ -85,28 +88,6 @@ const PER_SEED: [&str; 3] = ["leases", "seeds", "seeds/status"];
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|s| s.parse().ok()).unwrap_or(default)
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// User plus system CPU time of a process, in seconds (clock ticks of 1/100 s).
-fn cpu_seconds(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let fields: Vec<&str> = s.rsplit(')').next()?.split_whitespace().collect();
-            let utime: f64 = fields.get(11)?.parse().ok()?;
-            let stime: f64 = fields.get(12)?.parse().ok()?;
-            Some((utime + stime) / 100.0)
-        })
-        .unwrap_or(0.0)
 }
 
 fn log_tail(path: &Path) -> String {

@@ -8,6 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // measurement harness: a panic is the report
 
+#[path = "common/proc.rs"]
+mod proc;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -16,33 +18,12 @@ use api::extensions as ext;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::PostParams;
+use proc::{cpu_seconds, rss_kib};
 use std::time::{Duration, Instant};
 use support::actuators::{TestActuator, spawn_controller};
 use support::simulator::Simulator;
 
 const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: NAME\n  namespace: garden-dev\n  labels:\n    name.seed.gardener.cloud/local: \"true\"\nspec:\n  seedName: local\n  region: local\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n";
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// User plus system CPU time of a process, in seconds (clock ticks of 1/100 s).
-fn cpu_seconds(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let fields: Vec<&str> = s.rsplit(')').next()?.split_whitespace().collect();
-            let utime: f64 = fields.get(11)?.parse().ok()?;
-            let stime: f64 = fields.get(12)?.parse().ok()?;
-            Some((utime + stime) / 100.0)
-        })
-        .unwrap_or(0.0)
-}
 
 fn succeeded(s: &Shoot) -> bool {
     s.status
