@@ -803,12 +803,23 @@ async fn secrets_are_encrypted_in_etcd(seed: &kube::Client, ns: &str, shoot: &ku
     )
     .unwrap();
     Api::<Secret>::namespaced(shoot.clone(), "default").create(&PostParams::default(), &secret).await.unwrap();
+    let raw = etcd_raw(seed, ns, "/registry/secrets/default/at-rest").await;
+    let prefix = encryption_prefix(seed, ns, "etcd-encryption-key").await;
+    assert!(raw.starts_with(prefix.as_bytes()), "stored as {:?}", String::from_utf8_lossy(&raw[..raw.len().min(64)]));
+    assert!(!raw.windows(plaintext.len()).any(|w| w == plaintext.as_bytes()), "the plaintext is in etcd");
+    // Read back through the API, it is the same Secret.
+    let back = Api::<Secret>::namespaced(shoot.clone(), "default").get("at-rest").await.unwrap();
+    assert_eq!(back.data.unwrap()["value"].0, plaintext.as_bytes());
+}
 
+/// The raw bytes etcd stores under `key`, read with etcdctl and the etcd client certificate
+/// gardenlet generated for the shoot in `ns`.
+async fn etcd_raw(seed: &kube::Client, ns: &str, key: &str) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let secrets = Api::<Secret>::namespaced(seed.clone(), ns);
-    for (name, key) in [("ca-etcd-bundle", "bundle.crt"), ("etcd-client", "tls.crt"), ("etcd-client", "tls.key")] {
+    for (name, data_key) in [("ca-etcd-bundle", "bundle.crt"), ("etcd-client", "tls.crt"), ("etcd-client", "tls.key")] {
         let data = secrets.get(name).await.unwrap().data.unwrap();
-        std::fs::write(dir.path().join(format!("{name}-{key}")), &data[key].0).unwrap();
+        std::fs::write(dir.path().join(format!("{name}-{data_key}")), &data[data_key].0).unwrap();
     }
     let service = Api::<Service>::namespaced(seed.clone(), ns).get("etcd-main-client").await.unwrap();
     let ip = service.spec.unwrap().cluster_ip.unwrap();
@@ -825,21 +836,160 @@ async fn secrets_are_encrypted_in_etcd(seed: &kube::Client, ns: &str, shoot: &ku
             // listens on; the client certificate is still required.
             "--insecure-skip-tls-verify=true".into(),
             "get".into(),
-            "/registry/secrets/default/at-rest".into(),
+            key.into(),
             "--print-value-only".into(),
         ])
         .output()
         .unwrap_or_else(|e| panic!("running {}: {e}", etcdctl.display()));
     assert!(out.status.success(), "etcdctl: {}", String::from_utf8_lossy(&out.stderr));
-    let raw = out.stdout;
-    let key = secrets.get("etcd-encryption-key").await.unwrap().data.unwrap()["value"].0.clone();
-    let prefix = format!(
-        "k8s:enc:aescbc:v1:{}:",
-        gardenlet::components::kube_apiserver::encryption_key_name(&String::from_utf8(key).unwrap())
-    );
-    assert!(raw.starts_with(prefix.as_bytes()), "stored as {:?}", String::from_utf8_lossy(&raw[..raw.len().min(64)]));
-    assert!(!raw.windows(plaintext.len()).any(|w| w == plaintext.as_bytes()), "the plaintext is in etcd");
-    // Read back through the API, it is the same Secret.
-    let back = Api::<Secret>::namespaced(shoot.clone(), "default").get("at-rest").await.unwrap();
-    assert_eq!(back.data.unwrap()["value"].0, plaintext.as_bytes());
+    out.stdout
+}
+
+/// The prefix etcd values encrypted with the key in Secret `key_secret` start with.
+async fn encryption_prefix(seed: &kube::Client, ns: &str, key_secret: &str) -> String {
+    let key =
+        Api::<Secret>::namespaced(seed.clone(), ns).get(key_secret).await.unwrap().data.unwrap()["value"].0.clone();
+    let name = gardenlet::components::kube_apiserver::encryption_key_name(&String::from_utf8(key).unwrap());
+    format!("k8s:enc:aescbc:v1:{name}:")
+}
+
+/// A client of the shoot's API from the admin kubeconfig `text`, with its CA bundle replaced by
+/// `ca` and its user by `user` where given.
+async fn shoot_client_with(text: &str, ca: Option<&str>, user: Option<serde_json::Value>) -> kube::Client {
+    use base64::Engine;
+    let mut v: serde_json::Value = serde_yaml::from_str(text).unwrap();
+    if let Some(ca) = ca {
+        v["clusters"][0]["cluster"]["certificate-authority-data"] =
+            base64::engine::general_purpose::STANDARD.encode(ca).into();
+    }
+    if let Some(user) = user {
+        v["users"][0]["user"] = user;
+    }
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&serde_yaml::to_string(&v).unwrap()).unwrap();
+    testenv::client_from(&kubeconfig).await.unwrap()
+}
+
+/// The HTTP status of `GET /api` (discovery: any authenticated user may read it), or 0 when
+/// there is no answer (TLS refused).
+async fn api_status(client: &kube::Client) -> u16 {
+    let request = http::Request::get("/api").body(Vec::new()).unwrap();
+    match client.request_text(request).await {
+        Ok(_) => 200,
+        Err(kube::Error::Api(e)) => e.code,
+        Err(e) => {
+            eprintln!("GET /api: {e}");
+            0
+        }
+    }
+}
+
+fn rotation_phases(s: &Shoot) -> Option<[api::core::shoot::credentials::RotationPhase; 3]> {
+    let r = s.status.as_ref()?.credentials.as_ref()?.rotation.as_ref()?;
+    Some([
+        r.certificate_authorities.as_ref()?.phase,
+        r.service_account_key.as_ref()?.phase,
+        r.etcd_encryption_key.as_ref()?.phase,
+    ])
+}
+
+#[tokio::test]
+async fn credentials_rotate_in_two_phases() {
+    use api::core::shoot::credentials::RotationPhase;
+    let mut h = harness().await;
+    let _gardenlet = h.start_gardenlet();
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    h.wait_shoot("created", Duration::from_secs(240), succeeded).await;
+    let ns = "shoot--dev--demo";
+    let seed_secrets = Api::<Secret>::namespaced(h.client.clone(), ns);
+    let text = |s: &Secret, k: &str| String::from_utf8(s.data.as_ref().unwrap()[k].0.clone()).unwrap();
+    let old_kubeconfig = text(&seed_secrets.get("kubeconfig-admin").await.unwrap(), "kubeconfig");
+    let old_admin = shoot_client_with(&old_kubeconfig, None, None).await;
+
+    // Before: a Secret stored with the first encryption key, a token signed with the first
+    // service-account key.
+    let shoot_secrets = Api::<Secret>::namespaced(old_admin.clone(), "default");
+    let before: Secret =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "before"}, "stringData": {"v": "kept"}}))
+            .unwrap();
+    shoot_secrets.create(&PostParams::default(), &before).await.unwrap();
+    let first_key = encryption_prefix(&h.client, ns, "etcd-encryption-key").await;
+    assert!(etcd_raw(&h.client, ns, "/registry/secrets/default/before").await.starts_with(first_key.as_bytes()));
+    let sa: k8s_openapi::api::core::v1::ServiceAccount =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "robot"}})).unwrap();
+    Api::namespaced(old_admin.clone(), "default").create(&PostParams::default(), &sa).await.unwrap();
+    let body = serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let request = http::Request::post("/api/v1/namespaces/default/serviceaccounts/robot/token")
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&body).unwrap())
+        .unwrap();
+    let issued: serde_json::Value = old_admin.request(request).await.unwrap();
+    let token = issued["status"]["token"].as_str().unwrap().to_string();
+    let robot = shoot_client_with(&old_kubeconfig, None, Some(serde_json::json!({"token": token}))).await;
+    assert_eq!(api_status(&robot).await, 200, "the token works");
+
+    // Phase one of every two-phase rotation at once.
+    let started = Instant::now();
+    annotate(&h.client, "demo", "rotate-credentials-start").await;
+    let prepared = h
+        .wait_shoot("all rotations Prepared", Duration::from_secs(300), |s| {
+            succeeded(s) && rotation_phases(s) == Some([RotationPhase::Prepared; 3])
+        })
+        .await;
+    eprintln!("phase one took {:?}", started.elapsed());
+    assert!(!prepared.annotations().contains_key("gardener.cloud/operation"), "the request is consumed");
+    let ca = prepared.status.as_ref().unwrap().credentials.as_ref().unwrap().rotation.as_ref().unwrap();
+    let ca = ca.certificate_authorities.as_ref().unwrap();
+    assert!(ca.last_initiation_time.is_some() && ca.last_initiation_finished_time.is_some());
+    let bundle = text(&seed_secrets.get("ca-bundle").await.unwrap(), "bundle.crt");
+    assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2, "old and new cluster CA are trusted");
+    let published = Api::<ConfigMap>::namespaced(h.client.clone(), "garden-dev").get("demo.ca-cluster").await.unwrap();
+    assert_eq!(published.data.unwrap()["ca.crt"], bundle, "the garden publishes both CAs");
+    let new_kubeconfig = text(&seed_secrets.get("kubeconfig-admin").await.unwrap(), "kubeconfig");
+    assert_ne!(new_kubeconfig, old_kubeconfig);
+    let new_admin = shoot_client_with(&new_kubeconfig, None, None).await;
+    assert_eq!(api_status(&new_admin).await, 200, "a certificate of the new client CA works");
+    let old_admin = shoot_client_with(&old_kubeconfig, None, None).await;
+    assert_eq!(api_status(&old_admin).await, 200, "a certificate of the old client CA still works");
+    let robot = shoot_client_with(&old_kubeconfig, None, Some(serde_json::json!({"token": token}))).await;
+    assert_eq!(api_status(&robot).await, 200, "a token of the old key still works");
+    let second_key = encryption_prefix(&h.client, ns, "etcd-encryption-key").await;
+    assert_ne!(second_key, first_key);
+    assert_eq!(encryption_prefix(&h.client, ns, "etcd-encryption-key-old").await, first_key);
+    let raw = etcd_raw(&h.client, ns, "/registry/secrets/default/before").await;
+    assert!(raw.starts_with(second_key.as_bytes()), "the Secret was rewritten with the new key");
+    let states = Api::<ShootState>::namespaced(h.client.clone(), "garden-dev");
+    let persisted = |state: &ShootState| state.spec.gardener.iter().map(|g| g.name.clone()).collect::<Vec<_>>();
+    let names = persisted(&states.get("demo").await.unwrap());
+    for old in ["ca-old", "ca-client-old", "service-account-key-old", "etcd-encryption-key-old"] {
+        assert!(names.iter().any(|n| n == old), "{old} is kept in the ShootState between the phases: {names:?}");
+    }
+
+    // Phase two.
+    let started = Instant::now();
+    annotate(&h.client, "demo", "rotate-credentials-complete").await;
+    let completed = h
+        .wait_shoot("all rotations Completed", Duration::from_secs(300), |s| {
+            succeeded(s) && rotation_phases(s) == Some([RotationPhase::Completed; 3])
+        })
+        .await;
+    eprintln!("phase two took {:?}", started.elapsed());
+    let rotation = completed.status.unwrap().credentials.unwrap().rotation.unwrap();
+    assert!(rotation.certificate_authorities.unwrap().last_completion_time.is_some());
+    let bundle = text(&seed_secrets.get("ca-bundle").await.unwrap(), "bundle.crt");
+    assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 1, "only the new cluster CA");
+    let new_admin = shoot_client_with(&new_kubeconfig, Some(&bundle), None).await;
+    assert_eq!(api_status(&new_admin).await, 200);
+    // The old client certificate, presented to a server the client trusts, is refused.
+    let old_admin = shoot_client_with(&old_kubeconfig, Some(&bundle), None).await;
+    assert_eq!(api_status(&old_admin).await, 401, "a certificate of the old client CA is refused");
+    let robot = shoot_client_with(&new_kubeconfig, Some(&bundle), Some(serde_json::json!({"token": token}))).await;
+    assert_eq!(api_status(&robot).await, 401, "a token of the old key is refused");
+    let back = Api::<Secret>::namespaced(new_admin.clone(), "default").get("before").await.unwrap();
+    assert_eq!(back.data.unwrap()["v"].0, b"kept", "the Secret is readable without the old key");
+    for old in ["ca-old", "service-account-key-old", "etcd-encryption-key-old"] {
+        assert!(seed_secrets.get_opt(old).await.unwrap().is_none(), "{old} is gone from the seed");
+    }
+    let names = persisted(&states.get("demo").await.unwrap());
+    assert!(!names.iter().any(|n| n.ends_with("-old")), "no previous credential in the ShootState: {names:?}");
 }

@@ -52,4 +52,5 @@ pub(crate) mod kind {
     pub const KUBECONFIG: &str = "kubeconfig";
     pub const SHOOTSTATE: &str = "ShootState entry";
     pub const ROTATION: &str = "CA rotation of";
+    pub const KEY_ROTATION: &str = "key rotation of";
 }

@@ -290,7 +290,15 @@ impl Builder<'_> {
             secret = secret.with_label(labels::CONFIG_CHECKSUM, label);
         }
         self.put(secret, decision);
+        self.keep_previous(&c.name);
         Ok(())
+    }
+
+    /// Keeps `<name>-old`, the previous key during a key rotation, byte for byte.
+    fn keep_previous(&mut self, name: &str) {
+        if let Some(previous) = self.working.get(&config::old_name(name)) {
+            self.put(previous.clone(), Decision::Kept);
+        }
     }
 
     fn random(&mut self, c: &config::RandomConfig, config: &SecretConfig) -> Result<(), Error> {
@@ -326,6 +334,7 @@ impl Builder<'_> {
             secret = secret.with_label(labels::CONFIG_CHECKSUM, label);
         }
         self.put(secret, decision);
+        self.keep_previous(&c.name);
         Ok(())
     }
 
@@ -344,8 +353,8 @@ impl Builder<'_> {
                     Decision::Updated(reason) => Action::Update { reason },
                     Decision::KeptDespiteChange(reason) => Action::KeepDespiteChange { reason },
                     // Not in the working set but in the cluster: a rotation step moved it away.
-                    Decision::Created => Action::Reissue { reason: "replaced by the CA rotation".into() },
-                    Decision::Kept => Action::Update { reason: "moved by the CA rotation".into() },
+                    Decision::Created => Action::Reissue { reason: "replaced by a rotation".into() },
+                    Decision::Kept => Action::Update { reason: "moved by a rotation".into() },
                 },
             };
             actions.insert(name, action);

@@ -41,22 +41,26 @@ impl std::fmt::Debug for ShootStateEntry {
     }
 }
 
-/// The secrets of `set` that cannot be re-created without disruption: the configured CAs and
-/// their `-old` predecessors, service-account keys and random values.
+/// The secrets of `set` that cannot be re-created without disruption: the configured CAs,
+/// service-account keys and random values, and (mid-rotation) their `-old` predecessors.
 pub fn persistent(configs: &[SecretConfig], set: &SecretSet) -> SecretSet {
+    persistent_names(configs).iter().filter_map(|n| set.get(n).cloned()).collect()
+}
+
+/// The names [`persistent`] may return for `configs`, whether they exist now or not: an entry of
+/// one of these names that is no longer in the set (a previous CA after a completed rotation)
+/// must leave the ShootState too.
+pub fn persistent_names(configs: &[SecretConfig]) -> Vec<String> {
     let mut names = Vec::new();
     for config in configs {
         match config {
-            SecretConfig::Ca(ca) => {
-                names.push(ca.name.clone());
-                names.push(old_name(&ca.name));
+            SecretConfig::Ca(_) | SecretConfig::ServiceAccountKey(_) | SecretConfig::Random(_) => {
+                names.extend([config.name().to_string(), old_name(config.name())]);
             }
-            SecretConfig::ServiceAccountKey(c) => names.push(c.name.clone()),
-            SecretConfig::Random(c) => names.push(c.name.clone()),
             SecretConfig::Certificate(_) => {}
         }
     }
-    names.iter().filter_map(|n| set.get(n).cloned()).collect()
+    names
 }
 
 /// Entries for every secret in `set`, sorted by name.

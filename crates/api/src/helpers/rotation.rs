@@ -8,8 +8,11 @@
 //! or `Completed`); a completion only in `Prepared`. No step while the shoot is not yet
 //! created, or is hibernated or about to be: every step changes running components. The SSH
 //! key pair rotates in one step. `rotate-credentials-start`/`-complete` take every two-phase
-//! rotation at once (the start also rotates the SSH key pair), and are allowed only when each
-//! one is.
+//! rotation at once, and are allowed only when each one is.
+//!
+//! Shoots here have no SSH key pair yet (their nodes are not reached over SSH), so
+//! `rotate-ssh-keypair` is refused, and `rotate-credentials-start` does not include it as it
+//! does in Gardener: the status never reports a rotation that did not happen.
 
 use crate::core::shoot::credentials::{OnePhaseRotation, RotationPhase, ShootCredentialsRotation, TwoPhaseRotation};
 use crate::helpers::constants::operation as op;
@@ -62,7 +65,7 @@ pub fn request(operation: &str) -> Option<Request> {
         op::ROTATE_ETCD_ENCRYPTION_KEY_START => one(Credential::EtcdEncryptionKey, Step::Start),
         op::ROTATE_ETCD_ENCRYPTION_KEY_COMPLETE => one(Credential::EtcdEncryptionKey, Step::Complete),
         op::ROTATE_CREDENTIALS_START => {
-            Some(Request { steps: ALL.iter().map(|c| (*c, Step::Start)).collect(), ssh_keypair: true })
+            Some(Request { steps: ALL.iter().map(|c| (*c, Step::Start)).collect(), ssh_keypair: false })
         }
         op::ROTATE_CREDENTIALS_COMPLETE => {
             Some(Request { steps: ALL.iter().map(|c| (*c, Step::Complete)).collect(), ssh_keypair: false })
@@ -107,6 +110,9 @@ pub fn allowed(request: &Request, rotation: Option<&ShootCredentialsRotation>, s
     }
     if shoot.hibernated {
         errors.push("credentials cannot be rotated while the shoot is hibernated or hibernating".to_string());
+    }
+    if request.ssh_keypair {
+        errors.push("the shoot has no SSH key pair to rotate: its nodes are not reached over SSH".to_string());
     }
     for (credential, step) in &request.steps {
         let phase = of(rotation, *credential).map(|r| r.phase);
@@ -213,7 +219,7 @@ mod tests {
         assert_eq!(ca.steps, [(Credential::CertificateAuthorities, Step::Start)]);
         let all = request("rotate-credentials-start").unwrap();
         assert_eq!(all.steps.len(), 3);
-        assert!(all.ssh_keypair);
+        assert!(!all.ssh_keypair, "no SSH key pair to rotate");
         let complete = request("rotate-credentials-complete").unwrap();
         assert!(complete.steps.iter().all(|(_, s)| *s == Step::Complete) && !complete.ssh_keypair);
         assert_eq!(request("rotate-ssh-keypair").unwrap(), Request { steps: vec![], ssh_keypair: true });
@@ -265,14 +271,26 @@ mod tests {
     }
 
     #[test]
-    fn all_credentials_at_once_need_each_to_be_ready_and_rotate_the_ssh_key_pair_in_one_step() {
+    fn all_credentials_at_once_need_each_to_be_ready() {
         let ca_only = begin(&request("rotate-ca-start").unwrap(), None, &at("2026-01-01T10:00:00Z"));
         let all = request("rotate-credentials-start").unwrap();
         assert_eq!(allowed(&all, Some(&ca_only), RUNNING).len(), 1, "the CA rotation is under way");
         let mut r = begin(&all, None, &at("2026-01-01T10:00:00Z"));
+        finish(&mut r, &at("2026-01-01T10:04:00Z"));
+        assert!(ALL.iter().all(|c| of(Some(&r), *c).unwrap().phase == RotationPhase::Prepared));
+        assert_eq!(r.ssh_keypair, None);
+    }
+
+    #[test]
+    fn an_ssh_key_pair_rotation_is_refused_and_would_complete_in_one_step() {
+        let ssh = request("rotate-ssh-keypair").unwrap();
+        assert_eq!(
+            allowed(&ssh, None, RUNNING),
+            ["the shoot has no SSH key pair to rotate: its nodes are not reached over SSH"]
+        );
+        let mut r = begin(&ssh, None, &at("2026-01-01T10:00:00Z"));
         assert_eq!(r.ssh_keypair.as_ref().unwrap().last_completion_time, None);
         finish(&mut r, &at("2026-01-01T10:04:00Z"));
         assert_eq!(r.ssh_keypair.as_ref().unwrap().last_completion_time, Some(at("2026-01-01T10:04:00Z")));
-        assert!(ALL.iter().all(|c| of(Some(&r), *c).unwrap().phase == RotationPhase::Prepared));
     }
 }

@@ -114,6 +114,14 @@ pub mod secrets {
     pub const CA_ETCD_BUNDLE: &str = "ca-etcd-bundle";
     pub const CA_FRONT_PROXY_BUNDLE: &str = "ca-front-proxy-bundle";
     pub const CA_KUBELET_BUNDLE: &str = "ca-kubelet-bundle";
+    /// The previous service-account key while its rotation is between the phases.
+    pub const SERVICE_ACCOUNT_KEY_OLD: &str = "service-account-key-old";
+}
+
+/// Whether the previous version of `secret` (`<secret>-old`) exists: a rotation of it is
+/// between its phases.
+pub fn rotating(values: &ControlPlaneValues, secret: &str) -> bool {
+    values.secret_checksums.contains_key(&pki::config::old_name(secret))
 }
 
 /// Label keys and values on every control-plane object.

@@ -131,6 +131,10 @@ pub fn args(values: &ControlPlaneValues) -> Vec<String> {
         format!("--tls-cert-file={}", file(secrets::KUBE_APISERVER, secrets::TLS_CERT)),
         format!("--tls-private-key-file={}", file(secrets::KUBE_APISERVER, secrets::TLS_KEY)),
     ];
+    if common::rotating(values, secrets::SERVICE_ACCOUNT_KEY) {
+        // Tokens signed with the previous key stay valid until the rotation completes.
+        args.push(format!("--service-account-key-file={}", file(secrets::SERVICE_ACCOUNT_KEY_OLD, secrets::SA_PUB)));
+    }
     if has_insecure_port_flag(&values.kubernetes_version) {
         args.push("--insecure-port=0".to_string());
     }
@@ -156,6 +160,16 @@ pub const MOUNTED_SECRETS: &[&str] = &[
     ENCRYPTION_CONFIG_SECRET,
 ];
 
+/// The secrets the API server mounts now: [`MOUNTED_SECRETS`], and the previous
+/// service-account key while its rotation is between the phases.
+pub fn mounted_secrets(values: &ControlPlaneValues) -> Vec<&'static str> {
+    let mut out = MOUNTED_SECRETS.to_vec();
+    if common::rotating(values, secrets::SERVICE_ACCOUNT_KEY) {
+        out.push(secrets::SERVICE_ACCOUNT_KEY_OLD);
+    }
+    out
+}
+
 /// The Secret holding kube-apiserver's EncryptionConfiguration (rendered by gardenlet from the
 /// shoot's `etcd-encryption-key`).
 pub const ENCRYPTION_CONFIG_SECRET: &str = "kube-apiserver-etcd-encryption-configuration";
@@ -169,25 +183,33 @@ pub fn encryption_key_name(key: &str) -> String {
 }
 
 /// kube-apiserver's EncryptionConfiguration: Secrets are written encrypted with AES-CBC under
-/// `key` (standard base64 of 32 bytes); `identity` last, so Secrets written before encryption
-/// was switched on stay readable (and are encrypted when next written).
-pub fn encryption_configuration(key: &str) -> String {
+/// `key` (standard base64 of 32 bytes); during a key rotation `previous` follows, so what it
+/// encrypted stays readable until it is rewritten; `identity` last, so Secrets written before
+/// encryption was switched on stay readable (and are encrypted when next written).
+pub fn encryption_configuration(key: &str, previous: Option<&str>) -> String {
+    let mut keys = String::new();
+    for k in std::iter::once(key).chain(previous) {
+        keys.push_str(&format!("      - name: {}\n        secret: {}\n", encryption_key_name(k), k.trim()));
+    }
     format!(
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources:\n  - secrets\n  providers:\n  - aescbc:\n      keys:\n      - name: {}\n        secret: {}\n  - identity: {{}}\n",
-        encryption_key_name(key),
-        key.trim()
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources:\n  - secrets\n  providers:\n  - aescbc:\n      keys:\n{keys}  - identity: {{}}\n"
     )
 }
 
-/// The Secret with the EncryptionConfiguration for `key`.
-pub fn encryption_config_secret(values: &ControlPlaneValues, key: &str) -> k8s_openapi::api::core::v1::Secret {
+/// The Secret with the EncryptionConfiguration for `key` (and `previous`, see
+/// [`encryption_configuration`]).
+pub fn encryption_config_secret(
+    values: &ControlPlaneValues,
+    key: &str,
+    previous: Option<&str>,
+) -> k8s_openapi::api::core::v1::Secret {
     use k8s_openapi::ByteString;
     k8s_openapi::api::core::v1::Secret {
         metadata: common::metadata(ENCRYPTION_CONFIG_SECRET, values, labels()),
         type_: Some("Opaque".into()),
         data: Some(BTreeMap::from([(
             ENCRYPTION_CONFIG_KEY.to_string(),
-            ByteString(encryption_configuration(key).into_bytes()),
+            ByteString(encryption_configuration(key, previous).into_bytes()),
         )])),
         ..Default::default()
     }
@@ -213,5 +235,5 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
             max_unavailable: Some(IntOrString::Int(0)),
         }),
     };
-    common::deployment(values, NAME, (APP, ROLE), MOUNTED_SECRETS, container, Some(strategy))
+    common::deployment(values, NAME, (APP, ROLE), &mounted_secrets(values), container, Some(strategy))
 }

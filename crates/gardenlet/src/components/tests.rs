@@ -257,7 +257,7 @@ fn every_mounted_secret_and_key_is_produced_by_the_pki() {
     // gardenlet renders the EncryptionConfiguration from pki's key; everything else is pki's.
     let mut plan = plan;
     let key = plan.secrets.value("etcd-encryption-key", "value").expect("pki makes the encryption key").to_string();
-    let rendered = kube_apiserver::encryption_config_secret(&v, &key);
+    let rendered = kube_apiserver::encryption_config_secret(&v, &key, None);
     let mut config = pki::Secret::new(kube_apiserver::ENCRYPTION_CONFIG_SECRET, "Opaque");
     for (k, value) in rendered.data.unwrap() {
         config = config.with_data(&k, String::from_utf8(value.0).unwrap());
@@ -307,7 +307,7 @@ fn control_plane_requests_follow_the_configured_share() {
 #[test]
 fn secrets_are_encrypted_with_the_shoot_key_and_older_data_stays_readable() {
     let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
-    let config: serde_json::Value = serde_yaml::from_str(&kube_apiserver::encryption_configuration(key)).unwrap();
+    let config: serde_json::Value = serde_yaml::from_str(&kube_apiserver::encryption_configuration(key, None)).unwrap();
     assert_eq!(config["kind"], "EncryptionConfiguration");
     let resource = &config["resources"][0];
     assert_eq!(resource["resources"], serde_json::json!(["secrets"]));
@@ -318,4 +318,30 @@ fn secrets_are_encrypted_with_the_shoot_key_and_older_data_stays_readable() {
     assert!(resource["providers"][1].get("identity").is_some(), "identity last: unencrypted data stays readable");
     let args = kube_apiserver::args(&values());
     assert!(args.iter().any(|a| a.starts_with("--encryption-provider-config=/srv/kubernetes/")), "{args:?}");
+}
+
+#[test]
+fn during_a_key_rotation_the_previous_keys_still_verify_and_decrypt() {
+    let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    let previous = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";
+    let config: serde_json::Value =
+        serde_yaml::from_str(&kube_apiserver::encryption_configuration(key, Some(previous))).unwrap();
+    let keys = &config["resources"][0]["providers"][0]["aescbc"]["keys"];
+    assert_eq!(keys[0]["secret"], key, "the new key encrypts");
+    assert_eq!(keys[1]["secret"], previous, "the previous key still decrypts");
+    assert_eq!(keys[1]["name"], kube_apiserver::encryption_key_name(previous));
+
+    let mut v = values();
+    let idle = kube_apiserver::args(&v);
+    assert_eq!(idle.iter().filter(|a| a.starts_with("--service-account-key-file=")).count(), 1);
+    assert!(!kube_apiserver::mounted_secrets(&v).contains(&secrets::SERVICE_ACCOUNT_KEY_OLD));
+    v.secret_checksums.insert(secrets::SERVICE_ACCOUNT_KEY_OLD.to_string(), "old".into());
+    let rotating = kube_apiserver::args(&v);
+    assert!(
+        rotating.contains(&"--service-account-key-file=/srv/kubernetes/service-account-key-old/sa.pub".to_string())
+    );
+    assert!(kube_apiserver::mounted_secrets(&v).contains(&secrets::SERVICE_ACCOUNT_KEY_OLD));
+    let pod = kube_apiserver::deployment(&v).spec.unwrap().template;
+    let annotations = pod.metadata.unwrap().annotations.unwrap();
+    assert_eq!(annotations["checksum/secret-service-account-key-old"], "old", "the rotation rolls the pods");
 }

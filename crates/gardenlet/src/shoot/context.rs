@@ -71,6 +71,9 @@ pub struct OperationContext {
     pub snapshot_record: Option<super::backup::SnapshotRecord>,
     /// Set for a Restore operation (after a migration, or a forced takeover).
     pub restore: Option<RestoreSource>,
+    /// Where the shoot's credential rotations stand for this operation (a rotation requested
+    /// now is already `Preparing` or `Completing` here); see [`super::rotation`].
+    pub rotation: Option<api::core::shoot::credentials::ShootCredentialsRotation>,
     found: Mutex<Found>,
     /// The secrets this operation has seen (the shoot's own, its provider credentials): task
     /// errors are redacted with them before they reach the Shoot, events or logs.
@@ -110,6 +113,7 @@ impl OperationContext {
             wait_timeout,
             snapshot_record: None,
             restore: None,
+            rotation: None,
             found: Mutex::new(Found::default()),
             redactor: Arc::default(),
         }
@@ -134,6 +138,12 @@ impl OperationContext {
     /// Sets the shoot's CloudProfile as gardenlet's cache knows it (see [`Self::cloud_profile`]).
     pub fn with_cloud_profile(mut self, cached: Option<Option<Arc<api::core::CloudProfile>>>) -> Self {
         self.cloud_profile = cached;
+        self
+    }
+
+    /// Sets where the credential rotations stand (see [`Self::rotation`]).
+    pub fn with_rotation(mut self, rotation: Option<api::core::shoot::credentials::ShootCredentialsRotation>) -> Self {
+        self.rotation = rotation;
         self
     }
 

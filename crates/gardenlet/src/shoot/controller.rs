@@ -9,6 +9,7 @@ use super::{delete, hibernate, migrate, reconcile};
 use crate::config::GardenletConfig;
 use crate::flow::{Progress, RunOptions};
 use api::common::{LastOperation, LastOperationType};
+use api::core::shoot::credentials::ShootCredentialsRotation;
 use api::core::{Seed, Shoot};
 use api::helpers::constants::{ANNOTATION_OPERATION, FINALIZER_GARDENER};
 use extension_sdk::deployer::Deployer;
@@ -362,7 +363,13 @@ impl ShootController {
         }
     }
 
-    async fn context(&self, shoot: &Shoot, force: bool, restore: bool) -> Result<Arc<OperationContext>, ShootError> {
+    async fn context(
+        &self,
+        shoot: &Shoot,
+        force: bool,
+        restore: bool,
+        rotation: Option<ShootCredentialsRotation>,
+    ) -> Result<Arc<OperationContext>, ShootError> {
         let seeds: Api<Seed> = Api::all(self.garden.clone());
         let seed = match self.caches.seed(&self.config.seed.name) {
             Some(cached) => cached,
@@ -409,7 +416,8 @@ impl ShootController {
             )
             .with_registrations(registrations)
             .with_cloud_profile(self.caches.cloud_profile(shoot))
-            .with_shoot_state(state.as_ref(), restore),
+            .with_shoot_state(state.as_ref(), restore)
+            .with_rotation(rotation),
         ))
     }
 
@@ -427,35 +435,38 @@ impl ShootController {
         // failure in between leaves the operator's request in place.
         let owner = shoot.status.as_ref().and_then(|s| s.seed_name.as_deref()).filter(|s| !s.is_empty());
         let takeover = owner.is_some_and(|o| o != self.config.seed.name);
-        if requested && !takeover {
+        let type_ = reconcile_type(shoot.status.as_ref(), takeover);
+        // A rotation request is recorded in the status before its annotation goes, so that a
+        // failure in between loses nothing.
+        let (rotation, rotating) = rotation_for(shoot, type_, requested, &now());
+        if requested && !takeover && !rotating {
             meta["metadata"]["annotations"] = json!({ ANNOTATION_OPERATION: null });
         }
         if meta != json!({}) {
             self.patch_meta(shoot, meta, "preparing the shoot").await?;
         }
-        let type_ = reconcile_type(shoot.status.as_ref(), takeover);
         // A change of hibernation re-reconciles every extension object: the providers see it
         // only through the Cluster.
         let was_hibernated = shoot.status.as_ref().is_some_and(|s| s.hibernated);
         let transition = was_hibernated != shoot.spec.hibernation_enabled();
         let restore = type_ == LastOperationType::Restore;
-        let ctx = self.context(shoot, requested || transition, restore).await?;
+        let ctx = self.context(shoot, requested || transition, restore, rotation.clone()).await?;
         let quiet = quiet_resync(shoot, type_, requested || transition || takeover);
         if !quiet {
-            self.patch_status(
-                shoot,
-                json!({
-                    "lastOperation": started(type_, &now()),
-                    "technicalID": ctx.values.namespace(),
-                    "seedName": self.config.seed.name,
-                    "uid": shoot.uid(),
-                }),
-            )
-            .await?;
+            let mut start = json!({
+                "lastOperation": started(type_, &now()),
+                "technicalID": ctx.values.namespace(),
+                "seedName": self.config.seed.name,
+                "uid": shoot.uid(),
+            });
+            if let (true, Some(r)) = (rotating, &rotation) {
+                start["credentials"] = super::rotation::status_patch(r);
+            }
+            self.patch_status(shoot, start).await?;
         }
-        if takeover {
+        if takeover || rotating {
             let consume = json!({ "metadata": { "annotations": { ANNOTATION_OPERATION: null } } });
-            self.patch_meta(shoot, consume, "consuming the force-restore annotation").await?;
+            self.patch_meta(shoot, consume, "consuming the operation annotation").await?;
         }
         // Hibernating an existing shoot has its own order; a shoot created hibernated is
         // created never started by the reconcile flow.
@@ -485,6 +496,11 @@ impl ShootController {
         if result.is_success() {
             status["observedGeneration"] = json!(shoot.metadata.generation);
             status["hibernated"] = json!(ctx.values.hibernated);
+            if let Some(mut r) = rotation
+                && api::helpers::rotation::finish(&mut r, &now())
+            {
+                status["credentials"] = super::rotation::status_patch(&r);
+            }
             if let Some(address) = ctx.found().address.clone() {
                 status["advertisedAddresses"] = json!([
                     { "name": "external", "url": format!("https://{}", ctx.values.advertised_host()) },
@@ -514,7 +530,7 @@ impl ShootController {
         if !shoot.finalizers().iter().any(|f| f == FINALIZER_GARDENER) {
             return Ok(RequeueAction::await_change());
         }
-        let ctx = self.context(shoot, true, false).await?;
+        let ctx = self.context(shoot, true, false, status_rotation(shoot)).await?;
         self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Delete, &now()) })).await?;
         let flow = delete::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
         let result = self.run_flow(shoot, LastOperationType::Delete, flow, false, ctx.redaction(), true).await;
@@ -540,7 +556,7 @@ impl ShootController {
         let Some(destination) = shoot.spec.seed_name.clone() else {
             return Ok(RequeueAction::await_change());
         };
-        let ctx = self.context(shoot, true, false).await?;
+        let ctx = self.context(shoot, true, false, status_rotation(shoot)).await?;
         let start = json!({ "lastOperation": started(LastOperationType::Migrate, &now()) });
         if !self.patch_status_as_owner(shoot, |_| Some(start.clone())).await? {
             return Ok(RequeueAction::await_change());
@@ -698,6 +714,38 @@ fn backoff_key(shoot: &Shoot) -> String {
     shoot.uid().unwrap_or_else(|| format!("{}/{}", shoot.namespace().unwrap_or_default(), shoot.name_any()))
 }
 
+/// Where the shoot's credential rotations stand in the status.
+fn status_rotation(shoot: &Shoot) -> Option<ShootCredentialsRotation> {
+    shoot.status.as_ref().and_then(|s| s.credentials.as_ref()).and_then(|c| c.rotation.clone())
+}
+
+/// The rotation status this operation works with, and whether it begins a rotation now: a
+/// requested rotation the shoot allows begins (admission refuses the others; one that got past
+/// it is logged and the shoot only reconciled).
+fn rotation_for(
+    shoot: &Shoot,
+    type_: LastOperationType,
+    requested: bool,
+    now: &Time,
+) -> (Option<ShootCredentialsRotation>, bool) {
+    use api::helpers::rotation as r;
+    let current = status_rotation(shoot);
+    let operation = shoot.annotations().get(ANNOTATION_OPERATION).map(String::as_str);
+    let Some((operation, request)) = operation.filter(|_| requested).and_then(|o| Some((o, r::request(o)?))) else {
+        return (current, false);
+    };
+    let lifecycle = r::Lifecycle {
+        creating: type_ == LastOperationType::Create,
+        hibernated: shoot.spec.hibernation_enabled() || shoot.status.as_ref().is_some_and(|s| s.hibernated),
+    };
+    let refused = r::allowed(&request, current.as_ref(), lifecycle);
+    if !refused.is_empty() {
+        tracing::warn!(operation, reasons = ?refused, "credential rotation not possible now; reconciling without it");
+        return (current, false);
+    }
+    (Some(r::begin(&request, current, now)), true)
+}
+
 /// The default backoff of failed shoot operations: 2 s doubling up to 5 min, with jitter.
 pub fn default_backoff() -> Arc<extension_sdk::backoff::Backoff> {
     Arc::new(extension_sdk::backoff::Backoff::new(extension_sdk::backoff::BackoffConfig {
@@ -712,4 +760,46 @@ fn error_policy(shoot: Arc<Shoot>, error: &ShootError, this: Arc<ShootController
     let delay = this.backoff.failed(&backoff_key(&shoot));
     tracing::warn!(error = %extension_sdk::events::error_chain(error), ?delay, "shoot operation failed; retrying");
     RequeueAction::requeue(delay)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+    use super::*;
+    use api::core::shoot::credentials::RotationPhase;
+
+    fn shoot(operation: Option<&str>, hibernated: bool) -> Shoot {
+        let mut s: Shoot = serde_json::from_value(json!({
+            "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
+            "metadata": {"name": "s", "namespace": "garden-dev"},
+            "spec": {"region": "local", "provider": {"type": "local"}, "kubernetes": {"version": "1.20.2"},
+                     "hibernation": {"enabled": hibernated}},
+        }))
+        .unwrap();
+        if let Some(op) = operation {
+            s.metadata.annotations = Some([(ANNOTATION_OPERATION.to_string(), op.to_string())].into());
+        }
+        s
+    }
+
+    #[test]
+    fn a_requested_rotation_begins_only_when_the_shoot_allows_it() {
+        let at = now();
+        let (rotation, begins) =
+            rotation_for(&shoot(Some("rotate-ca-start"), false), LastOperationType::Reconcile, true, &at);
+        assert!(begins);
+        assert_eq!(rotation.unwrap().certificate_authorities.unwrap().phase, RotationPhase::Preparing);
+        for (s, type_) in [
+            (shoot(Some("rotate-ca-start"), true), LastOperationType::Reconcile),
+            (shoot(Some("rotate-ca-start"), false), LastOperationType::Create),
+            (shoot(Some("rotate-ca-complete"), false), LastOperationType::Reconcile),
+            (shoot(Some("reconcile"), false), LastOperationType::Reconcile),
+            (shoot(None, false), LastOperationType::Reconcile),
+        ] {
+            assert_eq!(rotation_for(&s, type_, true, &at), (None, false), "{:?}", s.metadata.annotations);
+        }
+        let (_, begins) =
+            rotation_for(&shoot(Some("rotate-ca-start"), false), LastOperationType::Reconcile, false, &at);
+        assert!(!begins, "only a requested reconcile takes the request");
+    }
 }

@@ -1,5 +1,5 @@
 //! When gardenlet acts on a Shoot (pure): only shoots of its seed; deletion; an operation
-//! annotation (`reconcile`, `retry`); a generation it has not reconciled; an unfinished
+//! annotation (`reconcile`, `retry`, a credential rotation); a generation it has not reconciled; an unfinished
 //! operation; and otherwise a regular resync, spread per shoot so that many shoots do not
 //! resync at once. A Failed shoot waits for a `retry` (or a spec change).
 
@@ -78,6 +78,10 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
         return Action::Reconcile { requested: true };
     }
     if matches!(annotation, Some(operation::RECONCILE) | Some(operation::RETRY)) {
+        return Action::Reconcile { requested: true };
+    }
+    // A credential rotation is a reconcile that takes the rotation's step.
+    if annotation.and_then(api::helpers::rotation::request).is_some() {
         return Action::Reconcile { requested: true };
     }
     let status = shoot.status.as_ref();
@@ -160,6 +164,10 @@ mod tests {
         let mut s = shoot(annotated);
         s.status = shoot(succeeded_at(9_999, 1)).status;
         assert_eq!(decide(&s, "local", HOUR, now), Action::Reconcile { requested: true });
+        let rotate = serde_json::json!({"metadata": {"annotations": {"gardener.cloud/operation": "rotate-ca-start"}}});
+        let mut s = shoot(rotate);
+        s.status = shoot(succeeded_at(9_999, 1)).status;
+        assert_eq!(decide(&s, "local", HOUR, now), Action::Reconcile { requested: true }, "a rotation request");
         assert_eq!(
             decide(&shoot(succeeded_at(9_999, 0)), "local", HOUR, now),
             Action::Reconcile { requested: false },

@@ -17,6 +17,9 @@ pub fn table(flow: &Flow) -> String {
             "Deploying Network" => "no `spec.networking.type`",
             "Deploying BackupEntry" | "Migrating BackupEntry" => "the seed has no backup",
             "Completing the etcd restore" => "no unrestored final etcd snapshot, or hibernated",
+            "Rewriting Secrets with the new etcd encryption key" => {
+                "no etcd encryption key rotation in phase one, or hibernated"
+            }
             _ => "",
         };
         out.push_str(&format!("| {task} | {} | {skip} |\n", deps.join(", ")));

@@ -17,6 +17,7 @@ pub mod hibernate;
 pub mod migrate;
 pub mod reconcile;
 pub mod references;
+pub mod rotation;
 pub mod secrets;
 pub mod status;
 pub mod system;

@@ -68,9 +68,25 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
         running && has_workers,
         t(ctx, wait_system_components),
     );
+    let reencrypt = f.task_if(
+        "Rewriting Secrets with the new etcd encryption key",
+        &[&apiserver],
+        running && super::rotation::reencrypt(ctx.rotation.as_ref()),
+        t(ctx, rewrite_secrets),
+    );
     let health = f.task(
         "Checking control plane health",
-        &[&worker, &network, &kcm, &scheduler, &extensions, &after_worker, &control_plane, &system_components],
+        &[
+            &worker,
+            &network,
+            &kcm,
+            &scheduler,
+            &extensions,
+            &after_worker,
+            &control_plane,
+            &system_components,
+            &reencrypt,
+        ],
         t(ctx, check_health),
     );
     // The first run with etcd up after a migration (at once, or at the wake-up of a shoot
@@ -104,6 +120,34 @@ async fn wait_system_components(ctx: Arc<OperationContext>) -> Result<(), TaskEr
     .await?;
     let dns: Api<Deployment> = Api::namespaced(client, cluster_dns::NAMESPACE);
     wait_in(dns, cluster_dns::NAMESPACE, cluster_dns::NAME, ctx.wait_timeout, checks::deployment_rolled_out).await?;
+    Ok(())
+}
+
+/// Phase one of an etcd encryption key rotation: every Secret of the shoot is written again,
+/// unchanged, so the API server stores it encrypted with the new key (it rewrites what it read
+/// with an older key, or unencrypted; see `encryption_configuration`). A Secret changed or
+/// deleted meanwhile was written by someone else, which re-encrypted it too.
+async fn rewrite_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let client = shoot_client(&ctx).await?;
+    let secrets: Api<Secret> = Api::all(client.clone());
+    let mut params = kube::api::ListParams::default().limit(250);
+    let mut rewritten = 0usize;
+    loop {
+        let page = secrets.list(&params).await.map_err(task_err)?;
+        for secret in &page.items {
+            let api: Api<Secret> = Api::namespaced(client.clone(), &secret.namespace().unwrap_or_default());
+            match api.replace(&secret.name_any(), &Default::default(), secret).await {
+                Ok(_) => rewritten += 1,
+                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                Err(e) => return Err(task_err(e)),
+            }
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    tracing::info!(rewritten, "Secrets rewritten with the new etcd encryption key");
     Ok(())
 }
 
@@ -277,7 +321,9 @@ async fn deploy_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let address = ctx.found().address.clone();
     let configs = pki::shoot_set::shoot_set(&ctx.values.pki_inputs(address.as_deref()));
     let set =
-        secrets::reconcile(&ctx.garden, &ctx.seed, &ctx.values, &configs, ctx.shoot_owner()).await.map_err(task_err)?;
+        secrets::reconcile(&ctx.garden, &ctx.seed, &ctx.values, &configs, ctx.rotation.as_ref(), ctx.shoot_owner())
+            .await
+            .map_err(task_err)?;
     super::garden_ca::publish(&ctx.garden, &ctx.values.garden_namespace, &ctx.values.name, &set, ctx.shoot_owner())
         .await
         .map_err(task_err)?;
@@ -309,9 +355,16 @@ pub(crate) fn control_plane_values(ctx: &OperationContext) -> crate::components:
     values.owner = found.cluster_owner.clone();
     if let Some(set) = &found.secrets {
         values.secret_checksums = set.iter().map(|s| (s.name.clone(), secrets::checksum(s))).collect();
-        // The EncryptionConfiguration changes exactly when its key does.
-        if let Some(key) = values.secret_checksums.get(pki::shoot_set::names::ETCD_ENCRYPTION_KEY).cloned() {
-            values.secret_checksums.insert(kube_apiserver::ENCRYPTION_CONFIG_SECRET.to_string(), key);
+        // The EncryptionConfiguration changes exactly when its keys do.
+        let key = pki::shoot_set::names::ETCD_ENCRYPTION_KEY;
+        let keys: Vec<&str> = [key.to_string(), pki::config::old_name(key)]
+            .iter()
+            .filter_map(|k| values.secret_checksums.get(k))
+            .map(String::as_str)
+            .collect();
+        if !keys.is_empty() {
+            let checksum = crate::components::common::checksum(&keys.join(","));
+            values.secret_checksums.insert(kube_apiserver::ENCRYPTION_CONFIG_SECRET.to_string(), checksum);
         }
     }
     values.etcd_backup_dir = found.backup_dir.clone();
@@ -336,8 +389,10 @@ async fn deploy_deployment(ctx: &OperationContext, deployment: Deployment) -> Re
 async fn deploy_kube_apiserver(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let values = control_plane_values(&ctx);
     // Secrets at rest: the EncryptionConfiguration from the shoot's persisted key.
-    let key = secret_value(&ctx, pki::shoot_set::names::ETCD_ENCRYPTION_KEY, pki::data_keys::VALUE)?;
-    apply(&ctx, &kube_apiserver::encryption_config_secret(&values, &key)).await?;
+    let name = pki::shoot_set::names::ETCD_ENCRYPTION_KEY;
+    let key = secret_value(&ctx, name, pki::data_keys::VALUE)?;
+    let previous = secret_value(&ctx, &pki::config::old_name(name), pki::data_keys::VALUE).ok();
+    apply(&ctx, &kube_apiserver::encryption_config_secret(&values, &key, previous.as_deref())).await?;
     deploy_deployment(&ctx, kube_apiserver::deployment(&values)).await
 }
 

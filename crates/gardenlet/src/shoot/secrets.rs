@@ -5,6 +5,7 @@
 use super::values::ShootValues;
 use api::AnyJson;
 use api::core::ShootState;
+use api::core::shoot::credentials::ShootCredentialsRotation;
 use api::core::shootstate::GardenerResourceData;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -89,8 +90,13 @@ pub fn entries_from_shootstate(state: &ShootState) -> Vec<ShootStateEntry> {
 }
 
 /// The ShootState `gardener` section for the persistent secrets, replacing the pki entries
-/// and keeping any other entries.
-pub fn merged_gardener_section(current: &[GardenerResourceData], persistent: &SecretSet) -> Vec<GardenerResourceData> {
+/// (those named in `managed`; one no longer in `persistent`, such as a previous CA after a
+/// completed rotation, is dropped) and keeping any other entries.
+pub fn merged_gardener_section(
+    current: &[GardenerResourceData],
+    persistent: &SecretSet,
+    managed: &[String],
+) -> Vec<GardenerResourceData> {
     let fresh: Vec<GardenerResourceData> = pki::shootstate::export(persistent)
         .into_iter()
         .map(|e| GardenerResourceData {
@@ -100,20 +106,25 @@ pub fn merged_gardener_section(current: &[GardenerResourceData], persistent: &Se
             labels: BTreeMap::new(),
         })
         .collect();
-    let mut out: Vec<GardenerResourceData> =
-        current.iter().filter(|c| !fresh.iter().any(|f| f.name == c.name)).cloned().collect();
+    let mut out: Vec<GardenerResourceData> = current
+        .iter()
+        .filter(|c| !managed.contains(&c.name) && !fresh.iter().any(|f| f.name == c.name))
+        .cloned()
+        .collect();
     out.extend(fresh);
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
 
-/// The secrets that exist: those in the seed namespace, completed by the ShootState's
-/// persistent ones (after a restart with a lost namespace, or on a restore after migration).
+/// The secrets that exist: those in the seed namespace, with the ShootState's persistent ones
+/// winning (after a restart with a lost namespace, on a restore after migration, or after an
+/// operation stopped between writing the ShootState and the seed: the ShootState is written
+/// first, so its CAs and keys are the newest).
 pub fn existing(seed_secrets: &[Secret], state: Option<&ShootState>) -> Result<SecretSet, pki::Error> {
     let mut set: SecretSet = seed_secrets.iter().map(from_k8s).collect();
     if let Some(state) = state {
         for secret in pki::shootstate::import(&entries_from_shootstate(state))?.iter() {
-            if !set.contains(&secret.name) {
+            if set.get(&secret.name).is_none_or(|s| s.data != secret.data) {
                 set.insert(secret.clone());
             }
         }
@@ -121,12 +132,14 @@ pub fn existing(seed_secrets: &[Secret], state: Option<&ShootState>) -> Result<S
     Ok(set)
 }
 
-/// Plans, persists and applies the shoot's secrets. Returns the full set.
+/// Plans, persists and applies the shoot's secrets, taking the rotation steps `rotation` asks
+/// for (see [`super::rotation`]). Returns the full set.
 pub async fn reconcile(
     garden: &kube::Client,
     seed: &kube::Client,
     values: &ShootValues,
     configs: &[SecretConfig],
+    rotation: Option<&ShootCredentialsRotation>,
     owner: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>,
 ) -> Result<SecretSet, SecretsError> {
     let shoot = values.technical_id.to_string();
@@ -144,13 +157,21 @@ pub async fn reconcile(
     let state = states.get_opt(&values.name).await.map_err(kube_err("reading the ShootState"))?;
     let existing =
         existing(&listed.items, state.as_ref()).map_err(|source| SecretsError::Pki { shoot: shoot.clone(), source })?;
-    let plan = pki::manager::plan(configs, &existing, std::time::SystemTime::now())
-        .map_err(|source| SecretsError::Pki { shoot: shoot.clone(), source })?;
+    let pki_err = |source| SecretsError::Pki { shoot: shoot.clone(), source };
+    let steps = super::rotation::steps(rotation, configs, &existing).map_err(pki_err)?;
+    let now = std::time::SystemTime::now();
+    let plan = if steps.is_empty() {
+        pki::manager::plan(configs, &existing, now)
+    } else {
+        tracing::info!(?steps, "taking credential rotation steps");
+        pki::rotation::rotate(configs, &existing, &steps, now)
+    }
+    .map_err(pki_err)?;
 
     // Persist first: what is in the seed must always be recoverable from the garden.
     let persistent = pki::shootstate::persistent(configs, &plan.secrets);
     let current = state.as_ref().map(|s| s.spec.gardener.clone()).unwrap_or_default();
-    let wanted = merged_gardener_section(&current, &persistent);
+    let wanted = merged_gardener_section(&current, &persistent, &pki::shootstate::persistent_names(configs));
     if state.is_none() || wanted != current {
         let mut desired = ShootState::new(&values.name, Default::default());
         desired.metadata.namespace = Some(values.garden_namespace.clone());
@@ -229,8 +250,10 @@ mod tests {
             labels: BTreeMap::new(),
         };
         let stale = GardenerResourceData { name: "ca".into(), ..other.clone() };
+        let rotated_away = GardenerResourceData { name: "ca-old".into(), ..other.clone() };
         let persistent: SecretSet = [pki::Secret::new("ca", "Opaque").with_data("ca.crt", "new")].into_iter().collect();
-        let merged = merged_gardener_section(&[other.clone(), stale], &persistent);
+        let managed = ["ca".to_string(), "ca-old".to_string()];
+        let merged = merged_gardener_section(&[other.clone(), stale, rotated_away], &persistent, &managed);
         assert_eq!(merged.len(), 2);
         assert_eq!(merged[0].name, "ca");
         assert_eq!(merged[0].data.0["ca.crt"], B64.encode("new"));

@@ -141,7 +141,7 @@ impl Simulator {
                         return mark_deployment(&client, &d).await;
                     }
                     for attempt in 1..=3 {
-                        match this.ensure_apiserver(&client, &ns).await {
+                        match this.ensure_apiserver(&client, &ns, d.metadata.generation).await {
                             Ok(()) => return mark_deployment(&client, &d).await,
                             Err(e) => {
                                 eprintln!("simulator: stand-in kube-apiserver for {ns} failed (attempt {attempt}): {e}")
@@ -155,11 +155,23 @@ impl Simulator {
         }
     }
 
-    async fn ensure_apiserver(&self, client: &kube::Client, namespace: &str) -> Result<(), String> {
+    /// Runs the stand-in for the Deployment's `generation`: an older one is replaced (and
+    /// stopped before its successor binds the same address).
+    async fn ensure_apiserver(
+        &self,
+        client: &kube::Client,
+        namespace: &str,
+        generation: Option<i64>,
+    ) -> Result<(), String> {
         let gate = self.gate(namespace);
         let _guard = gate.lock().await;
-        if self.apiservers.lock().unwrap().contains_key(namespace) {
-            return Ok(());
+        {
+            let mut running = self.apiservers.lock().unwrap();
+            match running.get(namespace) {
+                Some(s) if s.generation >= generation => return Ok(()),
+                Some(_) => drop(running.remove(namespace)),
+                None => {}
+            }
         }
         // A few starts at a time: kube-apiservers starting together on a small machine starve
         // each other.
@@ -168,7 +180,8 @@ impl Simulator {
         let Some(etcd_url) = etcd_url else {
             return Err("etcd does not run (its StatefulSet has no ready replica)".into());
         };
-        let standin = ApiServerStandIn::start(client, namespace, self.address(namespace), &etcd_url).await?;
+        let standin =
+            ApiServerStandIn::start(client, namespace, self.address(namespace), &etcd_url, generation).await?;
         self.apiservers.lock().unwrap().insert(namespace.to_string(), standin);
         Ok(())
     }
@@ -177,10 +190,16 @@ impl Simulator {
         let namespace = sts.namespace().unwrap_or_default();
         let gate = self.gate(&namespace);
         let _guard = gate.lock().await;
-        if self.etcds.lock().unwrap().contains_key(&namespace) {
-            return Ok(());
-        }
-        let standin = EtcdStandIn::start(client, sts, &self.volumes).await?;
+        // A newer StatefulSet generation (a new certificate) restarts etcd on the same ports and data.
+        let ports = {
+            let mut running = self.etcds.lock().unwrap();
+            match running.get(&namespace) {
+                Some(e) if e.generation >= sts.metadata.generation => return Ok(()),
+                Some(_) => running.remove(&namespace).map(|e| e.ports),
+                None => None,
+            }
+        };
+        let standin = EtcdStandIn::start(client, sts, &self.volumes, ports).await?;
         self.etcds.lock().unwrap().insert(namespace, standin);
         Ok(())
     }

@@ -30,6 +30,10 @@ async fn write_secret(client: &kube::Client, namespace: &str, name: &str, target
 /// The running etcd of one shoot.
 pub struct EtcdStandIn {
     pub process: Process,
+    /// The StatefulSet generation it was started for: a newer one (a new certificate) restarts it.
+    pub generation: Option<i64>,
+    /// Its client and peer ports, kept when it restarts (the running kube-apiserver dials it).
+    pub ports: (u16, u16),
     /// Where the stand-in kube-apiserver reaches it (a loopback name in the server's SANs).
     pub local_url: String,
     /// The Service's cluster IP it also listens on (what gardenlet dials), if loopback.
@@ -127,7 +131,13 @@ async fn run_init_containers(sts: &StatefulSet, volume: &Path, tools: &Path) -> 
 }
 
 impl EtcdStandIn {
-    pub async fn start(client: &kube::Client, sts: &StatefulSet, volumes: &Volumes) -> Result<Self, String> {
+    /// Starts etcd for `sts`, on `ports` (client, peer) when given (a restart), else on free ones.
+    pub async fn start(
+        client: &kube::Client,
+        sts: &StatefulSet,
+        volumes: &Volumes,
+        ports: Option<(u16, u16)>,
+    ) -> Result<Self, String> {
         let namespace = sts.namespace().unwrap_or_default();
         let assets = Assets::from_env().map_err(|e| e.to_string())?;
         let tools = assets.etcd.parent().ok_or("assets without a directory")?.to_path_buf();
@@ -163,8 +173,13 @@ impl EtcdStandIn {
             .and_then(|ip| ip.parse::<Ipv4Addr>().ok())
             .filter(Ipv4Addr::is_loopback);
         let host = IpAddr::V4(Ipv4Addr::LOCALHOST);
-        let client_port = testenv::free_port(host).map_err(|e| e.to_string())?;
-        let peer_port = testenv::free_port(host).map_err(|e| e.to_string())?;
+        let (client_port, peer_port) = match ports {
+            Some(p) => p,
+            None => (
+                testenv::free_port(host).map_err(|e| e.to_string())?,
+                testenv::free_port(host).map_err(|e| e.to_string())?,
+            ),
+        };
         let local_url = format!("https://127.0.0.1:{client_port}");
         let mut listen = vec![local_url.clone()];
         if let Some(ip) = service_ip {
@@ -186,13 +201,17 @@ impl EtcdStandIn {
             "--logger=zap".into(),
         ];
         let process = Process::spawn("etcd", &assets.etcd, &args, d).map_err(|e| e.to_string())?;
-        Ok(Self { process, local_url, service_ip, certs })
+        let generation = sts.metadata.generation;
+        Ok(Self { process, generation, ports: (client_port, peer_port), local_url, service_ip, certs })
     }
 }
 
 /// The running kube-apiserver of one shoot.
 pub struct ApiServerStandIn {
     pub process: Process,
+    /// The Deployment generation it was started for: a newer one (new certificates, keys or
+    /// flags) restarts it, as a rollout replaces the pod.
+    pub generation: Option<i64>,
     pub dir: tempfile::TempDir,
 }
 
@@ -202,6 +221,7 @@ impl ApiServerStandIn {
         namespace: &str,
         address: Ipv4Addr,
         etcd_url: &str,
+        generation: Option<i64>,
     ) -> Result<Self, String> {
         let assets = Assets::from_env().map_err(|e| e.to_string())?;
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -218,8 +238,13 @@ impl ApiServerStandIn {
         ] {
             write_secret(client, namespace, name, &d.join(name)).await?;
         }
+        // Mid-rotation of the service-account key, the previous key still verifies tokens.
+        let previous_sa =
+            write_secret(client, namespace, "service-account-key-old", &d.join("service-account-key-old"))
+                .await
+                .is_ok();
         let p = |s: &str, k: &str| d.join(s).join(k).display().to_string();
-        let apiserver_args = vec![
+        let mut apiserver_args = vec![
             format!("--etcd-servers={etcd_url}"),
             format!("--etcd-cafile={}", p("ca-etcd-bundle", "bundle.crt")),
             format!("--etcd-certfile={}", p("etcd-client", "tls.crt")),
@@ -254,6 +279,9 @@ impl ApiServerStandIn {
             "--disable-admission-plugins=ServiceAccount".into(),
             "--enable-priority-and-fairness=false".into(),
         ];
+        if previous_sa {
+            apiserver_args.push(format!("--service-account-key-file={}", p("service-account-key-old", "sa.pub")));
+        }
         let mut process =
             Process::spawn("kube-apiserver", &assets.kube_apiserver, &apiserver_args, d).map_err(|e| e.to_string())?;
         // Ready when /readyz answers to the admin kubeconfig gardenlet generated (TLS verified).
@@ -270,7 +298,7 @@ impl ApiServerStandIn {
             }
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
-        Ok(Self { process, dir })
+        Ok(Self { process, generation, dir })
     }
 }
 
