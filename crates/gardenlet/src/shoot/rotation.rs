@@ -23,8 +23,8 @@ pub fn steps(
     configs: &[SecretConfig],
     set: &SecretSet,
 ) -> Result<Steps, pki::Error> {
-    let mut steps = Steps::default();
-    steps.cas = step(of(rotation, Credential::CertificateAuthorities), pki::rotation::phase(configs, set)?);
+    let cas = step(of(rotation, Credential::CertificateAuthorities), pki::rotation::phase(configs, set)?);
+    let mut steps = Steps { cas, ..Default::default() };
     for (credential, key) in
         [(Credential::ServiceAccountKey, SERVICE_ACCOUNT_KEY), (Credential::EtcdEncryptionKey, ETCD_ENCRYPTION_KEY)]
     {
