@@ -98,20 +98,30 @@ pub async fn sync_object<K: ExtensionKind>(
         move |source| SyncError::Kube { what, kind, namespace, name, source }
     };
     let garden_namespace = api::helpers::project_namespace(&project);
-    // Only the owner's objects speak for the shoot: after a takeover, what is left in the
-    // old seed must not overwrite the new owner's states.
-    let shoots: Api<api::core::Shoot> = Api::namespaced(garden.clone(), &garden_namespace);
-    let Some(owning) = shoots.get_opt(&shoot).await.map_err(err("reading the Shoot"))? else { return Ok(false) };
-    if owning.status.as_ref().and_then(|s| s.seed_name.as_deref()).is_some_and(|o| !o.is_empty() && o != seed_name) {
+    let deleted = obj.meta().deletion_timestamp.is_some() && !migrated(obj);
+    let entry = if deleted { None } else { entry_of(obj) };
+    // An object without state that is not being deleted (one a restore just created and has
+    // not given its state yet) must not erase the saved state.
+    if entry.is_none() && !deleted {
         return Ok(false);
     }
+    // Only the owner's objects speak for the shoot: after a takeover, what is left in the
+    // old seed must not overwrite the new owner's states. The Shoot is read only when there is
+    // something to write (most events are status updates that change no state).
+    let shoots: Api<api::core::Shoot> = Api::namespaced(garden.clone(), &garden_namespace);
+    let owning = || async {
+        let shoot = shoots.get_opt(&shoot).await.map_err(err("reading the Shoot"))?;
+        Ok::<_, SyncError>(shoot.filter(|s| {
+            !s.status.as_ref().and_then(|st| st.seed_name.as_deref()).is_some_and(|o| !o.is_empty() && o != seed_name)
+        }))
+    };
     let states: Api<ShootState> = Api::namespaced(garden.clone(), &garden_namespace);
-    let deleted = obj.meta().deletion_timestamp.is_some() && !migrated(obj);
     let state = match states.get_opt(&shoot).await.map_err(err("reading the ShootState"))? {
         Some(state) => state,
         // An extension can report state before gardenlet wrote the shoot's secrets (and so
         // created the ShootState): create it, or that state would wait for its next change.
-        None if !deleted && entry_of(obj).is_some() => {
+        None if entry.is_some() => {
+            let Some(owning) = owning().await? else { return Ok(false) };
             let mut fresh = ShootState::new(&shoot, Default::default());
             fresh.metadata.namespace = Some(garden_namespace.clone());
             fresh.metadata.owner_references = owning.controller_owner_ref(&()).map(|mut o| {
@@ -130,13 +140,10 @@ pub async fn sync_object<K: ExtensionKind>(
         }
         None => return Ok(false),
     };
-    let entry = if deleted { None } else { entry_of(obj) };
-    // An object without state that is not being deleted (one a restore just created and has
-    // not given its state yet) must not erase the saved state.
-    if entry.is_none() && !deleted {
+    let Some(extensions) = merged(&state.spec.extensions, &kind, &name, entry) else { return Ok(false) };
+    if owning().await?.is_none() {
         return Ok(false);
     }
-    let Some(extensions) = merged(&state.spec.extensions, &kind, &name, entry) else { return Ok(false) };
     let size = size_with(&state, &extensions);
     if size > limit {
         return Err(SyncError::TooLarge { kind, namespace, name, shootstate: shoot, size, limit });

@@ -4,10 +4,12 @@
 //!   each that selects `gardener.cloud/role=controlplane`; only what the health checks use is
 //!   kept (managed fields and pod templates are dropped on arrival, so 500 shoots' workloads
 //!   stay a few MiB);
-//! * a client for each shoot's API server, built from the admin kubeconfig Secret and reused
-//!   for [`CLIENT_TTL`], dropped early when the shoot's API server does not answer (the
-//!   kubeconfig may have changed, say by a CA rotation), so a Secret is read once per shoot
-//!   every ten minutes instead of every tick.
+//! * the connection settings of each shoot's API server, parsed from the admin kubeconfig
+//!   Secret and reused for [`CLIENT_TTL`], dropped early when the shoot's API server does not
+//!   answer (the kubeconfig may have changed, say by a CA rotation), so a Secret is read once
+//!   per shoot every ten minutes instead of every tick. The settings, not clients: a client
+//!   keeps its TLS connection open between ticks, and 500 idle connections cost gardenlet
+//!   about 40 MiB (the scale bench), far more than a handshake per shoot and minute costs CPU.
 
 use crate::components::common::labels;
 use futures::StreamExt;
@@ -89,27 +91,31 @@ impl Workloads {
     }
 }
 
-/// Clients for shoot API servers, by seed namespace, each with when it was built.
+/// Connection settings of shoot API servers, by seed namespace, each with when it was read.
 #[derive(Default)]
-pub struct ShootClients(Mutex<HashMap<String, (kube::Client, Instant)>>);
+pub struct ShootClients(Mutex<HashMap<String, (kube::Config, Instant)>>);
 
 impl std::fmt::Debug for ShootClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = self.0.lock().map(|m| m.len()).unwrap_or_default();
-        f.debug_struct("ShootClients").field("clients", &n).finish()
+        f.debug_struct("ShootClients").field("settings", &n).finish()
     }
 }
 
 impl ShootClients {
-    /// The client of `namespace` if it is younger than [`CLIENT_TTL`].
+    /// A client from the settings of `namespace` if they are younger than [`CLIENT_TTL`]: a new
+    /// client, so its connection closes when the caller drops it.
     pub fn fresh(&self, namespace: &str, now: Instant) -> Option<kube::Client> {
-        let map = self.0.lock().ok()?;
-        map.get(namespace).filter(|(_, built)| now.duration_since(*built) < CLIENT_TTL).map(|(c, _)| c.clone())
+        let config = {
+            let map = self.0.lock().ok()?;
+            map.get(namespace).filter(|(_, read)| now.duration_since(*read) < CLIENT_TTL).map(|(c, _)| c.clone())?
+        };
+        kube::Client::try_from(config).ok()
     }
 
-    pub fn keep(&self, namespace: &str, client: kube::Client, now: Instant) {
+    pub fn keep(&self, namespace: &str, config: kube::Config, now: Instant) {
         if let Ok(mut map) = self.0.lock() {
-            map.insert(namespace.to_string(), (client, now));
+            map.insert(namespace.to_string(), (config, now));
         }
     }
 
