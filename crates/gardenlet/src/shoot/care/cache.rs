@@ -4,12 +4,10 @@
 //!   each that selects `gardener.cloud/role=controlplane`; only what the health checks use is
 //!   kept (managed fields and pod templates are dropped on arrival, so 500 shoots' workloads
 //!   stay a few MiB);
-//! * the connection settings of each shoot's API server, parsed from the admin kubeconfig
-//!   Secret and reused for [`CLIENT_TTL`], dropped early when the shoot's API server does not
-//!   answer (the kubeconfig may have changed, say by a CA rotation), so a Secret is read once
-//!   per shoot every ten minutes instead of every tick. The settings, not clients: a client
-//!   keeps its TLS connection open between ticks, and 500 idle connections cost gardenlet
-//!   about 40 MiB (the scale bench), far more than a handshake per shoot and minute costs CPU.
+//! * a client for each shoot's API server, built from the admin kubeconfig Secret and reused
+//!   for [`CLIENT_TTL`], dropped early when the shoot's API server does not answer (the
+//!   kubeconfig may have changed, say by a CA rotation), so a Secret is read once per shoot
+//!   every ten minutes instead of every tick.
 
 use crate::components::common::labels;
 use futures::StreamExt;
@@ -91,31 +89,27 @@ impl Workloads {
     }
 }
 
-/// Connection settings of shoot API servers, by seed namespace, each with when it was read.
+/// Clients for shoot API servers, by seed namespace, each with when it was built.
 #[derive(Default)]
-pub struct ShootClients(Mutex<HashMap<String, (kube::Config, Instant)>>);
+pub struct ShootClients(Mutex<HashMap<String, (kube::Client, Instant)>>);
 
 impl std::fmt::Debug for ShootClients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let n = self.0.lock().map(|m| m.len()).unwrap_or_default();
-        f.debug_struct("ShootClients").field("settings", &n).finish()
+        f.debug_struct("ShootClients").field("clients", &n).finish()
     }
 }
 
 impl ShootClients {
-    /// A client from the settings of `namespace` if they are younger than [`CLIENT_TTL`]: a new
-    /// client, so its connection closes when the caller drops it.
+    /// The client of `namespace` if it is younger than [`CLIENT_TTL`].
     pub fn fresh(&self, namespace: &str, now: Instant) -> Option<kube::Client> {
-        let config = {
-            let map = self.0.lock().ok()?;
-            map.get(namespace).filter(|(_, read)| now.duration_since(*read) < CLIENT_TTL).map(|(c, _)| c.clone())?
-        };
-        kube::Client::try_from(config).ok()
+        let map = self.0.lock().ok()?;
+        map.get(namespace).filter(|(_, built)| now.duration_since(*built) < CLIENT_TTL).map(|(c, _)| c.clone())
     }
 
-    pub fn keep(&self, namespace: &str, config: kube::Config, now: Instant) {
+    pub fn keep(&self, namespace: &str, client: kube::Client, now: Instant) {
         if let Ok(mut map) = self.0.lock() {
-            map.insert(namespace.to_string(), (config, now));
+            map.insert(namespace.to_string(), (client, now));
         }
     }
 

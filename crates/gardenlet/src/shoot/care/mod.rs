@@ -8,8 +8,7 @@
 //! ([`cared_for`]) a few at a time: the checks of [`crate::shoot::health`] against the seed
 //! namespace and the shoot's API server (with the admin kubeconfig gardenlet keeps in the seed),
 //! folded into the conditions by [`decide`]. The seed side of a tick is read from watches and
-//! kept connection settings ([`cache`]), so a tick of an unchanged shoot costs the seed no
-//! request. The
+//! kept clients ([`cache`]), so a tick of an unchanged shoot costs the seed no request. The
 //! status is written only when a condition changed, with the resourceVersion that was read (a
 //! concurrent write wins; the next tick looks again). The clock is injectable.
 
@@ -176,7 +175,7 @@ impl Running {
         }
     }
 
-    /// A client for the shoot's API server, from the kept settings or from the admin
+    /// A client for the shoot's API server: the kept one, or one built from the admin
     /// kubeconfig in its seed namespace.
     async fn shoot_client(&self, namespace: &str) -> Result<kube::Client, String> {
         let now = std::time::Instant::now();
@@ -199,8 +198,9 @@ impl Running {
         let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
             .await
             .map_err(|e| format!("admin kubeconfig: {e}"))?;
-        self.clients.keep(namespace, config.clone(), now);
-        kube::Client::try_from(config).map_err(|e| format!("client for the shoot: {e}"))
+        let client = kube::Client::try_from(config).map_err(|e| format!("client for the shoot: {e}"))?;
+        self.clients.keep(namespace, client.clone(), now);
+        Ok(client)
     }
 }
 
