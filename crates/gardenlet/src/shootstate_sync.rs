@@ -116,12 +116,14 @@ pub async fn sync_object<K: ExtensionKind>(
         }))
     };
     let states: Api<ShootState> = Api::namespaced(garden.clone(), &garden_namespace);
+    let mut owner_checked = false;
     let state = match states.get_opt(&shoot).await.map_err(err("reading the ShootState"))? {
         Some(state) => state,
         // An extension can report state before gardenlet wrote the shoot's secrets (and so
         // created the ShootState): create it, or that state would wait for its next change.
         None if entry.is_some() => {
             let Some(owning) = owning().await? else { return Ok(false) };
+            owner_checked = true;
             let mut fresh = ShootState::new(&shoot, Default::default());
             fresh.metadata.namespace = Some(garden_namespace.clone());
             fresh.metadata.owner_references = owning.controller_owner_ref(&()).map(|mut o| {
@@ -141,7 +143,7 @@ pub async fn sync_object<K: ExtensionKind>(
         None => return Ok(false),
     };
     let Some(extensions) = merged(&state.spec.extensions, &kind, &name, entry) else { return Ok(false) };
-    if owning().await?.is_none() {
+    if !owner_checked && owning().await?.is_none() {
         return Ok(false);
     }
     let size = size_with(&state, &extensions);

@@ -3,7 +3,6 @@
 //! `Prepared`, any step before the shoot exists or while it sleeps), naming the annotation.
 
 use crate::field::{ErrorList, FieldError, Path};
-use api::common::{LastOperationState, LastOperationType};
 use api::core::Shoot;
 use api::helpers::constants::ANNOTATION_OPERATION;
 use api::helpers::rotation::{self, Lifecycle};
@@ -21,15 +20,8 @@ pub fn validate(new: &Shoot, old: Option<&Shoot>) -> ErrorList {
         return errs;
     }
     let Some(request) = rotation::request(op) else { return errs };
-    let status = new.status.as_ref();
-    let creating = status
-        .and_then(|s| s.last_operation.as_ref())
-        .is_none_or(|l| l.type_ == LastOperationType::Create && l.state != LastOperationState::Succeeded);
-    let hibernated =
-        status.is_some_and(|s| s.hibernated) || new.spec.hibernation.as_ref().and_then(|h| h.enabled).unwrap_or(false);
-    let rotation = status.and_then(|s| s.credentials.as_ref()).and_then(|c| c.rotation.as_ref());
     let path = Path::new("metadata").child("annotations").key(ANNOTATION_OPERATION);
-    for why in rotation::allowed(&request, rotation, Lifecycle { creating, hibernated }) {
+    for why in rotation::allowed(&request, rotation::status(new), Lifecycle::of(new)) {
         errs.push(FieldError::forbidden(path.clone(), format!("{op}: {why}")));
     }
     errs

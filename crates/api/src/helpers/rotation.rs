@@ -14,6 +14,8 @@
 //! `rotate-ssh-keypair` is refused, and `rotate-credentials-start` does not include it as it
 //! does in Gardener: the status never reports a rotation that did not happen.
 
+use crate::common::{LastOperationState, LastOperationType};
+use crate::core::Shoot;
 use crate::core::shoot::credentials::{OnePhaseRotation, RotationPhase, ShootCredentialsRotation, TwoPhaseRotation};
 use crate::helpers::constants::operation as op;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -100,6 +102,24 @@ pub struct Lifecycle {
     pub creating: bool,
     /// Hibernated, or asked to hibernate.
     pub hibernated: bool,
+}
+
+impl Lifecycle {
+    /// Where `shoot` is: creating until a Create succeeded; hibernated as the status reports
+    /// it or as the spec asks.
+    pub fn of(shoot: &Shoot) -> Self {
+        let status = shoot.status.as_ref();
+        let creating = status
+            .and_then(|s| s.last_operation.as_ref())
+            .is_none_or(|l| l.type_ == LastOperationType::Create && l.state != LastOperationState::Succeeded);
+        let hibernated = status.is_some_and(|s| s.hibernated) || shoot.spec.hibernation_enabled();
+        Self { creating, hibernated }
+    }
+}
+
+/// Where the rotations of `shoot` stand (`status.credentials.rotation`).
+pub fn status(shoot: &Shoot) -> Option<&ShootCredentialsRotation> {
+    shoot.status.as_ref()?.credentials.as_ref()?.rotation.as_ref()
 }
 
 /// Whether `request` may run now; the errors name the credential and why not.

@@ -438,7 +438,7 @@ impl ShootController {
         let type_ = reconcile_type(shoot.status.as_ref(), takeover);
         // A rotation request is recorded in the status before its annotation goes, so that a
         // failure in between loses nothing.
-        let (rotation, rotating) = rotation_for(shoot, type_, requested, &now());
+        let (rotation, rotating) = rotation_for(shoot, requested, &now());
         if requested && !takeover && !rotating {
             meta["metadata"]["annotations"] = json!({ ANNOTATION_OPERATION: null });
         }
@@ -530,7 +530,7 @@ impl ShootController {
         if !shoot.finalizers().iter().any(|f| f == FINALIZER_GARDENER) {
             return Ok(RequeueAction::await_change());
         }
-        let ctx = self.context(shoot, true, false, status_rotation(shoot)).await?;
+        let ctx = self.context(shoot, true, false, api::helpers::rotation::status(shoot).cloned()).await?;
         self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Delete, &now()) })).await?;
         let flow = delete::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
         let result = self.run_flow(shoot, LastOperationType::Delete, flow, false, ctx.redaction(), true).await;
@@ -556,7 +556,7 @@ impl ShootController {
         let Some(destination) = shoot.spec.seed_name.clone() else {
             return Ok(RequeueAction::await_change());
         };
-        let ctx = self.context(shoot, true, false, status_rotation(shoot)).await?;
+        let ctx = self.context(shoot, true, false, api::helpers::rotation::status(shoot).cloned()).await?;
         let start = json!({ "lastOperation": started(LastOperationType::Migrate, &now()) });
         if !self.patch_status_as_owner(shoot, |_| Some(start.clone())).await? {
             return Ok(RequeueAction::await_change());
@@ -714,31 +714,17 @@ fn backoff_key(shoot: &Shoot) -> String {
     shoot.uid().unwrap_or_else(|| format!("{}/{}", shoot.namespace().unwrap_or_default(), shoot.name_any()))
 }
 
-/// Where the shoot's credential rotations stand in the status.
-fn status_rotation(shoot: &Shoot) -> Option<ShootCredentialsRotation> {
-    shoot.status.as_ref().and_then(|s| s.credentials.as_ref()).and_then(|c| c.rotation.clone())
-}
-
 /// The rotation status this operation works with, and whether it begins a rotation now: a
 /// requested rotation the shoot allows begins (admission refuses the others; one that got past
 /// it is logged and the shoot only reconciled).
-fn rotation_for(
-    shoot: &Shoot,
-    type_: LastOperationType,
-    requested: bool,
-    now: &Time,
-) -> (Option<ShootCredentialsRotation>, bool) {
+fn rotation_for(shoot: &Shoot, requested: bool, now: &Time) -> (Option<ShootCredentialsRotation>, bool) {
     use api::helpers::rotation as r;
-    let current = status_rotation(shoot);
+    let current = r::status(shoot).cloned();
     let operation = shoot.annotations().get(ANNOTATION_OPERATION).map(String::as_str);
     let Some((operation, request)) = operation.filter(|_| requested).and_then(|o| Some((o, r::request(o)?))) else {
         return (current, false);
     };
-    let lifecycle = r::Lifecycle {
-        creating: type_ == LastOperationType::Create,
-        hibernated: shoot.spec.hibernation_enabled() || shoot.status.as_ref().is_some_and(|s| s.hibernated),
-    };
-    let refused = r::allowed(&request, current.as_ref(), lifecycle);
+    let refused = r::allowed(&request, current.as_ref(), r::Lifecycle::of(shoot));
     if !refused.is_empty() {
         tracing::warn!(operation, reasons = ?refused, "credential rotation not possible now; reconciling without it");
         return (current, false);
@@ -768,12 +754,15 @@ mod tests {
     use super::*;
     use api::core::shoot::credentials::RotationPhase;
 
-    fn shoot(operation: Option<&str>, hibernated: bool) -> Shoot {
+    fn shoot(operation: Option<&str>, hibernated: bool, created: bool) -> Shoot {
+        let state = if created { "Succeeded" } else { "Processing" };
         let mut s: Shoot = serde_json::from_value(json!({
             "apiVersion": "core.gardener.cloud/v1beta1", "kind": "Shoot",
             "metadata": {"name": "s", "namespace": "garden-dev"},
             "spec": {"region": "local", "provider": {"type": "local"}, "kubernetes": {"version": "1.20.2"},
                      "hibernation": {"enabled": hibernated}},
+            "status": {"lastOperation": {"type": "Create", "state": state, "progress": 100,
+                                         "description": "", "lastUpdateTime": "2026-01-01T00:00:00Z"}},
         }))
         .unwrap();
         if let Some(op) = operation {
@@ -785,21 +774,19 @@ mod tests {
     #[test]
     fn a_requested_rotation_begins_only_when_the_shoot_allows_it() {
         let at = now();
-        let (rotation, begins) =
-            rotation_for(&shoot(Some("rotate-ca-start"), false), LastOperationType::Reconcile, true, &at);
+        let (rotation, begins) = rotation_for(&shoot(Some("rotate-ca-start"), false, true), true, &at);
         assert!(begins);
         assert_eq!(rotation.unwrap().certificate_authorities.unwrap().phase, RotationPhase::Preparing);
-        for (s, type_) in [
-            (shoot(Some("rotate-ca-start"), true), LastOperationType::Reconcile),
-            (shoot(Some("rotate-ca-start"), false), LastOperationType::Create),
-            (shoot(Some("rotate-ca-complete"), false), LastOperationType::Reconcile),
-            (shoot(Some("reconcile"), false), LastOperationType::Reconcile),
-            (shoot(None, false), LastOperationType::Reconcile),
+        for s in [
+            shoot(Some("rotate-ca-start"), true, true),
+            shoot(Some("rotate-ca-start"), false, false),
+            shoot(Some("rotate-ca-complete"), false, true),
+            shoot(Some("reconcile"), false, true),
+            shoot(None, false, true),
         ] {
-            assert_eq!(rotation_for(&s, type_, true, &at), (None, false), "{:?}", s.metadata.annotations);
+            assert_eq!(rotation_for(&s, true, &at), (None, false), "{:?} {:?}", s.metadata.annotations, s.status);
         }
-        let (_, begins) =
-            rotation_for(&shoot(Some("rotate-ca-start"), false), LastOperationType::Reconcile, false, &at);
+        let (_, begins) = rotation_for(&shoot(Some("rotate-ca-start"), false, true), false, &at);
         assert!(!begins, "only a requested reconcile takes the request");
     }
 }
