@@ -619,6 +619,23 @@ async fn window(name: &'static str, seconds: u64, gardenlets: &[Gardenlet], ctx:
     }
 }
 
+/// The conditions the care controller changed since `since`, counted by what they say now
+/// (type, status, reason, the start of the message): in a quiet window there should be none.
+async fn condition_changes(shoots: &Api<Shoot>, since: Timestamp) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    let Ok(list) = shoots.list(&Default::default()).await else { return out };
+    for shoot in &list.items {
+        for c in shoot.status.iter().flat_map(|s| s.conditions.iter()) {
+            if c.last_update_time.0 >= since {
+                let message: String = c.message.chars().take(100).collect();
+                let key = format!("{} {:?} {}: {message}", c.type_, c.status, c.reason);
+                *out.entry(key).or_default() += 1;
+            }
+        }
+    }
+    out
+}
+
 fn succeeded(s: &Shoot) -> bool {
     s.status
         .as_ref()
@@ -793,6 +810,7 @@ async fn main() {
     phases.push(window("settle", settle, &gardenlets, &ctx).await);
     eprintln!("  window A ({steady} s, default resync, care {care} s)");
     phases.push(window("window A", steady, &gardenlets, &ctx).await);
+    let care_changes = condition_changes(&shoots, phases[phases.len() - 1].start).await;
 
     // Restart with the short resync; wait for one resync pass.
     let (start, t_restart) = (Timestamp::now(), Instant::now());
@@ -875,6 +893,7 @@ async fn main() {
         phases: &phases,
         counts: &counts,
         cache_metrics: &cache_metrics,
+        care_changes: &care_changes,
     });
 }
 
@@ -893,6 +912,8 @@ struct Report<'a> {
     phases: &'a [Phase],
     counts: &'a Counts,
     cache_metrics: &'a [(String, Vec<String>)],
+    /// Conditions changed since the start of window A (see [`condition_changes`]).
+    care_changes: &'a BTreeMap<String, usize>,
 }
 
 fn report(r: &Report<'_>) {
@@ -1021,6 +1042,11 @@ fn report(r: &Report<'_>) {
     );
     println!("  window A, gardenlet's top requests (total): {}", fmt_top(&top(r.counts, a, true, 10)));
     println!("  window B, gardenlet's top requests (total): {}", fmt_top(&top(r.counts, b, true, 10)));
+    let changed: usize = r.care_changes.values().sum();
+    println!("  conditions changed in window A (read after it): {changed}");
+    for (what, n) in r.care_changes {
+        println!("    {n:>4} x {what}");
+    }
     let rs = phase("restart");
     println!(
         "  restart ({:.0} s, {}/{} shoots with a last operation newer than the restart): gardenlet per shoot {}",

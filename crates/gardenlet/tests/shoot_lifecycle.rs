@@ -940,6 +940,14 @@ async fn credentials_rotate_in_two_phases() {
     let token = issued["status"]["token"].as_str().unwrap().to_string();
     let robot = shoot_client_with(&old_kubeconfig, None, Some(serde_json::json!({"token": token}))).await;
     assert_eq!(api_status(&robot).await, 200, "the token works");
+    // A token Secret as kube-controller-manager issues them (the stand-in runs none, so it
+    // stays without data): phase one must replace it.
+    let legacy: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "robot-token-legacy", "annotations": {"kubernetes.io/service-account.name": "robot"}},
+        "type": "kubernetes.io/service-account-token",
+    }))
+    .unwrap();
+    shoot_secrets.create(&PostParams::default(), &legacy).await.unwrap();
 
     // Phase one of every two-phase rotation at once.
     let started = Instant::now();
@@ -966,6 +974,22 @@ async fn credentials_rotate_in_two_phases() {
     assert_eq!(api_status(&old_admin).await, 200, "a certificate of the old client CA still works");
     let robot = shoot_client_with(&old_kubeconfig, None, Some(serde_json::json!({"token": token}))).await;
     assert_eq!(api_status(&robot).await, 200, "a token of the old key still works");
+    assert!(
+        shoot_secrets.get_opt("robot-token-legacy").await.unwrap().is_none(),
+        "token Secrets from before the rotation are deleted (kube-controller-manager issues new ones)"
+    );
+    let sa_started = prepared.status.as_ref().unwrap().credentials.as_ref().unwrap().rotation.as_ref().unwrap();
+    let sa_started = sa_started.service_account_key.as_ref().unwrap().last_initiation_time.clone().unwrap();
+    let proxy = Api::<k8s_openapi::api::apps::v1::DaemonSet>::namespaced(new_admin.clone(), "kube-system")
+        .get("kube-proxy")
+        .await
+        .unwrap();
+    let annotations = proxy.spec.unwrap().template.metadata.unwrap().annotations.unwrap_or_default();
+    assert_eq!(
+        annotations.get(gardenlet::shoot::service_account_tokens::RESTARTED_FOR),
+        Some(&sa_started.0.to_string()),
+        "kube-proxy is restarted onto the new tokens"
+    );
     let second_key = encryption_prefix(&h.client, ns, "etcd-encryption-key").await;
     assert_ne!(second_key, first_key);
     assert_eq!(encryption_prefix(&h.client, ns, "etcd-encryption-key-old").await, first_key);

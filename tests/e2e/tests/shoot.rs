@@ -189,6 +189,138 @@ async fn the_advertised_name_resolves_and_serves_the_shoot() {
     eprintln!("{host} resolves to {} through the local DNS, and TLS for the name holds", addresses[0]);
 }
 
+/// A client from kubeconfig text, with `user` in place of the kubeconfig's own user when given.
+async fn client_from(kubeconfig: &str, user: Option<&kube::config::AuthInfo>) -> Client {
+    let mut kubeconfig = Kubeconfig::from_yaml(kubeconfig).unwrap();
+    if let Some(user) = user {
+        for named in &mut kubeconfig.auth_infos {
+            named.auth_info = Some(user.clone());
+        }
+    }
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+    Client::try_from(config).unwrap()
+}
+
+/// The HTTP status a list of namespaces gets: 200 for the admin, 403 for a ServiceAccount
+/// without permissions (authenticated, not authorised), 401 for a credential the API server no
+/// longer accepts.
+async fn namespaces_status(client: &Client) -> u16 {
+    match Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()).list(&ListParams::default().limit(1)).await
+    {
+        Ok(_) => 200,
+        Err(kube::Error::Api(s)) => s.code,
+        Err(e) => panic!("listing namespaces failed below HTTP: {e}\n{}", diagnosis()),
+    }
+}
+
+/// The phases of the three rotations, and the last operation, as one string.
+fn rotation_state() -> Result<String, String> {
+    shoot_field(
+        "{.status.credentials.rotation.certificateAuthorities.phase}/\
+         {.status.credentials.rotation.serviceAccountKey.phase}/\
+         {.status.credentials.rotation.etcdEncryptionKey.phase}/\
+         {.status.lastOperation.type}/{.status.lastOperation.state}/\
+         {.metadata.annotations.gardener\\.cloud/operation}",
+    )
+}
+
+/// Annotates the shoot with `operation` and waits until every rotation reached `phase` in a
+/// successful reconcile; returns how long that took.
+async fn rotate(operation: &str, phase: &str) -> Duration {
+    let annotation = format!("gardener.cloud/operation={operation}");
+    kubectl(&["-n", PROJECT_NS, "annotate", "shoot", SHOOT, &annotation, "--overwrite"]).unwrap();
+    let want = format!("{phase}/{phase}/{phase}/Reconcile/Succeeded/");
+    let ((), took) = wait(&format!("{operation}: every rotation {phase}"), CREATE_TIMEOUT, || async {
+        let state = rotation_state()?;
+        assert!(!state.contains("/Reconcile/Failed/"), "{operation} failed: {state}\n{}", diagnosis());
+        if state == want { Ok(Some(())) } else { Err(state) }
+    })
+    .await;
+    took
+}
+
+/// The Ready Nodes of the shoot, by name.
+async fn ready_nodes(client: &Client) -> Result<Vec<String>, String> {
+    let list = Api::<Node>::all(client.clone()).list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+    Ok(list.items.iter().filter(|n| node_ready(n)).map(ResourceExt::name_any).collect())
+}
+
+/// Runs a pod to completion on the shoot and reads its log through the API server (the API
+/// server reaches the kubelet with its client certificate; the kubelet reached the API server
+/// with its own).
+async fn a_pod_runs_and_its_log_is_read(client: &Client, name: &str) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "c", "image": "gardener-rs.local/busybox:1.35.0", "command": ["echo", name],
+        }]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let (phase, _) = wait(&format!("pod {name} runs to completion"), STEP_TIMEOUT, || async {
+        let p = pods.get(name).await.map_err(|e| e.to_string())?;
+        let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+        Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
+    })
+    .await;
+    assert_eq!(phase, "Succeeded", "pod {name}\n{}", diagnosis());
+    assert_eq!(pods.logs(name, &Default::default()).await.unwrap().trim(), name, "the log of pod {name}");
+}
+
+/// All credentials at once (`rotate-credentials-start`, then `-complete`), on the shoot with its
+/// real node: the CA, the service-account key and the etcd encryption key.
+async fn credentials_rotate_on_the_real_node() {
+    let before = shoot_kubeconfig().unwrap();
+    let old_admin: kube::config::AuthInfo = Kubeconfig::from_yaml(&before).unwrap().auth_infos[0]
+        .auth_info
+        .clone()
+        .expect("the admin kubeconfig has a user");
+    // A token issued before the rotation: the default ServiceAccount's token Secret.
+    let admin = client_from(&before, None).await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(admin.clone(), "default");
+    let (token, _) = wait("the default ServiceAccount has a token", STEP_TIMEOUT, || async {
+        let list = secrets.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter(|s| s.type_.as_deref() == Some("kubernetes.io/service-account-token"))
+            .find_map(|s| s.data.and_then(|d| d.get("token").map(|t| String::from_utf8_lossy(&t.0).into_owned()))))
+    })
+    .await;
+    let old_token: kube::config::AuthInfo = serde_json::from_value(serde_json::json!({"token": token})).unwrap();
+    assert_eq!(namespaces_status(&client_from(&before, Some(&old_token)).await).await, 403, "the token before");
+    let nodes_before = ready_nodes(&admin).await.unwrap();
+
+    let prepared = rotate("rotate-credentials-start", "Prepared").await;
+    eprintln!("rotation phase one (rotate-credentials-start) took {prepared:?}");
+    let between = shoot_kubeconfig().unwrap();
+    let admin = client_from(&between, None).await;
+    let (nodes, _) = wait("a Ready node after phase one", STEP_TIMEOUT, || async {
+        Ok(Some(ready_nodes(&admin).await?).filter(|n| !n.is_empty()))
+    })
+    .await;
+    eprintln!("Ready nodes before the rotation {nodes_before:?}, after phase one {nodes:?}");
+    assert_eq!(namespaces_status(&client_from(&between, Some(&old_admin)).await).await, 200, "old admin, phase one");
+    assert_eq!(namespaces_status(&client_from(&between, Some(&old_token)).await).await, 403, "old token, phase one");
+    a_pod_runs_and_its_log_is_read(&admin, "after-phase-one").await;
+
+    let completed = rotate("rotate-credentials-complete", "Completed").await;
+    eprintln!("rotation phase two (rotate-credentials-complete) took {completed:?}");
+    let after = shoot_kubeconfig().unwrap();
+    let admin = client_from(&after, None).await;
+    assert_eq!(namespaces_status(&client_from(&after, Some(&old_admin)).await).await, 401, "old admin, phase two");
+    assert_eq!(namespaces_status(&client_from(&after, Some(&old_token)).await).await, 401, "old token, phase two");
+    let (nodes, _) = wait("a Ready node after phase two", STEP_TIMEOUT, || async {
+        Ok(Some(ready_nodes(&admin).await?).filter(|n| !n.is_empty()))
+    })
+    .await;
+    eprintln!("Ready nodes after phase two {nodes:?}");
+    a_pod_runs_and_its_log_is_read(&admin, "after-phase-two").await;
+    let kept = Api::<ConfigMap>::namespaced(admin, "default").get("kept").await.unwrap();
+    assert_eq!(kept.data.unwrap_or_default().get("k").map(String::as_str), Some("v"), "the ConfigMap, re-encrypted");
+}
+
 fn node_ready(n: &Node) -> bool {
     n.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True")
 }
@@ -258,6 +390,8 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
         serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}, "data": {"k": "v"}})).unwrap();
     configmaps.create(&PostParams::default(), &cm).await.unwrap();
     assert_eq!(configmaps.get("kept").await.unwrap().data.unwrap()["k"], "v");
+
+    credentials_rotate_on_the_real_node().await;
 
     // Hibernation: machines and control plane scaled to zero, etcd's volume kept.
     set_hibernation(true);

@@ -20,6 +20,9 @@ pub fn table(flow: &Flow) -> String {
             "Rewriting Secrets with the new etcd encryption key" => {
                 "no etcd encryption key rotation in phase one, or hibernated"
             }
+            "Renewing service-account token Secrets with the new key" => {
+                "no service-account key rotation in phase one, or hibernated"
+            }
             _ => "",
         };
         out.push_str(&format!("| {task} | {} | {skip} |\n", deps.join(", ")));

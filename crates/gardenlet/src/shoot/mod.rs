@@ -4,6 +4,7 @@
 pub mod backup;
 pub mod care;
 pub mod checks;
+pub mod client;
 pub mod context;
 pub mod controller;
 pub mod decide;
@@ -19,6 +20,7 @@ pub mod reconcile;
 pub mod references;
 pub mod rotation;
 pub mod secrets;
+pub mod service_account_tokens;
 pub mod status;
 pub mod system;
 pub mod tasks;

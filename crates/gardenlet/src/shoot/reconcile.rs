@@ -62,9 +62,15 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let worker = f.task_if("Deploying Worker", &[&osc, &infra, &control_plane], has_workers, t(ctx, deploy_worker));
     let after_worker =
         f.task("Deploying extensions after worker", &[&worker], t(ctx, |c| deploy_extensions(c, Stage::AfterWorker)));
+    let renew_tokens = f.task_if(
+        "Renewing service-account token Secrets with the new key",
+        &[&kcm, &system_resources],
+        running && super::rotation::renew_tokens_since(ctx.rotation.as_ref()).is_some(),
+        t(ctx, renew_service_account_tokens),
+    );
     let system_components = f.task_if(
         "Waiting until shoot system components are healthy",
-        &[&worker, &system_resources, &kcm, &scheduler],
+        &[&worker, &system_resources, &kcm, &scheduler, &renew_tokens],
         running && has_workers,
         t(ctx, wait_system_components),
     );
@@ -86,6 +92,7 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
             &control_plane,
             &system_components,
             &reencrypt,
+            &renew_tokens,
         ],
         t(ctx, check_health),
     );
@@ -120,6 +127,18 @@ async fn wait_system_components(ctx: Arc<OperationContext>) -> Result<(), TaskEr
     .await?;
     let dns: Api<Deployment> = Api::namespaced(client, cluster_dns::NAMESPACE);
     wait_in(dns, cluster_dns::NAMESPACE, cluster_dns::NAME, ctx.wait_timeout, checks::deployment_rolled_out).await?;
+    Ok(())
+}
+
+/// Phase one of a service-account key rotation: token Secrets signed with the old key are
+/// replaced and the system components restarted onto the new ones.
+async fn renew_service_account_tokens(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let Some(since) = super::rotation::renew_tokens_since(ctx.rotation.as_ref()).cloned() else {
+        return Ok(());
+    };
+    let client = shoot_client(&ctx).await?;
+    let deleted = super::service_account_tokens::renew(&client, &since).await.map_err(task_err)?;
+    tracing::info!(shoot = %ctx.values.technical_id, deleted, "service-account token Secrets renewed");
     Ok(())
 }
 
@@ -510,13 +529,15 @@ fn secret_value(ctx: &OperationContext, name: &str, key: &str) -> Result<String,
     })
 }
 
-/// A client for the shoot's API from the admin kubeconfig gardenlet generated.
+/// A client for the shoot's API from the admin kubeconfig gardenlet generated; a request to it
+/// may take [`SHOOT_REQUEST_TIMEOUT`] (a list of every Secret of the shoot included).
 pub async fn shoot_client(ctx: &OperationContext) -> Result<kube::Client, TaskError> {
     let text = secret_value(ctx, pki::shoot_set::names::KUBECONFIG_ADMIN, pki::data_keys::KUBECONFIG)?;
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).map_err(task_err)?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.map_err(task_err)?;
-    kube::Client::try_from(config).map_err(task_err)
+    super::client::from_kubeconfig(&text, SHOOT_REQUEST_TIMEOUT).await.map_err(task_err)
 }
+
+/// How long one request of a flow task to the shoot's API server may take.
+pub const SHOOT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The bootstrap token, kept in the seed namespace (not labelled as a pki secret, so the
 /// secrets plan leaves it alone) and reused while it has more than half of its lifetime left,

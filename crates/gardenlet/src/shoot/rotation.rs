@@ -12,6 +12,7 @@
 
 use api::core::shoot::credentials::{RotationPhase, ShootCredentialsRotation, TwoPhaseRotation};
 use api::helpers::rotation::{Credential, of};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use pki::rotation::{Phase, Step, Steps, key_phase};
 use pki::shoot_set::names::{ETCD_ENCRYPTION_KEY, SERVICE_ACCOUNT_KEY};
 use pki::{SecretConfig, SecretSet};
@@ -48,6 +49,15 @@ fn step(status: Option<&TwoPhaseRotation>, done: Phase) -> Option<Step> {
 /// encryption key, until it has succeeded once.
 pub fn reencrypt(rotation: Option<&ShootCredentialsRotation>) -> bool {
     of(rotation, Credential::EtcdEncryptionKey).is_some_and(|r| r.phase == RotationPhase::Preparing)
+}
+
+/// When phase one of a service-account key rotation began, while this operation must renew
+/// the shoot's token Secrets (until phase one has succeeded once); see
+/// [`super::service_account_tokens`].
+pub fn renew_tokens_since(rotation: Option<&ShootCredentialsRotation>) -> Option<&Time> {
+    of(rotation, Credential::ServiceAccountKey)
+        .filter(|r| r.phase == RotationPhase::Preparing)
+        .and_then(|r| r.last_initiation_time.as_ref())
 }
 
 /// `status.credentials` as a merge patch: every field of each two-phase rotation is written,

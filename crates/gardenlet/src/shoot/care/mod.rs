@@ -27,6 +27,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long one request of a check to the shoot's API server may take before the check
+/// counts as failed.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// The time source (tests move it).
 pub type Clock = Arc<dyn Fn() -> Time + Send + Sync>;
 
@@ -194,11 +198,9 @@ impl Running {
             .and_then(|d| d.get(pki::data_keys::KUBECONFIG))
             .and_then(|v| String::from_utf8(v.0.clone()).ok())
             .ok_or_else(|| format!("Secret {namespace}/{name} has no kubeconfig"))?;
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).map_err(|e| format!("admin kubeconfig: {e}"))?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        let client = crate::shoot::client::from_kubeconfig(&text, CHECK_TIMEOUT)
             .await
-            .map_err(|e| format!("admin kubeconfig: {e}"))?;
-        let client = kube::Client::try_from(config).map_err(|e| format!("client for the shoot: {e}"))?;
+            .map_err(|e| format!("Secret {namespace}/{name}: {}", extension_sdk::events::error_chain(&e)))?;
         self.clients.keep(namespace, client.clone(), now);
         Ok(client)
     }
