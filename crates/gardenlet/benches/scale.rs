@@ -12,6 +12,7 @@
 //! | `RESTART_SECONDS` | 90 | the restart phase's length at most |
 //! | `CARE_SECONDS` | 60 | `shootCarePeriodSeconds` (the default) |
 //! | `SYNCS` | 50 | `shootConcurrentSyncs` |
+//! | `RESTART_SYNCS` | `SYNCS` | `shootConcurrentSyncs` after the restart (5 is gardenlet's default) |
 //! | `CARE_SYNCS` | 5 | `shootCareConcurrentSyncs` (the default) |
 //! | `CREATE_CONCURRENCY` | 20 | Shoot creations in flight |
 //! | `TIMEOUT_MINUTES` | 40 | creation must finish within this |
@@ -311,14 +312,16 @@ struct Gardenlet {
 impl Gardenlet {
     fn start(seed: &str, index: usize, kubeconfig: &Path, dir: &Path, resync: u64, care: u64) -> Self {
         let port = testenv::free_port(Ipv4Addr::LOCALHOST.into()).unwrap();
-        let child = spawn_gardenlet(seed, index, kubeconfig, dir, port, resync, care);
+        let syncs = env_or("SYNCS", 50);
+        let child = spawn_gardenlet(seed, index, kubeconfig, dir, port, (resync, care, syncs));
         Self { seed: seed.to_string(), port, kubeconfig: kubeconfig.to_path_buf(), dir: dir.to_path_buf(), child }
     }
 
     /// Stops the process and starts it again with other periods.
     fn restart(&mut self, index: usize, resync: u64, care: u64) {
         self.stop();
-        self.child = spawn_gardenlet(&self.seed, index, &self.kubeconfig, &self.dir, self.port, resync, care);
+        let syncs = env_or("RESTART_SYNCS", env_or("SYNCS", 50));
+        self.child = spawn_gardenlet(&self.seed, index, &self.kubeconfig, &self.dir, self.port, (resync, care, syncs));
     }
 
     fn pid(&self) -> u32 {
@@ -356,10 +359,8 @@ fn spawn_gardenlet(
     kubeconfig: &Path,
     dir: &Path,
     port: u16,
-    resync: u64,
-    care: u64,
+    (resync, care, syncs): (u64, u64, u16),
 ) -> std::process::Child {
-    let syncs: u16 = env_or("SYNCS", 50);
     let care_syncs: u16 = env_or("CARE_SYNCS", 5);
     let config = dir.join(format!("gardenlet-{seed}.yaml"));
     std::fs::write(

@@ -975,9 +975,16 @@ async fn credentials_rotate_in_two_phases() {
     let robot = shoot_client_with(&old_kubeconfig, None, Some(serde_json::json!({"token": token}))).await;
     assert_eq!(api_status(&robot).await, 200, "a token of the old key still works");
     assert!(
-        shoot_secrets.get_opt("robot-token-legacy").await.unwrap().is_none(),
-        "token Secrets from before the rotation are deleted (kube-controller-manager issues new ones)"
+        shoot_secrets.get_opt("robot-token-legacy").await.unwrap().is_some(),
+        "token Secrets from before the rotation stay until phase two (deleting one revokes its token)"
     );
+    let robot_sa: k8s_openapi::api::core::v1::ServiceAccount =
+        Api::namespaced(new_admin.clone(), "default").get("robot").await.unwrap();
+    let first = robot_sa.secrets.unwrap_or_default()[0].name.clone().unwrap();
+    assert!(first.starts_with("robot-token-"), "a new token Secret comes first in the ServiceAccount: {first}");
+    let issued = shoot_secrets.get(&first).await.unwrap();
+    assert_eq!(issued.type_.as_deref(), Some("kubernetes.io/service-account-token"));
+    assert_eq!(issued.annotations()["kubernetes.io/service-account.name"], "robot");
     let sa_started = prepared.status.as_ref().unwrap().credentials.as_ref().unwrap().rotation.as_ref().unwrap();
     let sa_started = sa_started.service_account_key.as_ref().unwrap().last_initiation_time.clone().unwrap();
     let proxy = Api::<k8s_openapi::api::apps::v1::DaemonSet>::namespaced(new_admin.clone(), "kube-system")
@@ -1022,6 +1029,9 @@ async fn credentials_rotate_in_two_phases() {
     assert_eq!(api_status(&old_admin).await, 401, "a certificate of the old client CA is refused");
     let robot = shoot_client_with(&new_kubeconfig, Some(&bundle), Some(serde_json::json!({"token": token}))).await;
     assert_eq!(api_status(&robot).await, 401, "a token of the old key is refused");
+    let remaining = Api::<Secret>::namespaced(new_admin.clone(), "default");
+    assert!(remaining.get_opt("robot-token-legacy").await.unwrap().is_none(), "the old token Secret is deleted");
+    assert!(remaining.get_opt(&first).await.unwrap().is_some(), "the new token Secret stays");
     let back = Api::<Secret>::namespaced(new_admin.clone(), "default").get("before").await.unwrap();
     assert_eq!(back.data.unwrap()["v"].0, b"kept", "the Secret is readable without the old key");
     for old in ["ca-old", "service-account-key-old", "etcd-encryption-key-old"] {

@@ -288,6 +288,7 @@ async fn credentials_rotate_on_the_real_node() {
             .find_map(|s| s.data.and_then(|d| d.get("token").map(|t| String::from_utf8_lossy(&t.0).into_owned()))))
     })
     .await;
+    let token_text = token.clone();
     let old_token: kube::config::AuthInfo = serde_json::from_value(serde_json::json!({"token": token})).unwrap();
     assert_eq!(namespaces_status(&client_from(&before, Some(&old_token)).await).await, 403, "the token before");
     let nodes_before = ready_nodes(&admin).await.unwrap();
@@ -303,6 +304,23 @@ async fn credentials_rotate_on_the_real_node() {
     eprintln!("Ready nodes before the rotation {nodes_before:?}, after phase one {nodes:?}");
     assert_eq!(namespaces_status(&client_from(&between, Some(&old_admin)).await).await, 200, "old admin, phase one");
     assert_eq!(namespaces_status(&client_from(&between, Some(&old_token)).await).await, 403, "old token, phase one");
+    // The default ServiceAccount's first token is now one of the new key (what new pods mount).
+    let (new_token, _) = wait("a token of the new key for the default ServiceAccount", STEP_TIMEOUT, || async {
+        let sa = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), "default")
+            .get("default")
+            .await
+            .map_err(|e| e.to_string())?;
+        let first = sa.secrets.unwrap_or_default().into_iter().next().and_then(|r| r.name).unwrap_or_default();
+        let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "default")
+            .get_opt(&first)
+            .await
+            .map_err(|e| e.to_string())?;
+        let token = secret.and_then(|s| s.data).and_then(|d| d.get("token").map(|t| t.0.clone()));
+        Ok(token.map(|t| String::from_utf8_lossy(&t).into_owned()).filter(|t| *t != token_text))
+    })
+    .await;
+    let new_token: kube::config::AuthInfo = serde_json::from_value(serde_json::json!({"token": new_token})).unwrap();
+    assert_eq!(namespaces_status(&client_from(&between, Some(&new_token)).await).await, 403, "new token, phase one");
     a_pod_runs_and_its_log_is_read(&admin, "after-phase-one").await;
 
     let completed = rotate("rotate-credentials-complete", "Completed").await;
@@ -311,6 +329,7 @@ async fn credentials_rotate_on_the_real_node() {
     let admin = client_from(&after, None).await;
     assert_eq!(namespaces_status(&client_from(&after, Some(&old_admin)).await).await, 401, "old admin, phase two");
     assert_eq!(namespaces_status(&client_from(&after, Some(&old_token)).await).await, 401, "old token, phase two");
+    assert_eq!(namespaces_status(&client_from(&after, Some(&new_token)).await).await, 403, "new token, phase two");
     let (nodes, _) = wait("a Ready node after phase two", STEP_TIMEOUT, || async {
         Ok(Some(ready_nodes(&admin).await?).filter(|n| !n.is_empty()))
     })

@@ -20,8 +20,11 @@ pub fn table(flow: &Flow) -> String {
             "Rewriting Secrets with the new etcd encryption key" => {
                 "no etcd encryption key rotation in phase one, or hibernated"
             }
-            "Renewing service-account token Secrets with the new key" => {
+            "Issuing service-account tokens of the new key" => {
                 "no service-account key rotation in phase one, or hibernated"
+            }
+            "Deleting service-account tokens of the old key" => {
+                "no service-account key rotation in phase two, or hibernated"
             }
             _ => "",
         };

@@ -10,6 +10,7 @@ use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
 use api::Opaque;
 use api::core::SecretBinding;
 use api::core::controller::ControllerResourceLifecycleStrategy as Stage;
+use api::core::shoot::credentials::RotationPhase;
 use api::extensions::Cluster;
 use api::security::CredentialsBinding;
 use k8s_openapi::ByteString;
@@ -62,15 +63,22 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let worker = f.task_if("Deploying Worker", &[&osc, &infra, &control_plane], has_workers, t(ctx, deploy_worker));
     let after_worker =
         f.task("Deploying extensions after worker", &[&worker], t(ctx, |c| deploy_extensions(c, Stage::AfterWorker)));
-    let renew_tokens = f.task_if(
-        "Renewing service-account token Secrets with the new key",
+    let token_phase = super::rotation::token_secrets(ctx.rotation.as_ref()).map(|(phase, _)| phase);
+    let new_tokens = f.task_if(
+        "Issuing service-account tokens of the new key",
         &[&kcm, &system_resources],
-        running && super::rotation::renew_tokens_since(ctx.rotation.as_ref()).is_some(),
-        t(ctx, renew_service_account_tokens),
+        running && token_phase == Some(RotationPhase::Preparing),
+        t(ctx, service_account_tokens),
+    );
+    let old_tokens = f.task_if(
+        "Deleting service-account tokens of the old key",
+        &[&kcm],
+        running && token_phase == Some(RotationPhase::Completing),
+        t(ctx, service_account_tokens),
     );
     let system_components = f.task_if(
         "Waiting until shoot system components are healthy",
-        &[&worker, &system_resources, &kcm, &scheduler, &renew_tokens],
+        &[&worker, &system_resources, &kcm, &scheduler, &new_tokens],
         running && has_workers,
         t(ctx, wait_system_components),
     );
@@ -92,7 +100,8 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
             &control_plane,
             &system_components,
             &reencrypt,
-            &renew_tokens,
+            &new_tokens,
+            &old_tokens,
         ],
         t(ctx, check_health),
     );
@@ -130,15 +139,22 @@ async fn wait_system_components(ctx: Arc<OperationContext>) -> Result<(), TaskEr
     Ok(())
 }
 
-/// Phase one of a service-account key rotation: token Secrets signed with the old key are
-/// replaced and the system components restarted onto the new ones.
-async fn renew_service_account_tokens(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    let Some(since) = super::rotation::renew_tokens_since(ctx.rotation.as_ref()).cloned() else {
+/// The token Secrets of a service-account key rotation: new ones in phase one, the old ones
+/// deleted in phase two.
+async fn service_account_tokens(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let Some((phase, since)) = super::rotation::token_secrets(ctx.rotation.as_ref()) else {
         return Ok(());
     };
+    let since = since.clone();
     let client = shoot_client(&ctx).await?;
-    let deleted = super::service_account_tokens::renew(&client, &since).await.map_err(task_err)?;
-    tracing::info!(shoot = %ctx.values.technical_id, deleted, "service-account token Secrets renewed");
+    let shoot = &ctx.values.technical_id;
+    if phase == RotationPhase::Preparing {
+        let created = super::service_account_tokens::prepare(&client, &since).await.map_err(task_err)?;
+        tracing::info!(shoot = %shoot, created, "service-account token Secrets of the new key requested");
+    } else {
+        let deleted = super::service_account_tokens::complete(&client, &since).await.map_err(task_err)?;
+        tracing::info!(shoot = %shoot, deleted, "service-account token Secrets of the old key deleted");
+    }
     Ok(())
 }
 

@@ -51,13 +51,13 @@ pub fn reencrypt(rotation: Option<&ShootCredentialsRotation>) -> bool {
     of(rotation, Credential::EtcdEncryptionKey).is_some_and(|r| r.phase == RotationPhase::Preparing)
 }
 
-/// When phase one of a service-account key rotation began, while this operation must renew
-/// the shoot's token Secrets (until phase one has succeeded once); see
-/// [`super::service_account_tokens`].
-pub fn renew_tokens_since(rotation: Option<&ShootCredentialsRotation>) -> Option<&Time> {
+/// Where a service-account key rotation needs work on the shoot's token Secrets (see
+/// [`super::service_account_tokens`]): its phase (`Preparing` or `Completing`, until that phase
+/// has succeeded once) and when the rotation began.
+pub fn token_secrets(rotation: Option<&ShootCredentialsRotation>) -> Option<(RotationPhase, &Time)> {
     of(rotation, Credential::ServiceAccountKey)
-        .filter(|r| r.phase == RotationPhase::Preparing)
-        .and_then(|r| r.last_initiation_time.as_ref())
+        .filter(|r| matches!(r.phase, RotationPhase::Preparing | RotationPhase::Completing))
+        .and_then(|r| Some((r.phase, r.last_initiation_time.as_ref()?)))
 }
 
 /// `status.credentials` as a merge patch: every field of each two-phase rotation is written,
