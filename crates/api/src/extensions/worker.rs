@@ -75,6 +75,13 @@ pub struct WorkerPool {
     pub provider_config: Option<Opaque>,
     /// The machines' user data (base64-encoded), the operating system config's bootstrap script.
     pub user_data: String,
+    /// Names the parts of the pool's operating system config whose change must replace the
+    /// machines (Gardener's field): gardenlet derives it from the config without the bootstrap
+    /// token, so a new token (issued daily) reaches new machines through `userData` without
+    /// replacing the running ones. A provider that has it rolls the pool on it instead of on
+    /// `userData`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_agent_secret_name: Option<String>,
     /// The root volume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume: Option<Volume>,

@@ -24,6 +24,8 @@ pub struct Found {
     pub infrastructure_status: Option<Opaque>,
     /// Pool name → base64 user data.
     pub user_data: BTreeMap<String, String>,
+    /// Pool name → the key that rolls its machines ([`super::extensions::node_agent_secret_name`]).
+    pub pool_keys: BTreeMap<String, String>,
     /// The health conditions computed at the end of the flow.
     pub conditions: Vec<super::health::Check>,
     /// The backup entry's directory on the seed host (etcd restores from it).

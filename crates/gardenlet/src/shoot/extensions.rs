@@ -173,6 +173,25 @@ pub const KUBELET_CONFIG_PATH: &str = "/var/lib/kubelet/config/kubelet";
 /// API server's kubelet client certificate).
 pub const KUBELET_CLIENT_CA_PATH: &str = "/var/lib/kubelet/ca-kubelet.crt";
 
+/// Where the bootstrap kubeconfig, with the bootstrap token, lives on a machine.
+pub const BOOTSTRAP_KUBECONFIG_PATH: &str = "/var/lib/kubelet/kubeconfig-bootstrap";
+
+/// Pure: the pool's key for its machines, `gardener-node-agent-<pool>-<hash>`, from its
+/// OperatingSystemConfig without the bootstrap kubeconfig's content. The bootstrap token is
+/// renewed when it has less than half of its day left; that must not replace the machines
+/// (running nodes have their own client certificates), while a changed CA bundle, kubelet
+/// configuration or unit must (machines are not reconfigured in place).
+pub fn node_agent_secret_name(pool: &str, osc: &OperatingSystemConfig) -> String {
+    let mut spec = osc.spec.clone();
+    for file in spec.files.iter_mut().filter(|f| f.path == BOOTSTRAP_KUBECONFIG_PATH) {
+        file.content = FileContent::default();
+    }
+    let text = serde_json::to_string(&spec).unwrap_or_default();
+    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+    let hex: String = digest.as_ref().iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("gardener-node-agent-{pool}-{hex}")
+}
+
 /// One OperatingSystemConfig per worker pool: the kubelet unit and the files it needs to join
 /// the cluster by TLS bootstrapping (bootstrap kubeconfig with the token, the CA bundle, the
 /// kubelet configuration, and the kubelet CA bundle it trusts for the API server's client
@@ -217,7 +236,7 @@ pub fn operating_system_configs(
                     reload_config_file_path: None,
                     units: vec![kubelet],
                     files: vec![
-                        inline(bootstrap_kubeconfig, 0o600, "/var/lib/kubelet/kubeconfig-bootstrap"),
+                        inline(bootstrap_kubeconfig, 0o600, BOOTSTRAP_KUBECONFIG_PATH),
                         inline(ca_bundle, 0o644, "/var/lib/kubelet/ca.crt"),
                         inline(kubelet_ca_bundle, 0o644, KUBELET_CLIENT_CA_PATH),
                         inline(&kubelet_config(v), 0o644, KUBELET_CONFIG_PATH),
@@ -256,12 +275,13 @@ pub fn kubelet_config(v: &ShootValues) -> String {
 }
 
 /// The Worker with one pool per shoot worker group; `user_data` maps pool name to the rendered
-/// user data from its OperatingSystemConfig.
+/// user data from its OperatingSystemConfig, `pool_keys` to its [`node_agent_secret_name`].
 pub fn worker(
     v: &ShootValues,
     shoot: &Shoot,
     infrastructure_status: Option<Opaque>,
     user_data: &std::collections::BTreeMap<String, String>,
+    pool_keys: &std::collections::BTreeMap<String, String>,
 ) -> Worker {
     let pools = shoot
         .spec
@@ -284,6 +304,7 @@ pub fn worker(
             labels: w.labels.clone(),
             provider_config: w.provider_config.clone(),
             user_data: user_data.get(&w.name).cloned().unwrap_or_default(),
+            node_agent_secret_name: pool_keys.get(&w.name).cloned(),
             zones: w.zones.clone(),
             kubernetes_version: Some(v.kubernetes_version.clone()),
             ..Default::default()
@@ -328,4 +349,35 @@ pub fn backup_entry(v: &ShootValues, seed: &Seed, shoot_uid: &str) -> Option<Bac
     entry.metadata.labels =
         Some([(api::helpers::constants::LABEL_TECHNICAL_ID.to_string(), v.namespace().to_string())].into());
     Some(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+    use super::*;
+
+    fn osc(token: &str, ca: &str) -> OperatingSystemConfig {
+        let file = |path: &str, data: &str| serde_json::json!({"path": path, "content": {"inline": {"encoding": "", "data": data}}});
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "extensions.gardener.cloud/v1alpha1",
+            "kind": "OperatingSystemConfig",
+            "metadata": {"name": "osc-p", "namespace": "shoot--dev--demo"},
+            "spec": {
+                "type": "local",
+                "purpose": "provision",
+                "files": [file(BOOTSTRAP_KUBECONFIG_PATH, &format!("token: {token}")), file("/var/lib/kubelet/ca.crt", ca)],
+            },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_new_bootstrap_token_keeps_the_pool_key_and_a_new_ca_bundle_changes_it() {
+        let key = node_agent_secret_name("p", &osc("abcdef.0123456789abcdef", "CA1"));
+        assert!(key.starts_with("gardener-node-agent-p-") && key.len() == "gardener-node-agent-p-".len() + 16, "{key}");
+        assert_eq!(node_agent_secret_name("p", &osc("ghijkl.0123456789abcdef", "CA1")), key, "only the token changed");
+        assert_ne!(node_agent_secret_name("p", &osc("abcdef.0123456789abcdef", "CA1\nCA2")), key, "the bundle changed");
+        assert_ne!(node_agent_secret_name("q", &osc("abcdef.0123456789abcdef", "CA1")), key, "another pool");
+    }
 }

@@ -635,6 +635,7 @@ async fn deploy_operating_system_configs(ctx: Arc<OperationContext>) -> Result<(
         .into_iter()
         .zip(ctx.shoot.spec.provider.workers.iter().map(|w| w.name.clone()))
     {
+        let key = ext::node_agent_secret_name(&pool, &osc);
         let ready = deploy_extension(&ctx, &osc).await?;
         let Some(reference) = ready.status.as_ref().and_then(|s| s.cloud_config.as_ref()).map(|c| c.secret_ref.clone())
         else {
@@ -650,17 +651,19 @@ async fn deploy_operating_system_configs(ctx: Arc<OperationContext>) -> Result<(
             .and_then(|d| d.get("cloud_config").or_else(|| d.values().next()))
             .map(|ByteString(b)| secrets::b64(&String::from_utf8_lossy(b)))
             .unwrap_or_default();
-        ctx.found().user_data.insert(pool, user_data);
+        let mut found = ctx.found();
+        found.user_data.insert(pool.clone(), user_data);
+        found.pool_keys.insert(pool, key);
     }
     Ok(())
 }
 
 async fn deploy_worker(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    let (infra, user_data) = {
+    let (infra, user_data, keys) = {
         let f = ctx.found();
-        (f.infrastructure_status.clone(), f.user_data.clone())
+        (f.infrastructure_status.clone(), f.user_data.clone(), f.pool_keys.clone())
     };
-    deploy_extension(&ctx, &ext::worker(&ctx.values, &ctx.shoot, infra, &user_data)).await.map(|_| ())
+    deploy_extension(&ctx, &ext::worker(&ctx.values, &ctx.shoot, infra, &user_data, &keys)).await.map(|_| ())
 }
 
 /// Owner references for objects in the seed namespace, for reuse by other flows.

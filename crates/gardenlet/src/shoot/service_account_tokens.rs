@@ -151,28 +151,28 @@ async fn reference_first(shoot: &kube::Client, namespace: &str, name: &str, secr
 }
 
 async fn restart_system_components(shoot: &kube::Client, since: &Time) -> Result<(), TokenError> {
-    let params = PatchParams::apply(FIELD_MANAGER).force();
-    let patch = restart_patch("apps/v1", "DaemonSet", kube_proxy::NAME, since);
-    Api::<DaemonSet>::namespaced(shoot.clone(), kube_proxy::NAMESPACE)
-        .patch(kube_proxy::NAME, &params, &Patch::Apply(&patch))
+    let proxy = Api::<DaemonSet>::namespaced(shoot.clone(), kube_proxy::NAMESPACE);
+    restart(&proxy, "DaemonSet", kube_proxy::NAMESPACE, kube_proxy::NAME, since).await?;
+    let dns = Api::<Deployment>::namespaced(shoot.clone(), cluster_dns::NAMESPACE);
+    restart(&dns, "Deployment", cluster_dns::NAMESPACE, cluster_dns::NAME, since).await
+}
+
+/// Restarts the pods of one apps/v1 workload for the rotation begun at `since`.
+async fn restart<K>(
+    api: &Api<K>,
+    kind: &'static str,
+    namespace: &'static str,
+    name: &'static str,
+    since: &Time,
+) -> Result<(), TokenError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = restart_patch("apps/v1", kind, name, since);
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&patch))
         .await
-        .map_err(|source| TokenError::Restart {
-            kind: "DaemonSet",
-            namespace: kube_proxy::NAMESPACE,
-            name: kube_proxy::NAME,
-            source,
-        })?;
-    let patch = restart_patch("apps/v1", "Deployment", cluster_dns::NAME, since);
-    Api::<Deployment>::namespaced(shoot.clone(), cluster_dns::NAMESPACE)
-        .patch(cluster_dns::NAME, &params, &Patch::Apply(&patch))
-        .await
-        .map_err(|source| TokenError::Restart {
-            kind: "Deployment",
-            namespace: cluster_dns::NAMESPACE,
-            name: cluster_dns::NAME,
-            source,
-        })?;
-    Ok(())
+        .map(|_| ())
+        .map_err(|source| TokenError::Restart { kind, namespace, name, source })
 }
 
 /// Phase two: deletes the token Secrets from before `since` (their key is gone). Returns how

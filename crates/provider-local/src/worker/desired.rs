@@ -70,13 +70,20 @@ pub fn resolve_image(
 pub const HASH_LEN: usize = 10;
 
 /// The hash of everything that defines a pool's machines. Scaling bounds and rollout settings
-/// are left out: changing them must not replace machines.
+/// are left out: changing them must not replace machines. The operating system config counts
+/// through `nodeAgentSecretName` when gardenlet sets it (it leaves out the bootstrap token, so a
+/// new token only updates the machine class for machines still to come), else through the
+/// user data itself.
 pub fn class_hash(pool: &WorkerPool, image: &str) -> String {
+    let config = match &pool.node_agent_secret_name {
+        Some(name) => json!({"nodeAgentSecretName": name}),
+        None => json!({"userData": pool.user_data}),
+    };
     let spec = json!({
         "image": image,
         "machineType": pool.machine_type,
         "machineImage": {"name": pool.machine_image.name, "version": pool.machine_image.version},
-        "userData": pool.user_data,
+        "operatingSystemConfig": config,
         "labels": pool.labels,
         "annotations": pool.annotations,
         "taints": pool.taints,

@@ -101,6 +101,22 @@ fn class_hash_ignores_scaling_and_follows_the_machine_spec() {
 }
 
 #[test]
+fn with_a_node_agent_secret_name_the_user_data_alone_does_not_roll_the_pool() {
+    let keyed = WorkerPool {
+        name: "p".into(),
+        user_data: "dXNlcg==".into(),
+        node_agent_secret_name: Some("gardener-node-agent-p-0123456789abcdef".into()),
+        ..Default::default()
+    };
+    let h = class_hash(&keyed, "img:1");
+    let new_token = WorkerPool { user_data: "b3RoZXI=".into(), ..keyed.clone() };
+    assert_eq!(class_hash(&new_token, "img:1"), h, "only the user data changed (a new bootstrap token)");
+    let new_config =
+        WorkerPool { node_agent_secret_name: Some("gardener-node-agent-p-fedcba9876543210".into()), ..keyed };
+    assert_ne!(class_hash(&new_config, "img:1"), h, "the operating system config changed");
+}
+
+#[test]
 fn image_resolution_order() {
     let pool = WorkerPool {
         machine_image: extension_sdk::api::extensions::worker::MachineImage {
