@@ -186,10 +186,9 @@ pub fn node_agent_secret_name(pool: &str, osc: &OperatingSystemConfig) -> String
     for file in spec.files.iter_mut().filter(|f| f.path == BOOTSTRAP_KUBECONFIG_PATH) {
         file.content = FileContent::default();
     }
-    let text = serde_json::to_string(&spec).unwrap_or_default();
-    let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
-    let hex: String = digest.as_ref().iter().take(8).map(|b| format!("{b:02x}")).collect();
-    format!("gardener-node-agent-{pool}-{hex}")
+    let mut hash = crate::components::common::checksum(&serde_json::to_string(&spec).unwrap_or_default());
+    hash.truncate(16);
+    format!("gardener-node-agent-{pool}-{hash}")
 }
 
 /// One OperatingSystemConfig per worker pool: the kubelet unit and the files it needs to join
