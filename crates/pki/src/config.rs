@@ -254,6 +254,17 @@ pub struct RandomConfig {
     pub bytes: usize,
 }
 
+/// An SSH key pair (Ed25519) for logging in to the shoot's machines. It is renewed in one step
+/// (no second phase): a different `rotation` than the one the existing pair was made for moves
+/// the pair to `<name>-old`, replacing the previous `-old`, and generates a new one, so the
+/// nodes can trust the current and the previous key until the next renewal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SshKeypairConfig {
+    pub name: String,
+    /// The start time of the last key-pair rotation (empty: never rotated).
+    pub rotation: String,
+}
+
 /// Maximum size of a random value.
 pub const MAX_RANDOM_BYTES: usize = 1024;
 
@@ -264,6 +275,7 @@ pub enum SecretConfig {
     Certificate(CertificateConfig),
     ServiceAccountKey(ServiceAccountKeyConfig),
     Random(RandomConfig),
+    SshKeypair(SshKeypairConfig),
 }
 
 impl SecretConfig {
@@ -273,6 +285,7 @@ impl SecretConfig {
             Self::Certificate(c) => &c.name,
             Self::ServiceAccountKey(c) => &c.name,
             Self::Random(c) => &c.name,
+            Self::SshKeypair(c) => &c.name,
         }
     }
 
@@ -282,6 +295,7 @@ impl SecretConfig {
             Self::Certificate(_) => kind::CERTIFICATE,
             Self::ServiceAccountKey(_) => kind::SERVICE_ACCOUNT_KEY,
             Self::Random(_) => kind::RANDOM,
+            Self::SshKeypair(_) => kind::SSH_KEYPAIR,
         }
     }
 }
@@ -301,6 +315,12 @@ impl From<CertificateConfig> for SecretConfig {
 impl From<ServiceAccountKeyConfig> for SecretConfig {
     fn from(c: ServiceAccountKeyConfig) -> Self {
         Self::ServiceAccountKey(c)
+    }
+}
+
+impl From<SshKeypairConfig> for SecretConfig {
+    fn from(c: SshKeypairConfig) -> Self {
+        Self::SshKeypair(c)
     }
 }
 
@@ -361,6 +381,7 @@ pub(crate) fn checksum(config: &SecretConfig) -> String {
         }),
         SecretConfig::ServiceAccountKey(c) => serde_json::to_vec(&c.key),
         SecretConfig::Random(c) => serde_json::to_vec(&c.bytes),
+        SecretConfig::SshKeypair(c) => serde_json::to_vec(&c.rotation),
     };
     // Serializing these plain structs cannot fail; an empty input still yields a stable value.
     let digest = ring::digest::digest(&ring::digest::SHA256, &json.unwrap_or_default());

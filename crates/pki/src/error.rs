@@ -47,6 +47,7 @@ pub(crate) mod kind {
     pub const CERTIFICATE: &str = "certificate";
     pub const SERVICE_ACCOUNT_KEY: &str = "service-account key";
     pub const RANDOM: &str = "random value";
+    pub const SSH_KEYPAIR: &str = "SSH key pair";
     pub const BOOTSTRAP_TOKEN: &str = "bootstrap token";
     pub const ADMIN_KUBECONFIG: &str = "admin kubeconfig for";
     pub const KUBECONFIG: &str = "kubeconfig";

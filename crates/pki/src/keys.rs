@@ -6,6 +6,8 @@ use crate::config::KeyAlgorithm;
 use crate::error::Error;
 use rcgen::{KeyPair, PKCS_ECDSA_P256_SHA256};
 use ring::rand::{SecureRandom, SystemRandom};
+use crate::error::kind;
+use crate::secret::{Secret, data_keys, labels, secret_types};
 use rsa::pkcs8::{EncodePrivateKey, LineEnding};
 
 /// Generates a key pair of the given type; `kind`/`name` say whose key it is in errors.
@@ -47,6 +49,45 @@ pub(crate) fn algorithm_of(key: &KeyPair) -> Option<KeyAlgorithm> {
         510..=560 => Some(KeyAlgorithm::Rsa4096),
         _ => None,
     }
+}
+
+/// A new SSH key pair `name`, made for the key-pair rotation `rotation`.
+pub(crate) fn ssh_keypair(name: &str, rotation: &str) -> Result<Secret, Error> {
+    let private = ssh_key::PrivateKey::random(&mut ssh_key::rand_core::OsRng, ssh_key::Algorithm::Ed25519)
+        .map_err(Error::generate(kind::SSH_KEYPAIR, name, "generating an Ed25519 key"))?;
+    let private_pem = private
+        .to_openssh(ssh_key::LineEnding::LF)
+        .map_err(Error::generate(kind::SSH_KEYPAIR, name, "encoding the private key"))?;
+    let public = private
+        .public_key()
+        .to_openssh()
+        .map_err(Error::generate(kind::SSH_KEYPAIR, name, "encoding the public key"))?;
+    Ok(Secret::new(name, secret_types::OPAQUE)
+        .with_data(data_keys::SSH_PRIVATE_KEY, private_pem.as_str())
+        .with_data(data_keys::SSH_PUBLIC_KEY, format!("{public}\n"))
+        .with_data(data_keys::SSH_ROTATION, rotation)
+        .with_label(labels::KIND, "ssh-keypair"))
+}
+
+/// An error unless `secret` holds an OpenSSH private key and its public key.
+pub(crate) fn check_ssh_keypair(secret: &Secret, name: &str) -> Result<(), Error> {
+    let get = |key: &str| {
+        secret.get(key).ok_or_else(|| Error::existing(kind::SSH_KEYPAIR, name, format!("has no {key}")))
+    };
+    let private = ssh_key::PrivateKey::from_openssh(get(data_keys::SSH_PRIVATE_KEY)?).map_err(|_| {
+        Error::existing(kind::SSH_KEYPAIR, name, format!("{} is not an OpenSSH private key", data_keys::SSH_PRIVATE_KEY))
+    })?;
+    let public = ssh_key::PublicKey::from_openssh(get(data_keys::SSH_PUBLIC_KEY)?.trim()).map_err(|_| {
+        Error::existing(kind::SSH_KEYPAIR, name, format!("{} is not an OpenSSH public key", data_keys::SSH_PUBLIC_KEY))
+    })?;
+    if private.public_key().key_data() != public.key_data() {
+        return Err(Error::existing(
+            kind::SSH_KEYPAIR,
+            name,
+            format!("{} does not belong to {}", data_keys::SSH_PUBLIC_KEY, data_keys::SSH_PRIVATE_KEY),
+        ));
+    }
+    Ok(())
 }
 
 /// Fills `buf` from the system CSPRNG.

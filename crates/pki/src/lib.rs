@@ -36,7 +36,7 @@ pub mod shoot_set;
 pub mod shootstate;
 
 pub use config::{
-    CaConfig, CertificateConfig, KeyAlgorithm, KubeconfigSpec, RandomConfig, SecretConfig, ServiceAccountKeyConfig,
+    CaConfig, CertificateConfig, KeyAlgorithm, KubeconfigSpec, RandomConfig, SecretConfig, ServiceAccountKeyConfig, SshKeypairConfig,
     Usage,
 };
 pub use error::Error;

@@ -91,6 +91,7 @@ pub(crate) fn plan_against(
             SecretConfig::Certificate(c) => builder.certificate(c, &cas, now)?,
             SecretConfig::ServiceAccountKey(c) => builder.service_account_key(c, config)?,
             SecretConfig::Random(c) => builder.random(c, config)?,
+            SecretConfig::SshKeypair(c) => builder.ssh_keypair(c)?,
         }
     }
     Ok(builder.finish(original))
@@ -334,6 +335,30 @@ impl Builder<'_> {
             secret = secret.with_label(labels::CONFIG_CHECKSUM, label);
         }
         self.put(secret, decision);
+        self.keep_previous(&c.name);
+        Ok(())
+    }
+
+    /// Keeps the pair made for `c.rotation`; otherwise (a new rotation) moves it to
+    /// `<name>-old`, replacing the previous one, and generates a new pair.
+    fn ssh_keypair(&mut self, c: &config::SshKeypairConfig) -> Result<(), Error> {
+        let old_name = config::old_name(&c.name);
+        if let Some(existing) = self.working.get(&c.name) {
+            keys::check_ssh_keypair(existing, &c.name)?;
+            if existing.get(keys_::SSH_ROTATION).unwrap_or_default() == c.rotation {
+                self.put(existing.clone(), Decision::Kept);
+                self.keep_previous(&c.name);
+                return Ok(());
+            }
+            let mut previous = existing.clone();
+            previous.name = old_name;
+            self.put(previous, Decision::Kept);
+            let secret = keys::ssh_keypair(&c.name, &c.rotation)?;
+            self.put(secret, Decision::Reissued(format!("key-pair rotation {:?}", c.rotation)));
+            return Ok(());
+        }
+        let secret = keys::ssh_keypair(&c.name, &c.rotation)?;
+        self.put(secret, Decision::Created);
         self.keep_previous(&c.name);
         Ok(())
     }

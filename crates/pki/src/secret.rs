@@ -26,6 +26,13 @@ pub mod data_keys {
     pub const SA_PUB: &str = "sa.pub";
     /// An opaque random value (standard base64 of the random bytes).
     pub const VALUE: &str = "value";
+    /// An SSH key pair's private key (OpenSSH format). Named as in the reference system, whose
+    /// tools read it, although the key is Ed25519.
+    pub const SSH_PRIVATE_KEY: &str = "id_rsa";
+    /// An SSH key pair's public key, one `authorized_keys` line.
+    pub const SSH_PUBLIC_KEY: &str = "id_rsa.pub";
+    /// The key-pair rotation an SSH key pair was made for.
+    pub const SSH_ROTATION: &str = "rotation";
 }
 
 /// Labels the manager sets on the secrets it produces.

@@ -19,10 +19,11 @@
 //! | `kubeconfig-kube-scheduler` | `ca-client` | `system:kube-scheduler` | | client + kubeconfig |
 //! | `service-account-key` | | | | token signing key pair |
 //! | `etcd-encryption-key` | | | | 32 random bytes: kube-apiserver's key for Secrets in etcd |
+//! | `ssh-keypair` | | | | Ed25519 key pair for SSH to the nodes (only when they run sshd) |
 
 use crate::config::{
     CaConfig, CertificateConfig, KeyAlgorithm, KubeconfigSpec, RandomConfig, SecretConfig, ServiceAccountKeyConfig,
-    Usage,
+    SshKeypairConfig, Usage,
 };
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -44,6 +45,8 @@ pub mod names {
     pub const SERVICE_ACCOUNT_KEY: &str = "service-account-key";
     /// The key kube-apiserver encrypts Secrets in etcd with (32 random bytes, base64).
     pub const ETCD_ENCRYPTION_KEY: &str = "etcd-encryption-key";
+    /// The nodes' SSH key pair (`<shoot>.ssh-keypair` in the garden).
+    pub const SSH_KEYPAIR: &str = "ssh-keypair";
 }
 
 /// Well-known subjects.
@@ -88,6 +91,9 @@ pub struct ShootInputs {
     pub ca_key: KeyAlgorithm,
     /// Key type of certificates and the service-account key.
     pub leaf_key: KeyAlgorithm,
+    /// The nodes' SSH key pair, when they are reached over SSH: the start time of its last
+    /// rotation (empty: never rotated; see [`SshKeypairConfig`]).
+    pub ssh_keypair: Option<String>,
 }
 
 impl ShootInputs {
@@ -104,6 +110,7 @@ impl ShootInputs {
             component_server: None,
             ca_key: KeyAlgorithm::EcdsaP256,
             leaf_key: KeyAlgorithm::EcdsaP256,
+            ssh_keypair: None,
         }
     }
 
@@ -165,7 +172,7 @@ pub fn shoot_set(inputs: &ShootInputs) -> Vec<SecretConfig> {
     };
     let kubeconfig =
         |server: String| KubeconfigSpec { cluster_name: inputs.namespace.clone(), server, trust: CA.to_string() };
-    vec![
+    let mut set = vec![
         ca(CA, "kubernetes"),
         ca(CA_CLIENT, "kubernetes-client"),
         ca(CA_ETCD, "etcd"),
@@ -192,7 +199,11 @@ pub fn shoot_set(inputs: &ShootInputs) -> Vec<SecretConfig> {
         // Kept in the ShootState like the CAs and never regenerated silently: losing it loses
         // every Secret of the shoot.
         RandomConfig { name: ETCD_ENCRYPTION_KEY.into(), bytes: 32 }.into(),
-    ]
+    ];
+    if let Some(rotation) = &inputs.ssh_keypair {
+        set.push(SshKeypairConfig { name: SSH_KEYPAIR.into(), rotation: rotation.clone() }.into());
+    }
+    set
 }
 
 #[cfg(test)]

@@ -54,7 +54,10 @@ pub fn persistent_names(configs: &[SecretConfig]) -> Vec<String> {
     let mut names = Vec::new();
     for config in configs {
         match config {
-            SecretConfig::Ca(_) | SecretConfig::ServiceAccountKey(_) | SecretConfig::Random(_) => {
+            SecretConfig::Ca(_)
+            | SecretConfig::ServiceAccountKey(_)
+            | SecretConfig::Random(_)
+            | SecretConfig::SshKeypair(_) => {
                 names.extend([config.name().to_string(), old_name(config.name())]);
             }
             SecretConfig::Certificate(_) => {}

@@ -37,7 +37,7 @@ pub fn validate(configs: &[SecretConfig]) -> Result<(), Error> {
                 check_validity(kind::CA, &c.name, c.validity)?;
             }
             SecretConfig::Certificate(c) => validate_certificate(c, &ca_names)?,
-            SecretConfig::ServiceAccountKey(_) => {}
+            SecretConfig::ServiceAccountKey(_) | SecretConfig::SshKeypair(_) => {}
             SecretConfig::Random(c) => {
                 if c.bytes == 0 || c.bytes > MAX_RANDOM_BYTES {
                     return Err(Error::invalid(

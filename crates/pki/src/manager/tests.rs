@@ -208,3 +208,57 @@ fn debug_output_of_a_full_set_holds_no_private_key() {
         assert!(!text.contains("client-key-data"), "{text}");
     }
 }
+
+#[test]
+fn an_ssh_key_pair_is_kept_until_a_new_rotation_renews_it_keeping_the_previous_one() {
+    let mut i = inputs();
+    i.ssh_keypair = Some(String::new());
+    let first = fresh(&shoot_set(&i));
+    let pair = first.get(names::SSH_KEYPAIR).unwrap().clone();
+    assert!(pair.get(keys_::SSH_PRIVATE_KEY).unwrap().starts_with("-----BEGIN OPENSSH PRIVATE KEY-----"));
+    assert!(pair.get(keys_::SSH_PUBLIC_KEY).unwrap().starts_with("ssh-ed25519 "));
+    assert!(crate::shootstate::persistent_names(&shoot_set(&i)).contains(&"ssh-keypair-old".to_string()));
+
+    // Unchanged rotation: every byte kept.
+    let again = plan(&shoot_set(&i), &first, SystemTime::now()).unwrap();
+    assert!(again.changed().is_empty(), "{:?}", again.actions);
+
+    // A rotation: the pair moves to -old, a new one is made, once.
+    i.ssh_keypair = Some("1767225600".into());
+    let renewed = plan(&shoot_set(&i), &first, SystemTime::now()).unwrap();
+    assert_eq!(renewed.secrets.get("ssh-keypair-old").unwrap().data, pair.data);
+    assert_ne!(renewed.secrets.get(names::SSH_KEYPAIR).unwrap().data, pair.data);
+    assert!(matches!(renewed.actions[names::SSH_KEYPAIR], Action::Reissue { .. }));
+    assert_eq!(renewed.actions["ssh-keypair-old"], Action::Create);
+    let retried = plan(&shoot_set(&i), &renewed.secrets, SystemTime::now()).unwrap();
+    assert!(retried.changed().is_empty(), "a retried operation renews nothing: {:?}", retried.actions);
+
+    // The next rotation replaces the previous -old.
+    i.ssh_keypair = Some("1767229200".into());
+    let next = plan(&shoot_set(&i), &renewed.secrets, SystemTime::now()).unwrap();
+    assert_eq!(
+        next.secrets.get("ssh-keypair-old").unwrap().data,
+        renewed.secrets.get(names::SSH_KEYPAIR).unwrap().data
+    );
+    assert!(matches!(next.actions["ssh-keypair-old"], Action::Update { .. }));
+}
+
+#[test]
+fn a_broken_ssh_key_pair_is_an_error_naming_it_without_its_content() {
+    let mut i = inputs();
+    i.ssh_keypair = Some(String::new());
+    let mut set = fresh(&shoot_set(&i));
+    let mut broken = set.get(names::SSH_KEYPAIR).unwrap().clone();
+    broken.data.insert(keys_::SSH_PRIVATE_KEY.into(), "secret-bytes".into());
+    set.insert(broken);
+    let err = plan(&shoot_set(&i), &set, SystemTime::now()).unwrap_err().to_string();
+    assert_eq!(err, "SSH key pair ssh-keypair: existing secret id_rsa is not an OpenSSH private key");
+
+    let other = fresh(&shoot_set(&i));
+    let mut mismatched = other.get(names::SSH_KEYPAIR).unwrap().clone();
+    let foreign = fresh(&shoot_set(&i)).get(names::SSH_KEYPAIR).unwrap().get(keys_::SSH_PUBLIC_KEY).unwrap().to_string();
+    mismatched.data.insert(keys_::SSH_PUBLIC_KEY.into(), foreign);
+    let mut set = other.clone();
+    set.insert(mismatched);
+    assert!(plan(&shoot_set(&i), &set, SystemTime::now()).unwrap_err().to_string().contains("does not belong to"));
+}
