@@ -2,25 +2,60 @@
 # Builds every image the local cluster runs, from the Containerfiles in images/, with buildah
 # (Debian's package): the Kubernetes components and our own binaries (built here with cargo,
 # profile $IMAGE_PROFILE, default dev, stripped). Writes each as an OCI archive into the image cache
-# ($IMAGE_CACHE, default ~/.cache/gardener-rs/images). `local-garden up` imports the archives
-# into the node's containerd under their real names. Prints the cache directory.
+# ($IMAGE_CACHE, default ~/.cache/gardener-rs/images). `local-cluster up` imports the archives
+# into the node's containerd under their real names (every archive in the cache). Prints the
+# cache directory.
+#
+# Usage: hack/images.sh [--only NAME]... [ASSETS]
+#   ASSETS       the directory with the Kubernetes binaries (hack/setup-envtest.sh --node, run by
+#                `make images`); not needed for pause, busybox, bastion and our binaries
+#   --only NAME  builds only this image (repeatable): its name without registry and tag, e.g.
+#                `--only bastion` (neither cargo nor the Kubernetes binaries), `--only gardenlet`.
+#                `--only machine` takes the images the machine carries from the cache.
 #
 # Images whose inputs (Containerfile, binaries) did not change are not rebuilt.
-# Needs the Kubernetes binaries: hack/setup-envtest.sh --node (run by `make images`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ASSETS="${1:?usage: hack/images.sh <directory with the Kubernetes binaries>}"
+USAGE="usage: hack/images.sh [--only NAME]... [<directory with the Kubernetes binaries>]"
+IMAGES=(pause kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd busybox bastion
+  gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns machine)
 CACHE="${IMAGE_CACHE:-${HOME}/.cache/gardener-rs/images}"
 K8S_VERSION="v1.20.2"
 PAUSE_VERSION="3.6" # the sandbox image containerd 1.6 expects
 BUSYBOX_VERSION="1.35.0"
+OPENSSH_VERSION="9.2p1" # bookworm's; the bastion image's tag, checked against the openssh-server .deb
 
 log() { echo "images: $*" >&2; }
 die() { echo "images: error: $*" >&2; exit 1; }
 
+only=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --only) [ $# -ge 2 ] || die "$USAGE"; only+=("$2"); shift 2 ;;
+    --only=*) only+=("${1#--only=}"); shift ;;
+    -h | --help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    -*) die "unknown option $1; $USAGE" ;;
+    *) break ;;
+  esac
+done
+[ $# -le 1 ] || die "$USAGE"
+ASSETS="${1:-}"
+for name in "${only[@]}"; do
+  [[ " ${IMAGES[*]} " == *" $name "* ]] || die "no image $name; the images: ${IMAGES[*]}"
+done
+# want NAME...: whether one of these images is to be built (all are without --only).
+want() {
+  local name
+  [ "${#only[@]}" -eq 0 ] && return 0
+  for name in "$@"; do [[ " ${only[*]} " == *" $name "* ]] && return 0; done
+  return 1
+}
+if [ -z "$ASSETS" ] && want kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd machine; then
+  die "the Kubernetes binaries are needed (hack/setup-envtest.sh --node prints their directory); $USAGE"
+fi
+
 command -v buildah >/dev/null || die "buildah is missing; run hack/setup-local.sh (installs Debian's buildah)"
-command -v gcc >/dev/null || die "gcc is missing; apt-get install gcc"
 if [ ! -x /bin/busybox ] || ldd /bin/busybox >/dev/null 2>&1; then
   die "a static /bin/busybox is missing; run hack/setup-local.sh (installs Debian's busybox-static)"
 fi
@@ -32,13 +67,18 @@ mkdir -p "$CACHE"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# Copies a dynamically linked binary and the libraries it loads into a root file system.
+# Copies a dynamically linked binary and the libraries it loads into a root file system. A
+# library the host lacks would only show at run time in the image: that fails here instead.
 stage_with_libs() {
-  local binary="$1" root="$2" dest="$3" lib
+  local binary="$1" root="$2" dest="$3" libs lib
+  libs=$(ldd "$binary" 2>/dev/null || true) # a static binary: "not a dynamic executable"
+  if grep -q 'not found' <<<"$libs"; then
+    die "$binary needs libraries this host lacks: $(grep 'not found' <<<"$libs" | awk '{print $1}' | xargs); run hack/setup-local.sh"
+  fi
   install -D -m 0755 "$binary" "$root$dest"
-  for lib in $(ldd "$binary" | grep -o '/[^ ]*'); do
+  while read -r lib; do
     install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
-  done
+  done < <(grep -o '/[^ ]*' <<<"$libs")
 }
 
 # build NAME CONTEXT CONTAINERFILE [buildah args...]: builds and archives when inputs changed.
@@ -61,12 +101,16 @@ build() {
 }
 
 # pause
-mkdir -p "$work/pause"
-gcc -static -O2 -s -o "$work/pause/pause" images/pause/pause.c
-build "registry.k8s.io/pause:$PAUSE_VERSION" "$work/pause" images/pause/Containerfile
+if want pause; then
+  command -v gcc >/dev/null || die "gcc is missing; run hack/setup-local.sh"
+  mkdir -p "$work/pause"
+  gcc -static -O2 -s -o "$work/pause/pause" images/pause/pause.c
+  build "registry.k8s.io/pause:$PAUSE_VERSION" "$work/pause" images/pause/Containerfile
+fi
 
 # Kubernetes components (static Go binaries)
 for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  want "$c" || continue
   [ -x "$ASSETS/$c" ] || die "$ASSETS/$c is missing; run hack/setup-envtest.sh --node"
   mkdir -p "$work/$c"; cp "$ASSETS/$c" "$work/$c/"
   build "registry.k8s.io/$c:$K8S_VERSION" "$work/$c" images/kube-component/Containerfile --build-arg "COMPONENT=$c"
@@ -86,30 +130,123 @@ stage_iptables() {
   fi
 }
 
+# unpack_openssh_server: unpacks Debian's openssh-server .deb into $work/openssh-server (once).
+# The package is never installed: that would start an sshd on the host. `apt-get download`
+# fetches the .deb into $CACHE/debs, where later builds find it.
+unpack_openssh_server() {
+  local debs="$CACHE/debs" dl="$work/apt" deb version sudo=""
+  [ -d "$work/openssh-server" ] && return
+  mkdir -p "$debs"
+  deb=$(find "$debs" -maxdepth 1 -name 'openssh-server_*.deb' | sort -V | tail -n 1)
+  if [ -z "$deb" ]; then
+    log "downloading openssh-server's .deb into $debs (apt-get download)"
+    mkdir -p "$dl"
+    # apt downloads as the user _apt: give it a directory it can write (else a warning, as root).
+    if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then chmod 0711 "$work" && chown _apt "$dl"; fi
+    if ! (cd "$dl" && apt-get download -qq openssh-server 2>/dev/null); then
+      # Usually apt's package lists are missing (a fresh container) or out of date.
+      log "apt-get download failed; updating apt's package lists once (apt-get update)"
+      [ "$(id -u)" = 0 ] || sudo="sudo"
+      $sudo apt-get update -qq >&2 || die "apt-get update failed (its error is above)"
+      (cd "$dl" && apt-get download -qq openssh-server) ||
+        die "could not download openssh-server's .deb (apt's error is above); check the Debian mirror in /etc/apt/sources.list*"
+    fi
+    mv "$dl"/openssh-server_*.deb "$debs/"
+    deb=$(find "$debs" -maxdepth 1 -name 'openssh-server_*.deb' | sort -V | tail -n 1)
+  fi
+  version=$(dpkg-deb -f "$deb" Version) # e.g. 1:9.2p1-2+deb12u10: epoch, upstream, Debian revision
+  version=${version#*:} && version=${version%-*}
+  [ "$version" = "$OPENSSH_VERSION" ] ||
+    die "$deb holds OpenSSH $version, not $OPENSSH_VERSION (the bastion image's tag): update OPENSSH_VERSION and the bastion image provider-local is given, or remove the .deb"
+  dpkg-deb -x "$deb" "$work/openssh-server"
+}
+
+# stage_sshd ROOT: OpenSSH's server (from the openssh-server .deb) with our sshd_config
+# (images/sshd/sshd_config, key logins only), ssh-keygen (`ssh-keygen -A` writes the host keys at
+# start), the shadow tools that add the login user (useradd, usermod, groupadd, with
+# /etc/login.defs and an empty /etc/skel), and the accounts: root, sshd's privilege separation
+# user (Debian's: home /run/sshd, which sshd requires to exist, be root's and not writable by
+# others) and nobody. No PAM: useradd must set the password field to '*' (no password, not locked).
+stage_sshd() {
+  local root="$1" tool
+  [ -x /usr/bin/ssh-keygen ] || die "/usr/bin/ssh-keygen is missing; run hack/setup-local.sh (installs openssh-client)"
+  unpack_openssh_server
+  stage_with_libs "$work/openssh-server/usr/sbin/sshd" "$root" /usr/sbin/sshd
+  install -D -m 0644 "$work/openssh-server/etc/ssh/moduli" "$root/etc/ssh/moduli"
+  install -D -m 0644 images/sshd/sshd_config "$root/etc/ssh/sshd_config"
+  stage_with_libs /usr/bin/ssh-keygen "$root" /usr/bin/ssh-keygen
+  for tool in useradd usermod groupadd nologin; do stage_with_libs "/usr/sbin/$tool" "$root" "/usr/sbin/$tool"; done
+  install -D -m 0644 /etc/login.defs "$root/etc/login.defs"
+  mkdir -p "$root/etc/skel" "$root/home" "$root/run/sshd" "$root/var/log"
+  chmod 0755 "$root/run/sshd"
+  install -d -m 0700 "$root/root"
+  cat >"$root/etc/passwd" <<'EOF'
+root:x:0:0:root:/root:/bin/sh
+sshd:x:100:65534::/run/sshd:/usr/sbin/nologin
+nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+EOF
+  cat >"$root/etc/group" <<'EOF'
+root:x:0:
+nogroup:x:65534:
+EOF
+  install -m 0600 /dev/null "$root/etc/shadow" && install -m 0600 /dev/null "$root/etc/gshadow"
+  printf '%s:*:::::::\n' root sshd nobody >"$root/etc/shadow"
+  printf '%s:*::\n' root nogroup >"$root/etc/gshadow"
+}
+
 # kube-proxy, with iptables next to it: the shoot's nodes run it as a DaemonSet
 # (images/kube-proxy/Containerfile). The local cluster itself runs the binary on the host.
-[ -x "$ASSETS/kube-proxy" ] || die "$ASSETS/kube-proxy is missing; run hack/setup-envtest.sh --node"
-mkdir -p "$work/kube-proxy/rootfs/usr/local/bin" "$work/kube-proxy/rootfs/run" "$work/kube-proxy/rootfs/tmp"
-cp "$ASSETS/kube-proxy" "$work/kube-proxy/rootfs/usr/local/bin/kube-proxy"
-stage_iptables "$work/kube-proxy/rootfs"
-build "registry.k8s.io/kube-proxy:$K8S_VERSION" "$work/kube-proxy" images/kube-proxy/Containerfile
+if want kube-proxy; then
+  [ -x "$ASSETS/kube-proxy" ] || die "$ASSETS/kube-proxy is missing; run hack/setup-envtest.sh --node"
+  mkdir -p "$work/kube-proxy/rootfs/usr/local/bin" "$work/kube-proxy/rootfs/run" "$work/kube-proxy/rootfs/tmp"
+  cp "$ASSETS/kube-proxy" "$work/kube-proxy/rootfs/usr/local/bin/kube-proxy"
+  stage_iptables "$work/kube-proxy/rootfs"
+  build "registry.k8s.io/kube-proxy:$K8S_VERSION" "$work/kube-proxy" images/kube-proxy/Containerfile
+fi
 
 # etcd, tagged with the version of the Debian build it holds
-etcd_version=$("$ASSETS/etcd" --version | sed -n 's/^etcd Version: //p')
-[ -n "$etcd_version" ] || die "cannot read the version of $ASSETS/etcd"
-mkdir -p "$work/etcd/rootfs/bin"
-stage_with_libs "$ASSETS/etcd" "$work/etcd/rootfs" /usr/local/bin/etcd
-stage_with_libs "$ASSETS/etcdctl" "$work/etcd/rootfs" /usr/local/bin/etcdctl
-cp /bin/busybox "$work/etcd/rootfs/bin/busybox"
-for tool in sh rm mv ls cat mkdir; do ln -s busybox "$work/etcd/rootfs/bin/$tool"; done
-build "registry.k8s.io/etcd:${etcd_version}-0" "$work/etcd" images/etcd/Containerfile
+if want etcd; then
+  etcd_version=$("$ASSETS/etcd" --version | sed -n 's/^etcd Version: //p')
+  [ -n "$etcd_version" ] || die "cannot read the version of $ASSETS/etcd"
+  mkdir -p "$work/etcd/rootfs/bin"
+  stage_with_libs "$ASSETS/etcd" "$work/etcd/rootfs" /usr/local/bin/etcd
+  stage_with_libs "$ASSETS/etcdctl" "$work/etcd/rootfs" /usr/local/bin/etcdctl
+  cp /bin/busybox "$work/etcd/rootfs/bin/busybox"
+  for tool in sh rm mv ls cat mkdir; do ln -s busybox "$work/etcd/rootfs/bin/$tool"; done
+  build "registry.k8s.io/etcd:${etcd_version}-0" "$work/etcd" images/etcd/Containerfile
+fi
 
 # busybox, for tests and debugging
-mkdir -p "$work/busybox/rootfs/bin" "$work/busybox/rootfs/tmp" "$work/busybox/rootfs/www"
-cp /bin/busybox "$work/busybox/rootfs/bin/busybox"
-for tool in sh httpd wget nslookup cat echo ls sleep hostname timeout mkdir; do ln -s busybox "$work/busybox/rootfs/bin/$tool"; done
-chmod 1777 "$work/busybox/rootfs/tmp"
-build "gardener-rs.local/busybox:$BUSYBOX_VERSION" "$work/busybox" images/busybox/Containerfile
+if want busybox; then
+  mkdir -p "$work/busybox/rootfs/bin" "$work/busybox/rootfs/tmp" "$work/busybox/rootfs/www"
+  cp /bin/busybox "$work/busybox/rootfs/bin/busybox"
+  for tool in sh httpd wget nslookup cat echo ls sleep hostname timeout mkdir; do ln -s busybox "$work/busybox/rootfs/bin/$tool"; done
+  chmod 1777 "$work/busybox/rootfs/tmp"
+  build "gardener-rs.local/busybox:$BUSYBOX_VERSION" "$work/busybox" images/busybox/Containerfile
+fi
+
+# The bastion image (images/bastion/Containerfile): sshd and the login user's tools
+# (stage_sshd), iptables for the init container that admits only the Bastion's ingress CIDRs, and
+# busybox for the user data script. Tagged with the OpenSSH version.
+if want bastion; then
+  root="$work/bastion/rootfs"
+  mkdir -p "$root/bin" "$root/tmp"
+  chmod 1777 "$root/tmp"
+  stage_sshd "$root"
+  stage_iptables "$root"
+  cp /bin/busybox "$root/bin/busybox"
+  for tool in sh cat echo printf mkdir chmod chown id ls sleep rm mv cp ln touch grep sed test [ true false \
+    env head tail tr cut wc base64 hostname ps kill stat date uname; do
+    ln -s busybox "$root/bin/$tool"
+  done
+  build "gardener-rs.local/bastion:$OPENSSH_VERSION" "$work/bastion" images/bastion/Containerfile
+fi
+
+ours=(gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns)
+if ! want "${ours[@]}" machine; then
+  echo "$CACHE"
+  exit 0
+fi
 
 # Our binaries: gardener-rs.local/<binary>:v<version>, the version their --version prints.
 # The dev profile is what `make test` already built, so CI compiles nothing twice; stripped, the
@@ -120,20 +257,26 @@ out_dir="$target_dir/$([ "$profile" = dev ] && echo debug || echo "$profile")"
 log "cargo build --profile $profile (our binaries)"
 cargo build -q --profile "$profile" --bin gardenlet --bin gardener-scheduler --bin gardener-controller-manager --bin gardener-extension-provider-local --bin machine-init --bin cluster-dns >&2
 # cluster-dns is the shoots' cluster DNS (the machines carry its image).
-for bin in gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns; do
+for bin in "${ours[@]}"; do
   version=$("$out_dir/$bin" --version | awk '{print $2}')
   [ -n "$version" ] || die "cannot read the version of $out_dir/$bin"
+  if [ "$bin" = cluster-dns ]; then cluster_dns_archive="$CACHE/gardener-rs.local_cluster-dns_v$version.tar"; fi
+  want "$bin" || continue
   root="$work/$bin/rootfs"
   stage_with_libs "$out_dir/$bin" "$root" "/usr/local/bin/$bin"
   strip "$root/usr/local/bin/$bin"
   ln -s "usr/local/bin/$bin" "$root/entrypoint"
   build "gardener-rs.local/$bin:v$version" "$work/$bin" images/gardener-component/Containerfile
-  if [ "$bin" = cluster-dns ]; then cluster_dns_archive="$CACHE/gardener-rs.local_cluster-dns_v$version.tar"; fi
 done
+if ! want machine; then
+  echo "$CACHE"
+  exit 0
+fi
 
 # The machine image (images/machine/Containerfile): machine-init, the kubelet, and Debian's
-# containerd, runc, CNI plugins, bash, iptables and busybox, with the pause, busybox, kube-proxy
-# and cluster-dns images inside for the machine's containerd (it never pulls). Tagged with the Kubernetes version of its kubelet.
+# containerd, runc, CNI plugins, bash, iptables, busybox and sshd (stage_sshd), with the pause,
+# busybox, kube-proxy and cluster-dns images inside for the machine's containerd (it never pulls).
+# Tagged with the Kubernetes version of its kubelet.
 for f in containerd containerd-shim-runc-v2 ctr; do [ -x "/usr/bin/$f" ] || die "/usr/bin/$f is missing; run hack/setup-local.sh"; done
 root="$work/machine/rootfs"
 mkdir -p "$root"
@@ -149,16 +292,22 @@ stage_with_libs /usr/sbin/runc "$root" /usr/sbin/runc
 for plugin in bridge host-local loopback portmap; do stage_with_libs "/usr/lib/cni/$plugin" "$root" "/opt/cni/bin/$plugin"; done
 stage_with_libs /bin/bash "$root" /bin/bash
 stage_iptables "$root"
+stage_sshd "$root"
 cp /bin/busybox "$root/bin/busybox"
-for tool in sh cat chmod mkdir rm mv ls ln head tail base64 sleep seq echo mount umount find du df grep sed \
+# id and chown: the provisioning script adds the login user and hands it its authorized_keys.
+for tool in sh cat chmod chown id mkdir rm mv ls ln head tail base64 sleep seq echo mount umount find du df grep sed \
   awk tr cut wc date hostname ps kill touch stat uname nsenter losetup readlink sync true false test env; do
   [ -e "$root/bin/$tool" ] || ln -s busybox "$root/bin/$tool"
 done
 pause_archive="$CACHE/registry.k8s.io_pause_$PAUSE_VERSION.tar"
 busybox_archive="$CACHE/gardener-rs.local_busybox_$BUSYBOX_VERSION.tar"
+kube_proxy_archive="$CACHE/registry.k8s.io_kube-proxy_$K8S_VERSION.tar"
+for archive in "$pause_archive" "$busybox_archive" "$kube_proxy_archive" "$cluster_dns_archive"; do
+  [ -f "$archive" ] || die "$archive is missing; build it first (hack/images.sh without --only builds all)"
+done
 cp "$pause_archive" "$root/var/lib/machine/images/pause.tar"
 cp "$busybox_archive" "$root/var/lib/machine/images/busybox.tar"
-cp "$CACHE/registry.k8s.io_kube-proxy_$K8S_VERSION.tar" "$root/var/lib/machine/images/kube-proxy.tar"
+cp "$kube_proxy_archive" "$root/var/lib/machine/images/kube-proxy.tar"
 cp "$cluster_dns_archive" "$root/var/lib/machine/images/cluster-dns.tar"
 build "gardener-rs.local/machine:$K8S_VERSION" "$work/machine" images/machine/Containerfile
 

@@ -4,10 +4,10 @@
 
 use crate::config::KeyAlgorithm;
 use crate::error::Error;
-use rcgen::{KeyPair, PKCS_ECDSA_P256_SHA256};
-use ring::rand::{SecureRandom, SystemRandom};
 use crate::error::kind;
 use crate::secret::{Secret, data_keys, labels, secret_types};
+use rcgen::{KeyPair, PKCS_ECDSA_P256_SHA256};
+use ring::rand::{SecureRandom, SystemRandom};
 use rsa::pkcs8::{EncodePrivateKey, LineEnding};
 
 /// Generates a key pair of the given type; `kind`/`name` say whose key it is in errors.
@@ -55,13 +55,16 @@ pub(crate) fn algorithm_of(key: &KeyPair) -> Option<KeyAlgorithm> {
 pub(crate) fn ssh_keypair(name: &str, rotation: &str) -> Result<Secret, Error> {
     let private = ssh_key::PrivateKey::random(&mut ssh_key::rand_core::OsRng, ssh_key::Algorithm::Ed25519)
         .map_err(Error::generate(kind::SSH_KEYPAIR, name, "generating an Ed25519 key"))?;
-    let private_pem = private
-        .to_openssh(ssh_key::LineEnding::LF)
-        .map_err(Error::generate(kind::SSH_KEYPAIR, name, "encoding the private key"))?;
-    let public = private
-        .public_key()
-        .to_openssh()
-        .map_err(Error::generate(kind::SSH_KEYPAIR, name, "encoding the public key"))?;
+    let private_pem = private.to_openssh(ssh_key::LineEnding::LF).map_err(Error::generate(
+        kind::SSH_KEYPAIR,
+        name,
+        "encoding the private key",
+    ))?;
+    let public = private.public_key().to_openssh().map_err(Error::generate(
+        kind::SSH_KEYPAIR,
+        name,
+        "encoding the public key",
+    ))?;
     Ok(Secret::new(name, secret_types::OPAQUE)
         .with_data(data_keys::SSH_PRIVATE_KEY, private_pem.as_str())
         .with_data(data_keys::SSH_PUBLIC_KEY, format!("{public}\n"))
@@ -71,11 +74,14 @@ pub(crate) fn ssh_keypair(name: &str, rotation: &str) -> Result<Secret, Error> {
 
 /// An error unless `secret` holds an OpenSSH private key and its public key.
 pub(crate) fn check_ssh_keypair(secret: &Secret, name: &str) -> Result<(), Error> {
-    let get = |key: &str| {
-        secret.get(key).ok_or_else(|| Error::existing(kind::SSH_KEYPAIR, name, format!("has no {key}")))
-    };
+    let get =
+        |key: &str| secret.get(key).ok_or_else(|| Error::existing(kind::SSH_KEYPAIR, name, format!("has no {key}")));
     let private = ssh_key::PrivateKey::from_openssh(get(data_keys::SSH_PRIVATE_KEY)?).map_err(|_| {
-        Error::existing(kind::SSH_KEYPAIR, name, format!("{} is not an OpenSSH private key", data_keys::SSH_PRIVATE_KEY))
+        Error::existing(
+            kind::SSH_KEYPAIR,
+            name,
+            format!("{} is not an OpenSSH private key", data_keys::SSH_PRIVATE_KEY),
+        )
     })?;
     let public = ssh_key::PublicKey::from_openssh(get(data_keys::SSH_PUBLIC_KEY)?.trim()).map_err(|_| {
         Error::existing(kind::SSH_KEYPAIR, name, format!("{} is not an OpenSSH public key", data_keys::SSH_PUBLIC_KEY))

@@ -36,8 +36,8 @@ pub mod shoot_set;
 pub mod shootstate;
 
 pub use config::{
-    CaConfig, CertificateConfig, KeyAlgorithm, KubeconfigSpec, RandomConfig, SecretConfig, ServiceAccountKeyConfig, SshKeypairConfig,
-    Usage,
+    CaConfig, CertificateConfig, KeyAlgorithm, KubeconfigSpec, RandomConfig, SecretConfig, ServiceAccountKeyConfig,
+    SshKeypairConfig, Usage,
 };
 pub use error::Error;
 pub use manager::{Action, Plan};

@@ -19,7 +19,7 @@ pub fn validate(new: &Shoot, old: Option<&Shoot>) -> ErrorList {
     if old.and_then(operation) == Some(op) {
         return errs;
     }
-    let Some(request) = rotation::request(op) else { return errs };
+    let Some(request) = rotation::request(op, new.spec.provider.ssh_access()) else { return errs };
     let path = Path::new("metadata").child("annotations").key(ANNOTATION_OPERATION);
     for why in rotation::allowed(&request, rotation::status(new), Lifecycle::of(new)) {
         errs.push(FieldError::forbidden(path.clone(), format!("{op}: {why}")));

@@ -85,6 +85,18 @@ pub fn shoot_ca_client(shoot: &str) -> String {
     format!("{shoot}.ca-client")
 }
 
+/// Secret `<shoot>.ssh-keypair` in the project namespace: `id_rsa` and `id_rsa.pub`, the key
+/// pair the shoot's nodes accept for the user `gardener` (project members read it).
+pub fn shoot_ssh_keypair(shoot: &str) -> String {
+    format!("{shoot}.ssh-keypair")
+}
+
+/// Secret `<shoot>.ssh-keypair.old`: the previous key pair, still accepted until the next
+/// key-pair rotation.
+pub fn shoot_ssh_keypair_old(shoot: &str) -> String {
+    format!("{shoot}.ssh-keypair.old")
+}
+
 fn validate_part(field: &'static str, value: &str) -> Result<(), NameError> {
     if value.is_empty() {
         return Err(NameError::Empty { field });

@@ -10,9 +10,10 @@
 //! key pair rotates in one step. `rotate-credentials-start`/`-complete` take every two-phase
 //! rotation at once, and are allowed only when each one is.
 //!
-//! Shoots here have no SSH key pair yet (their nodes are not reached over SSH), so
-//! `rotate-ssh-keypair` is refused, and `rotate-credentials-start` does not include it as it
-//! does in Gardener: the status never reports a rotation that did not happen.
+//! The SSH key pair exists only when the nodes are reached over SSH (workers, and
+//! `spec.provider.workersSettings.sshAccess.enabled` not false): only then is
+//! `rotate-ssh-keypair` allowed and part of `rotate-credentials-start`, so the status never
+//! reports a rotation that did not happen.
 
 use crate::common::{LastOperationState, LastOperationType};
 use crate::core::Shoot;
@@ -56,8 +57,9 @@ pub struct Request {
     pub ssh_keypair: bool,
 }
 
-/// The rotation an operation annotation asks for; `None` for any other operation.
-pub fn request(operation: &str) -> Option<Request> {
+/// The rotation an operation annotation asks for on a shoot whose nodes are (`ssh_access`) or
+/// are not reached over SSH; `None` for any other operation.
+pub fn request(operation: &str, ssh_access: bool) -> Option<Request> {
     let one = |c, s| Some(Request { steps: vec![(c, s)], ssh_keypair: false });
     match operation {
         op::ROTATE_CA_START => one(Credential::CertificateAuthorities, Step::Start),
@@ -67,7 +69,7 @@ pub fn request(operation: &str) -> Option<Request> {
         op::ROTATE_ETCD_ENCRYPTION_KEY_START => one(Credential::EtcdEncryptionKey, Step::Start),
         op::ROTATE_ETCD_ENCRYPTION_KEY_COMPLETE => one(Credential::EtcdEncryptionKey, Step::Complete),
         op::ROTATE_CREDENTIALS_START => {
-            Some(Request { steps: ALL.iter().map(|c| (*c, Step::Start)).collect(), ssh_keypair: false })
+            Some(Request { steps: ALL.iter().map(|c| (*c, Step::Start)).collect(), ssh_keypair: ssh_access })
         }
         op::ROTATE_CREDENTIALS_COMPLETE => {
             Some(Request { steps: ALL.iter().map(|c| (*c, Step::Complete)).collect(), ssh_keypair: false })
@@ -102,6 +104,8 @@ pub struct Lifecycle {
     pub creating: bool,
     /// Hibernated, or asked to hibernate.
     pub hibernated: bool,
+    /// Its nodes are reached over SSH, so it has an SSH key pair.
+    pub ssh_access: bool,
 }
 
 impl Lifecycle {
@@ -113,7 +117,7 @@ impl Lifecycle {
             .and_then(|s| s.last_operation.as_ref())
             .is_none_or(|l| l.type_ == LastOperationType::Create && l.state != LastOperationState::Succeeded);
         let hibernated = status.is_some_and(|s| s.hibernated) || shoot.spec.hibernation_enabled();
-        Self { creating, hibernated }
+        Self { creating, hibernated, ssh_access: shoot.spec.provider.ssh_access() }
     }
 }
 
@@ -131,8 +135,12 @@ pub fn allowed(request: &Request, rotation: Option<&ShootCredentialsRotation>, s
     if shoot.hibernated {
         errors.push("credentials cannot be rotated while the shoot is hibernated or hibernating".to_string());
     }
-    if request.ssh_keypair {
-        errors.push("the shoot has no SSH key pair to rotate: its nodes are not reached over SSH".to_string());
+    if request.ssh_keypair && !shoot.ssh_access {
+        errors.push(
+            "the shoot has no SSH key pair to rotate: its nodes are not reached over SSH (it has no workers, or \
+             spec.provider.workersSettings.sshAccess.enabled is false)"
+                .to_string(),
+        );
     }
     for (credential, step) in &request.steps {
         let phase = of(rotation, *credential).map(|r| r.phase);
@@ -231,24 +239,26 @@ mod tests {
         Time(s.parse().unwrap())
     }
 
-    const RUNNING: Lifecycle = Lifecycle { creating: false, hibernated: false };
+    const RUNNING: Lifecycle = Lifecycle { creating: false, hibernated: false, ssh_access: true };
+    const NO_SSH: Lifecycle = Lifecycle { ssh_access: false, ..RUNNING };
 
     #[test]
     fn annotations_map_to_requests() {
-        let ca = request("rotate-ca-start").unwrap();
+        let ca = request("rotate-ca-start", true).unwrap();
         assert_eq!(ca.steps, [(Credential::CertificateAuthorities, Step::Start)]);
-        let all = request("rotate-credentials-start").unwrap();
+        let all = request("rotate-credentials-start", true).unwrap();
         assert_eq!(all.steps.len(), 3);
-        assert!(!all.ssh_keypair, "no SSH key pair to rotate");
-        let complete = request("rotate-credentials-complete").unwrap();
+        assert!(all.ssh_keypair, "the SSH key pair is part of all credentials");
+        assert!(!request("rotate-credentials-start", false).unwrap().ssh_keypair, "when the nodes run sshd");
+        let complete = request("rotate-credentials-complete", true).unwrap();
         assert!(complete.steps.iter().all(|(_, s)| *s == Step::Complete) && !complete.ssh_keypair);
-        assert_eq!(request("rotate-ssh-keypair").unwrap(), Request { steps: vec![], ssh_keypair: true });
-        assert_eq!(request("reconcile"), None);
+        assert_eq!(request("rotate-ssh-keypair", true).unwrap(), Request { steps: vec![], ssh_keypair: true });
+        assert_eq!(request("reconcile", true), None);
     }
 
     #[test]
     fn a_ca_rotation_walks_its_four_phases_with_gardeners_timestamps() {
-        let start = request("rotate-ca-start").unwrap();
+        let start = request("rotate-ca-start", true).unwrap();
         assert!(allowed(&start, None, RUNNING).is_empty());
         let mut r = begin(&start, None, &at("2026-01-01T10:00:00Z"));
         let ca = r.certificate_authorities.clone().unwrap();
@@ -264,7 +274,7 @@ mod tests {
             again,
             ["the rotation of the certificate authorities cannot start in phase Prepared; it is under way"]
         );
-        let complete = request("rotate-ca-complete").unwrap();
+        let complete = request("rotate-ca-complete", true).unwrap();
         assert!(allowed(&complete, Some(&r), RUNNING).is_empty());
         let mut r = begin(&complete, Some(r), &at("2026-01-02T10:00:00Z"));
         assert_eq!(r.certificate_authorities.as_ref().unwrap().phase, RotationPhase::Completing);
@@ -280,33 +290,35 @@ mod tests {
 
     #[test]
     fn completing_needs_prepared_and_nothing_runs_on_a_sleeping_or_new_shoot() {
-        let complete = request("rotate-serviceaccount-key-complete").unwrap();
+        let complete = request("rotate-serviceaccount-key-complete", true).unwrap();
         assert_eq!(
             allowed(&complete, None, RUNNING),
             ["the rotation of the service account key can only be completed in phase Prepared, not before it started"]
         );
-        let start = request("rotate-etcd-encryption-key-start").unwrap();
-        assert_eq!(allowed(&start, None, Lifecycle { creating: true, hibernated: false }).len(), 1);
-        assert_eq!(allowed(&start, None, Lifecycle { creating: false, hibernated: true }).len(), 1);
+        let start = request("rotate-etcd-encryption-key-start", true).unwrap();
+        assert_eq!(allowed(&start, None, Lifecycle { creating: true, ..RUNNING }).len(), 1);
+        assert_eq!(allowed(&start, None, Lifecycle { hibernated: true, ..RUNNING }).len(), 1);
     }
 
     #[test]
     fn all_credentials_at_once_need_each_to_be_ready() {
-        let ca_only = begin(&request("rotate-ca-start").unwrap(), None, &at("2026-01-01T10:00:00Z"));
-        let all = request("rotate-credentials-start").unwrap();
+        let ca_only = begin(&request("rotate-ca-start", true).unwrap(), None, &at("2026-01-01T10:00:00Z"));
+        let all = request("rotate-credentials-start", true).unwrap();
         assert_eq!(allowed(&all, Some(&ca_only), RUNNING).len(), 1, "the CA rotation is under way");
         let mut r = begin(&all, None, &at("2026-01-01T10:00:00Z"));
         finish(&mut r, &at("2026-01-01T10:04:00Z"));
         assert!(ALL.iter().all(|c| of(Some(&r), *c).unwrap().phase == RotationPhase::Prepared));
-        assert_eq!(r.ssh_keypair, None);
+        assert_eq!(r.ssh_keypair.unwrap().last_completion_time, Some(at("2026-01-01T10:04:00Z")));
     }
 
     #[test]
-    fn an_ssh_key_pair_rotation_is_refused_and_would_complete_in_one_step() {
-        let ssh = request("rotate-ssh-keypair").unwrap();
+    fn an_ssh_key_pair_rotation_needs_ssh_access_and_completes_in_one_step() {
+        let ssh = request("rotate-ssh-keypair", true).unwrap();
+        assert!(allowed(&ssh, None, RUNNING).is_empty());
         assert_eq!(
-            allowed(&ssh, None, RUNNING),
-            ["the shoot has no SSH key pair to rotate: its nodes are not reached over SSH"]
+            allowed(&ssh, None, NO_SSH),
+            ["the shoot has no SSH key pair to rotate: its nodes are not reached over SSH (it has no workers, or \
+              spec.provider.workersSettings.sshAccess.enabled is false)"]
         );
         let mut r = begin(&ssh, None, &at("2026-01-01T10:00:00Z"));
         assert_eq!(r.ssh_keypair.as_ref().unwrap().last_completion_time, None);

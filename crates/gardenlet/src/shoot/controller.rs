@@ -721,7 +721,9 @@ fn rotation_for(shoot: &Shoot, requested: bool, now: &Time) -> (Option<ShootCred
     use api::helpers::rotation as r;
     let current = r::status(shoot).cloned();
     let operation = shoot.annotations().get(ANNOTATION_OPERATION).map(String::as_str);
-    let Some((operation, request)) = operation.filter(|_| requested).and_then(|o| Some((o, r::request(o)?))) else {
+    let Some((operation, request)) =
+        operation.filter(|_| requested).and_then(|o| Some((o, r::request(o, shoot.spec.provider.ssh_access())?)))
+    else {
         return (current, false);
     };
     let refused = r::allowed(&request, current.as_ref(), r::Lifecycle::of(shoot));

@@ -81,7 +81,7 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
         return Action::Reconcile { requested: true };
     }
     // A credential rotation is a reconcile that takes the rotation's step.
-    if annotation.and_then(api::helpers::rotation::request).is_some() {
+    if annotation.and_then(|a| api::helpers::rotation::request(a, false)).is_some() {
         return Action::Reconcile { requested: true };
     }
     let status = shoot.status.as_ref();

@@ -191,16 +191,67 @@ pub fn node_agent_secret_name(pool: &str, osc: &OperatingSystemConfig) -> String
     format!("gardener-node-agent-{pool}-{hash}")
 }
 
+/// Where the nodes' provisioning keeps the `gardener` user's authorized keys and the script that
+/// installs them.
+const GARDENER_USER_DIR: &str = "/var/lib/gardener-user";
+
+/// What SSH access adds to a node, as Gardener's `gardener-user` and `sshd-ensurer` do: the
+/// user `gardener` whose `authorized_keys` are `authorized_keys` (the shoot's current and
+/// previous key pair), installed by a oneshot unit that runs during provisioning, and sshd.
+/// The script runs again on every provisioning, so changed keys replace the old file.
+fn ssh_access(authorized_keys: &str) -> (Vec<Unit>, Vec<(String, i32, String)>) {
+    let script = format!(
+        "#!/bin/bash\n# The user `gardener` and the shoot's SSH keys (its current and previous key pair).\nset -euo pipefail\n\
+         id gardener >/dev/null 2>&1 || useradd -m -U -p '*' -s /bin/bash gardener\n\
+         mkdir -p /home/gardener/.ssh\n\
+         cp {GARDENER_USER_DIR}/authorized_keys /home/gardener/.ssh/authorized_keys\n\
+         chmod 0700 /home/gardener/.ssh\nchmod 0600 /home/gardener/.ssh/authorized_keys\n\
+         chown -R gardener:gardener /home/gardener/.ssh\n"
+    );
+    let unit = |name: &str, content: String, command| Unit {
+        name: name.to_string(),
+        command,
+        enable: Some(true),
+        content: Some(content),
+        drop_ins: Vec::new(),
+        file_paths: Vec::new(),
+    };
+    use api::extensions::operatingsystemconfig::UnitCommand;
+    let units = vec![
+        unit(
+            "gardener-user.service",
+            format!(
+                "[Unit]\nDescription=the user gardener and its SSH keys\n\n[Service]\nType=oneshot\nExecStart={GARDENER_USER_DIR}/run.sh\n\n[Install]\nWantedBy=multi-user.target\n"
+            ),
+            // During provisioning, so that the user exists before sshd starts.
+            Some(UnitCommand::Start),
+        ),
+        unit(
+            "sshd.service",
+            "[Unit]\nDescription=OpenSSH server\nAfter=gardener-user.service\n\n[Service]\nRestart=always\nRestartSec=5\nExecStart=/bin/sh -c 'ssh-keygen -A && exec /usr/sbin/sshd -D -e'\n\n[Install]\nWantedBy=multi-user.target\n"
+                .to_string(),
+            None,
+        ),
+    ];
+    let files = vec![
+        (authorized_keys.to_string(), 0o644, format!("{GARDENER_USER_DIR}/authorized_keys")),
+        (script, 0o755, format!("{GARDENER_USER_DIR}/run.sh")),
+    ];
+    (units, files)
+}
+
 /// One OperatingSystemConfig per worker pool: the kubelet unit and the files it needs to join
 /// the cluster by TLS bootstrapping (bootstrap kubeconfig with the token, the CA bundle, the
 /// kubelet configuration, and the kubelet CA bundle it trusts for the API server's client
-/// certificate).
+/// certificate); with `authorized_keys` (the shoot's nodes are reached over SSH), the user
+/// `gardener` with those keys and sshd.
 pub fn operating_system_configs(
     v: &ShootValues,
     shoot: &Shoot,
     bootstrap_kubeconfig: &str,
     ca_bundle: &str,
     kubelet_ca_bundle: &str,
+    authorized_keys: Option<&str>,
 ) -> Vec<OperatingSystemConfig> {
     shoot
         .spec
@@ -226,6 +277,18 @@ pub fn operating_system_configs(
                     ..Default::default()
                 },
             };
+            let mut units = vec![kubelet];
+            let mut files = vec![
+                inline(bootstrap_kubeconfig, 0o600, BOOTSTRAP_KUBECONFIG_PATH),
+                inline(ca_bundle, 0o644, "/var/lib/kubelet/ca.crt"),
+                inline(kubelet_ca_bundle, 0o644, KUBELET_CLIENT_CA_PATH),
+                inline(&kubelet_config(v), 0o644, KUBELET_CONFIG_PATH),
+            ];
+            if let Some(keys) = authorized_keys {
+                let (ssh_units, ssh_files) = ssh_access(keys);
+                units.extend(ssh_units);
+                files.extend(ssh_files.iter().map(|(data, mode, path)| inline(data, *mode, path)));
+            }
             OperatingSystemConfig {
                 metadata: meta(v, &osc_name(&pool.name)),
                 spec: OperatingSystemConfigSpec {
@@ -233,13 +296,8 @@ pub fn operating_system_configs(
                     cri_config: None,
                     purpose: OperatingSystemConfigPurpose::Provision,
                     reload_config_file_path: None,
-                    units: vec![kubelet],
-                    files: vec![
-                        inline(bootstrap_kubeconfig, 0o600, BOOTSTRAP_KUBECONFIG_PATH),
-                        inline(ca_bundle, 0o644, "/var/lib/kubelet/ca.crt"),
-                        inline(kubelet_ca_bundle, 0o644, KUBELET_CLIENT_CA_PATH),
-                        inline(&kubelet_config(v), 0o644, KUBELET_CONFIG_PATH),
-                    ],
+                    units,
+                    files,
                 },
                 status: None,
             }
@@ -281,6 +339,7 @@ pub fn worker(
     infrastructure_status: Option<Opaque>,
     user_data: &std::collections::BTreeMap<String, String>,
     pool_keys: &std::collections::BTreeMap<String, String>,
+    ssh_public_key: Option<&str>,
 ) -> Worker {
     let pools = shoot
         .spec
@@ -316,7 +375,7 @@ pub fn worker(
             infrastructure_provider_status: infrastructure_status,
             region: v.region.clone(),
             secret_ref: cloudprovider(v),
-            ssh_public_key: None,
+            ssh_public_key: ssh_public_key.map(super::secrets::b64),
             pools,
         },
         status: None,
@@ -378,5 +437,20 @@ mod tests {
         assert_eq!(node_agent_secret_name("p", &osc("ghijkl.0123456789abcdef", "CA1")), key, "only the token changed");
         assert_ne!(node_agent_secret_name("p", &osc("abcdef.0123456789abcdef", "CA1\nCA2")), key, "the bundle changed");
         assert_ne!(node_agent_secret_name("q", &osc("abcdef.0123456789abcdef", "CA1")), key, "another pool");
+    }
+
+    #[test]
+    fn ssh_access_adds_the_gardener_user_before_sshd() {
+        let (units, files) = ssh_access("ssh-ed25519 NEW\nssh-ed25519 OLD\n");
+        let names: Vec<_> = units.iter().map(|u| (u.name.as_str(), u.command)).collect();
+        use api::extensions::operatingsystemconfig::UnitCommand;
+        assert_eq!(names, [("gardener-user.service", Some(UnitCommand::Start)), ("sshd.service", None)]);
+        assert!(units[1].content.as_deref().unwrap().contains("After=gardener-user.service"));
+        let keys = files.iter().find(|(_, _, p)| p == "/var/lib/gardener-user/authorized_keys").unwrap();
+        assert_eq!(keys.0, "ssh-ed25519 NEW\nssh-ed25519 OLD\n");
+        let script = files.iter().find(|(_, _, p)| p == "/var/lib/gardener-user/run.sh").unwrap();
+        assert_eq!(script.1, 0o755);
+        assert!(script.0.contains("useradd -m -U -p '*' -s /bin/bash gardener"), "an unlocked account: {}", script.0);
+        assert!(script.0.contains("chmod 0600 /home/gardener/.ssh/authorized_keys"));
     }
 }

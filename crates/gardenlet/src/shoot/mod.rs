@@ -13,6 +13,7 @@ pub mod docs;
 pub mod etcd_snapshot;
 pub mod extensions;
 pub mod garden_ca;
+pub mod garden_ssh;
 pub mod health;
 pub mod hibernate;
 pub mod migrate;

@@ -354,12 +354,18 @@ async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Result<(), Task
 
 async fn deploy_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let address = ctx.found().address.clone();
-    let configs = pki::shoot_set::shoot_set(&ctx.values.pki_inputs(address.as_deref()));
+    let mut inputs = ctx.values.pki_inputs(address.as_deref());
+    inputs.ssh_keypair =
+        ctx.shoot.spec.provider.ssh_access().then(|| super::rotation::ssh_keypair(ctx.rotation.as_ref()));
+    let configs = pki::shoot_set::shoot_set(&inputs);
     let set =
         secrets::reconcile(&ctx.garden, &ctx.seed, &ctx.values, &configs, ctx.rotation.as_ref(), ctx.shoot_owner())
             .await
             .map_err(task_err)?;
     super::garden_ca::publish(&ctx.garden, &ctx.values.garden_namespace, &ctx.values.name, &set, ctx.shoot_owner())
+        .await
+        .map_err(task_err)?;
+    super::garden_ssh::publish(&ctx.garden, &ctx.values.garden_namespace, &ctx.values.name, &set, ctx.shoot_owner())
         .await
         .map_err(task_err)?;
     ctx.add_secrets(set.iter().flat_map(|s| s.data.values()));
@@ -631,10 +637,16 @@ async fn deploy_operating_system_configs(ctx: Arc<OperationContext>) -> Result<(
     );
     let kubelet_ca = secret_value(&ctx, crate::components::common::secrets::CA_KUBELET_BUNDLE, pki::data_keys::BUNDLE)?;
     let secrets_api: Api<Secret> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
-    for (osc, pool) in ext::operating_system_configs(&ctx.values, &ctx.shoot, &bootstrap_kubeconfig, &ca, &kubelet_ca)
-        .into_iter()
-        .zip(ctx.shoot.spec.provider.workers.iter().map(|w| w.name.clone()))
-    {
+    let authorized_keys = authorized_keys(&ctx);
+    let oscs = ext::operating_system_configs(
+        &ctx.values,
+        &ctx.shoot,
+        &bootstrap_kubeconfig,
+        &ca,
+        &kubelet_ca,
+        authorized_keys.as_deref(),
+    );
+    for (osc, pool) in oscs.into_iter().zip(ctx.shoot.spec.provider.workers.iter().map(|w| w.name.clone())) {
         let key = ext::node_agent_secret_name(&pool, &osc);
         let ready = deploy_extension(&ctx, &osc).await?;
         let Some(reference) = ready.status.as_ref().and_then(|s| s.cloud_config.as_ref()).map(|c| c.secret_ref.clone())
@@ -663,7 +675,25 @@ async fn deploy_worker(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
         let f = ctx.found();
         (f.infrastructure_status.clone(), f.user_data.clone(), f.pool_keys.clone())
     };
-    deploy_extension(&ctx, &ext::worker(&ctx.values, &ctx.shoot, infra, &user_data, &keys)).await.map(|_| ())
+    let public_key = ctx
+        .found()
+        .secrets
+        .as_ref()
+        .and_then(|s| s.value(pki::shoot_set::names::SSH_KEYPAIR, pki::data_keys::SSH_PUBLIC_KEY))
+        .map(str::to_string);
+    let worker = ext::worker(&ctx.values, &ctx.shoot, infra, &user_data, &keys, public_key.as_deref());
+    deploy_extension(&ctx, &worker).await.map(|_| ())
+}
+
+/// The nodes' `authorized_keys` when the shoot has an SSH key pair: its public key and, after
+/// a key-pair rotation, the previous one's.
+fn authorized_keys(ctx: &OperationContext) -> Option<String> {
+    let found = ctx.found();
+    let set = found.secrets.as_ref()?;
+    let name = pki::shoot_set::names::SSH_KEYPAIR;
+    let current = set.value(name, pki::data_keys::SSH_PUBLIC_KEY)?;
+    let previous = set.value(&pki::config::old_name(name), pki::data_keys::SSH_PUBLIC_KEY);
+    Some([Some(current), previous].into_iter().flatten().map(|k| format!("{}\n", k.trim_end())).collect())
 }
 
 /// Owner references for objects in the seed namespace, for reuse by other flows.

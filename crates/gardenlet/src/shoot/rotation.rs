@@ -60,6 +60,16 @@ pub fn token_secrets(rotation: Option<&ShootCredentialsRotation>) -> Option<(Rot
         .and_then(|r| Some((r.phase, r.last_initiation_time.as_ref()?)))
 }
 
+/// The SSH key-pair rotation the pair must be made for: the start time of the last one, empty
+/// before the first (see [`pki::SshKeypairConfig`]).
+pub fn ssh_keypair(rotation: Option<&ShootCredentialsRotation>) -> String {
+    rotation
+        .and_then(|r| r.ssh_keypair.as_ref())
+        .and_then(|s| s.last_initiation_time.as_ref())
+        .map(|t| t.0.to_string())
+        .unwrap_or_default()
+}
+
 /// `status.credentials` as a merge patch: every field of each two-phase rotation is written,
 /// `null` where it has no value, so that a new rotation clears the previous one's times.
 pub fn status_patch(rotation: &ShootCredentialsRotation) -> Value {
@@ -114,7 +124,7 @@ mod tests {
         let idle = pki::manager::plan(&configs, &SecretSet::new(), SystemTime::now()).unwrap().secrets;
         assert!(steps(None, &configs, &idle).unwrap().is_empty(), "nothing asked, nothing done");
 
-        let preparing = begin(&request("rotate-credentials-start").unwrap(), None, &at("2026-01-01T00:00:00Z"));
+        let preparing = begin(&request("rotate-credentials-start", true).unwrap(), None, &at("2026-01-01T00:00:00Z"));
         let first = steps(Some(&preparing), &configs, &idle).unwrap();
         assert_eq!(first.cas, Some(Step::Start));
         assert_eq!(first.keys.values().collect::<Vec<_>>(), [&Step::Start, &Step::Start]);
@@ -130,7 +140,7 @@ mod tests {
         assert!(!reencrypt(Some(&prepared)));
 
         let completing =
-            begin(&request("rotate-ca-complete").unwrap(), Some(prepared.clone()), &at("2026-01-02T00:00:00Z"));
+            begin(&request("rotate-ca-complete", true).unwrap(), Some(prepared.clone()), &at("2026-01-02T00:00:00Z"));
         let second = steps(Some(&completing), &configs, &mid).unwrap();
         assert_eq!(second, Steps { cas: Some(Step::Complete), keys: Default::default() }, "only the CAs complete");
         let done = pki::rotation::rotate(&configs, &mid, &second, SystemTime::now()).unwrap().secrets;
@@ -139,10 +149,10 @@ mod tests {
 
     #[test]
     fn the_status_patch_clears_the_previous_rotations_times() {
-        let previous = begin(&request("rotate-ca-start").unwrap(), None, &at("2026-01-01T00:00:00Z"));
+        let previous = begin(&request("rotate-ca-start", true).unwrap(), None, &at("2026-01-01T00:00:00Z"));
         let mut r = previous.clone();
         api::helpers::rotation::finish(&mut r, &at("2026-01-01T00:05:00Z"));
-        let again = begin(&request("rotate-ca-start").unwrap(), Some(r), &at("2026-02-01T00:00:00Z"));
+        let again = begin(&request("rotate-ca-start", true).unwrap(), Some(r), &at("2026-02-01T00:00:00Z"));
         let patch = status_patch(&again);
         let ca = &patch["rotation"]["certificateAuthorities"];
         assert_eq!(ca["phase"], "Preparing");

@@ -256,7 +256,8 @@ fn a_broken_ssh_key_pair_is_an_error_naming_it_without_its_content() {
 
     let other = fresh(&shoot_set(&i));
     let mut mismatched = other.get(names::SSH_KEYPAIR).unwrap().clone();
-    let foreign = fresh(&shoot_set(&i)).get(names::SSH_KEYPAIR).unwrap().get(keys_::SSH_PUBLIC_KEY).unwrap().to_string();
+    let foreign =
+        fresh(&shoot_set(&i)).get(names::SSH_KEYPAIR).unwrap().get(keys_::SSH_PUBLIC_KEY).unwrap().to_string();
     mismatched.data.insert(keys_::SSH_PUBLIC_KEY.into(), foreign);
     let mut set = other.clone();
     set.insert(mismatched);

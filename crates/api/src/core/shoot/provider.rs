@@ -30,6 +30,14 @@ pub struct Provider {
     pub workers_settings: Option<WorkersSettings>,
 }
 
+impl Provider {
+    /// Whether the shoot's nodes are reached over SSH: it has workers, and
+    /// `workersSettings.sshAccess.enabled` is not false (the default is true).
+    pub fn ssh_access(&self) -> bool {
+        !self.workers.is_empty() && self.workers_settings.as_ref().and_then(|w| w.ssh_access).is_none_or(|s| s.enabled)
+    }
+}
+
 /// A worker pool.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
