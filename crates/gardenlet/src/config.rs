@@ -106,6 +106,8 @@ pub struct ControllerSettings {
     pub shoot_retry_window_seconds: u64,
     /// ControllerInstallations reconciled at once.
     pub controller_installation_concurrent_syncs: u16,
+    /// Bastions reconciled at once.
+    pub bastion_concurrent_syncs: u16,
     /// How often the care controller refreshes every shoot's conditions, in seconds.
     pub shoot_care_period_seconds: u64,
     /// How long a failing condition is `Progressing` before it turns `False`, in seconds (0:
@@ -123,6 +125,7 @@ impl Default for ControllerSettings {
             shoot_sync_period_seconds: 3600,
             shoot_retry_window_seconds: 12 * 3600,
             controller_installation_concurrent_syncs: 2,
+            bastion_concurrent_syncs: 5,
             shoot_care_period_seconds: 60,
             shoot_care_threshold_seconds: 60,
             shoot_care_concurrent_syncs: 5,
@@ -199,6 +202,9 @@ impl GardenletConfig {
         }
         if self.controllers.controller_installation_concurrent_syncs == 0 {
             return Err(("controllers.controllerInstallationConcurrentSyncs", "must be at least 1".into()));
+        }
+        if self.controllers.bastion_concurrent_syncs == 0 {
+            return Err(("controllers.bastionConcurrentSyncs", "must be at least 1".into()));
         }
         if self.controllers.shoot_care_period_seconds == 0 {
             return Err(("controllers.shootCarePeriodSeconds", "must be at least 1".into()));

@@ -1,7 +1,8 @@
 //! The gardenlet binary: `gardenlet --config <file>`.
 //!
 //! Registers the seed of the configuration file in the garden and runs the seed controller,
-//! the shoot controller, the ControllerInstallation controller and the ShootState sync, with `/healthz`, `/readyz` and `/metrics` on
+//! the shoot controller, the ControllerInstallation controller, the Bastion controller and the
+//! ShootState sync, with `/healthz`, `/readyz` and `/metrics` on
 //! `--metrics-bind-address`, until SIGTERM or Ctrl+C. See `--help`.
 
 use clap::Parser;
@@ -73,6 +74,11 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let install_concurrency = config.controllers.controller_installation_concurrent_syncs;
     runner.add_task_with_readiness(move |stop, ready| {
         gardenlet::installation::run(install_garden, install_seed, install_name, install_concurrency, stop, ready)
+    });
+    let (bastion_garden, bastion_seed, bastion_name) = (garden.clone(), seed.clone(), config.seed.name.clone());
+    let bastion_concurrency = config.controllers.bastion_concurrent_syncs;
+    runner.add_task_with_readiness(move |stop, ready| {
+        gardenlet::bastion::run(bastion_garden, bastion_seed, bastion_name, bastion_concurrency, stop, ready)
     });
     // One cache of this seed's Shoots, filled by the shoot controller's watch, read by both.
     let caches = gardenlet::shoot::controller::SharedCaches::default();

@@ -1040,3 +1040,187 @@ async fn credentials_rotate_in_two_phases() {
     let names = persisted(&states.get("demo").await.unwrap());
     assert!(!names.iter().any(|n| n.ends_with("-old")), "no previous credential in the ShootState: {names:?}");
 }
+
+/// Polls `get` until `check` holds (test code: a panic after `timeout` is the failure report).
+async fn eventually<T>(
+    what: &str,
+    timeout: Duration,
+    mut get: impl AsyncFnMut() -> T,
+    check: impl Fn(&T) -> bool,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let value = get().await;
+        if check(&value) {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+const USER_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMvRjR1zPZ0cLUS1pGE4mG4E/ZfY4Uq0bk8rOl3TIwCz jane@laptop";
+
+fn operations_bastion(name: &str, key: &str) -> api::operations::Bastion {
+    use base64::Engine;
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "operations.gardener.cloud/v1alpha1", "kind": "Bastion",
+        "metadata": {"name": name, "namespace": "garden-dev"},
+        "spec": {"shootRef": {"name": "demo"}, "seedName": "local", "providerType": "local",
+                 "sshPublicKey": base64::engine::general_purpose::STANDARD.encode(key),
+                 "ingress": [{"ipBlock": {"cidr": "10.3.0.0/16"}}]},
+    }))
+    .unwrap()
+}
+
+/// gardenlet's Bastion controller (as its ServiceAccount, so the chart's rules are proven):
+/// the extension Bastion appears in the shoot's namespace with the user's key in its user data,
+/// the address comes back with `BastionReady`, deleting the Bastion deletes the extension
+/// Bastion before the finalizer goes; a key that is no SSH key is reported, nothing is made.
+/// The shoot's own key pair is in its project namespace, and its nodes get its public key.
+#[tokio::test]
+async fn bastions_are_served_through_the_extension_and_removed_with_it() {
+    use api::operations::Bastion;
+    use base64::Engine;
+    let mut h = harness().await;
+    h.tasks.push(spawn_controller::<ext::Bastion>(h.client.clone(), &["local"], TestActuator::new()));
+    let _gardenlet = h.start_gardenlet();
+    let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    h.tasks.push(tokio::spawn(gardenlet::bastion::run(
+        h.gardenlet.clone(),
+        h.gardenlet.clone(),
+        "local".into(),
+        2,
+        std::future::pending(),
+        ready,
+    )));
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    h.wait_shoot("Succeeded", Duration::from_secs(180), succeeded).await;
+
+    // The shoot's key pair, published as Gardener does, and on the nodes.
+    let garden_secrets: Api<Secret> = Api::namespaced(h.client.clone(), "garden-dev");
+    let pair = garden_secrets.get("demo.ssh-keypair").await.unwrap().data.unwrap();
+    let public = String::from_utf8(pair["id_rsa.pub"].0.clone()).unwrap();
+    assert!(public.starts_with("ssh-ed25519 "), "{public}");
+    assert!(String::from_utf8_lossy(&pair["id_rsa"].0).starts_with("-----BEGIN OPENSSH PRIVATE KEY-----"));
+    assert!(garden_secrets.get_opt("demo.ssh-keypair.old").await.unwrap().is_none(), "no rotation yet");
+    let worker = Api::<ext::Worker>::namespaced(h.client.clone(), "shoot--dev--demo").get("demo").await.unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    assert_eq!(b64.decode(worker.spec.ssh_public_key.unwrap()).unwrap(), public.as_bytes());
+    let osc = Api::<ext::OperatingSystemConfig>::namespaced(h.client.clone(), "shoot--dev--demo")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let keys_file = osc.spec.files.iter().find(|f| f.path == "/var/lib/gardener-user/authorized_keys").unwrap();
+    assert_eq!(keys_file.content.inline.as_ref().unwrap().data, public);
+    assert!(osc.spec.units.iter().any(|u| u.name == "sshd.service"));
+
+    let bastions: Api<Bastion> = Api::namespaced(h.client.clone(), "garden-dev");
+    bastions.create(&PostParams::default(), &operations_bastion("jane", USER_KEY)).await.unwrap();
+    let ready = eventually(
+        "BastionReady",
+        Duration::from_secs(60),
+        async || bastions.get("jane").await.unwrap(),
+        |b| {
+            b.status.as_ref().is_some_and(|s| {
+                s.conditions.iter().any(|c| c.type_ == "BastionReady" && c.status == api::common::ConditionStatus::True)
+            })
+        },
+    )
+    .await;
+    let status = ready.status.unwrap();
+    assert_eq!(status.ingress.unwrap().ip.as_deref(), Some(support::actuators::BASTION_STAND_IN_IP));
+    assert_eq!(status.observed_generation, ready.metadata.generation);
+    assert!(ready.metadata.finalizers.unwrap_or_default().contains(&"gardener".to_string()));
+    let extensions: Api<ext::Bastion> = Api::namespaced(h.client.clone(), "shoot--dev--demo");
+    let extension = extensions.get("jane").await.unwrap();
+    assert_eq!(extension.spec.ingress[0].ip_block.cidr, "10.3.0.0/16");
+    let user_data = String::from_utf8(b64.decode(&extension.spec.user_data).unwrap()).unwrap();
+    assert!(user_data.contains(USER_KEY), "{user_data}");
+
+    bastions.delete("jane", &DeleteParams::default()).await.unwrap();
+    eventually(
+        "the Bastion gone",
+        Duration::from_secs(60),
+        async || bastions.get_opt("jane").await.unwrap(),
+        |b| b.is_none(),
+    )
+    .await;
+    assert!(extensions.get_opt("jane").await.unwrap().is_none(), "the extension Bastion went first");
+
+    bastions
+        .create(&PostParams::default(), &operations_bastion("mallory", "ssh-ed25519 AAAA; rm -rf /"))
+        .await
+        .unwrap();
+    let refused = eventually(
+        "the invalid key reported",
+        Duration::from_secs(60),
+        async || bastions.get("mallory").await.unwrap(),
+        |b| b.status.as_ref().is_some_and(|s| !s.conditions.is_empty()),
+    )
+    .await;
+    let condition = &refused.status.unwrap().conditions[0];
+    assert_eq!(condition.reason, "FailedReconciling");
+    assert!(condition.message.contains("spec.sshPublicKey") && !condition.message.contains("rm -rf"), "{condition:?}");
+    assert!(extensions.get_opt("mallory").await.unwrap().is_none());
+}
+
+/// `rotate-ssh-keypair`: a new pair, the previous one kept as `.old` and still on the nodes
+/// (until the next rotation), the status's times set; the next rotation replaces `.old`.
+#[tokio::test]
+async fn the_ssh_key_pair_rotates_in_one_step_keeping_the_previous_key() {
+    let mut h = harness().await;
+    let _gardenlet = h.start_gardenlet();
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    h.wait_shoot("Succeeded", Duration::from_secs(180), succeeded).await;
+    let secrets: Api<Secret> = Api::namespaced(h.client.clone(), "garden-dev");
+    let public = |s: Secret| String::from_utf8(s.data.unwrap()["id_rsa.pub"].0.clone()).unwrap();
+    let first = public(secrets.get("demo.ssh-keypair").await.unwrap());
+
+    annotate(&h.client, "demo", "rotate-ssh-keypair").await;
+    let rotated = h
+        .wait_shoot("the key pair rotated", Duration::from_secs(120), |s| {
+            succeeded(s)
+                && s.status
+                    .as_ref()
+                    .and_then(|st| st.credentials.as_ref())
+                    .and_then(|c| c.rotation.as_ref())
+                    .and_then(|r| r.ssh_keypair.as_ref())
+                    .is_some_and(|k| k.last_completion_time.is_some())
+        })
+        .await;
+    assert!(!rotated.annotations().contains_key("gardener.cloud/operation"));
+    let second = public(secrets.get("demo.ssh-keypair").await.unwrap());
+    assert_ne!(second, first);
+    assert_eq!(public(secrets.get("demo.ssh-keypair.old").await.unwrap()), first);
+    let osc = Api::<ext::OperatingSystemConfig>::namespaced(h.client.clone(), "shoot--dev--demo")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let keys = &osc.spec.files.iter().find(|f| f.path == "/var/lib/gardener-user/authorized_keys").unwrap().content;
+    assert_eq!(keys.inline.as_ref().unwrap().data, format!("{second}{first}"), "both keys are accepted");
+
+    // Wait for the next second: the rotation's time is its identity.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    annotate(&h.client, "demo", "rotate-ssh-keypair").await;
+    eventually(
+        "the second rotation",
+        Duration::from_secs(120),
+        async || public(secrets.get("demo.ssh-keypair").await.unwrap()),
+        |k| *k != second,
+    )
+    .await;
+    eventually(
+        "the previous pair replaced",
+        Duration::from_secs(60),
+        async || public(secrets.get("demo.ssh-keypair.old").await.unwrap()),
+        |k| *k == second,
+    )
+    .await;
+}

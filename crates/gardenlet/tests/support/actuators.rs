@@ -167,3 +167,25 @@ where
     );
     tokio::spawn(controller.run(std::future::pending()))
 }
+
+/// The bastion's address the stand-in reports (no host is started).
+pub const BASTION_STAND_IN_IP: &str = "10.99.0.7";
+
+impl Actuator<api::extensions::Bastion> for TestActuator {
+    async fn reconcile(
+        &self,
+        _: &api::extensions::Bastion,
+        _: &ClusterContext,
+    ) -> Result<Outcome<api::extensions::Bastion>, ActuatorError> {
+        self.maybe_fail()?;
+        Ok(Outcome::done().with_status(|s: &mut api::extensions::BastionStatus| {
+            s.ingress = Some(k8s_openapi::api::core::v1::LoadBalancerIngress {
+                ip: Some(BASTION_STAND_IN_IP.into()),
+                ..Default::default()
+            })
+        }))
+    }
+    async fn delete(&self, _: &api::extensions::Bastion, _: &ClusterContext) -> Result<(), ActuatorError> {
+        Ok(())
+    }
+}
