@@ -1,8 +1,12 @@
 //! Bastion: a Pod running sshd and a Service in front of it, in the shoot's namespace of the
 //! seed. The bastion's user data (which installs the user's SSH key) is mounted from a Secret
-//! and run before sshd starts; a NetworkPolicy admits SSH only from the `spec.ingress` ranges.
-//! `status.ingress` comes from the Service: its load-balancer ingress for type LoadBalancer
-//! (waiting until one is assigned), else its cluster IP. Everything is owned by the Bastion and
+//! and run before sshd starts. Only the `spec.ingress` ranges reach SSH: the Pod's init
+//! container (the only one with `NET_ADMIN`) installs iptables rules in the Pod's network
+//! namespace that accept port 22 from them and reset every other connection, as a cloud's
+//! security group would (the local cluster's CNI enforces no NetworkPolicy); a NetworkPolicy
+//! says the same for seeds whose network does. `status.ingress` comes from the Service: its
+//! load-balancer ingress for type LoadBalancer (waiting until one is assigned), else its
+//! cluster IP, once the Pod is ready (sshd listens). Everything is owned by the Bastion and
 //! labelled with the shoot's technical ID, and removed on delete.
 
 use crate::common::{apply_params, delete_if_exists, describe, shoot_labels, technical_id};
@@ -12,8 +16,8 @@ use base64::engine::general_purpose::STANDARD;
 use extension_sdk::api::extensions::Bastion;
 use extension_sdk::k8s_openapi::ByteString;
 use extension_sdk::k8s_openapi::api::core::v1::{
-    Container, ContainerPort, LoadBalancerIngress, Pod, PodSpec, Secret, SecretVolumeSource, Service, ServicePort,
-    ServiceSpec, Volume, VolumeMount,
+    Capabilities, Container, ContainerPort, LoadBalancerIngress, Pod, PodSpec, Probe, Secret, SecretVolumeSource,
+    SecurityContext, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
 };
 use extension_sdk::k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
@@ -29,8 +33,11 @@ use std::time::Duration;
 const COMPONENT: &str = "bastion";
 /// Label selecting a bastion's Pod.
 pub const LABEL_BASTION: &str = "bastion.provider-local.gardener.cloud/name";
-/// Default image of bastion Pods: any image with `sh` and `sshd`.
-pub const DEFAULT_IMAGE: &str = "lscr.io/linuxserver/openssh-server:latest";
+/// Annotation on the bastion Pod: the hash of its user data and firewall rules.
+pub const ANNOTATION_CONFIG_HASH: &str = "bastion.provider-local.gardener.cloud/config-hash";
+/// Default image of bastion Pods, built by `hack/images.sh` from Debian's openssh-server: any
+/// image with `sh`, `useradd`, `ssh-keygen`, `/usr/sbin/sshd` and `iptables` will do.
+pub const DEFAULT_IMAGE: &str = "gardener-rs.local/bastion:9.2p1";
 
 /// Settings of the Bastion actuator.
 #[derive(Clone, Debug)]
@@ -51,6 +58,37 @@ pub fn object_name(bastion: &Bastion) -> String {
     format!("bastion-{}", bastion.name_any())
 }
 
+/// The firewall script of the init container: SSH from each ingress range is accepted, every
+/// other SSH connection reset. Each CIDR is parsed (`spec.ingress[i].ipBlock.cidr` names a bad
+/// one) and goes to iptables or ip6tables by family; `except` ranges are reset first.
+pub fn firewall(bastion: &Bastion) -> Result<String, Error> {
+    let object = describe(bastion);
+    let mut rules = vec![
+        "set -eu".to_string(),
+        "# SSH only from the Bastion's ingress ranges; the rest of the traffic is untouched.".to_string(),
+    ];
+    let parse = |cidr: &str, field: String| {
+        cidr.parse::<ipnet::IpNet>().map_err(|e| Error::config(&object, field, format!("{cidr:?} is not a CIDR: {e}")))
+    };
+    let tool = |net: &ipnet::IpNet| if net.addr().is_ipv4() { "iptables" } else { "ip6tables" };
+    for (i, ingress) in bastion.spec.ingress.iter().enumerate() {
+        let field = format!("spec.ingress[{i}].ipBlock");
+        let net = parse(&ingress.ip_block.cidr, format!("{field}.cidr"))?;
+        for (j, except) in ingress.ip_block.except.iter().flatten().enumerate() {
+            let ex = parse(except, format!("{field}.except[{j}]"))?;
+            rules.push(format!("{} -A INPUT -p tcp --dport 22 -s {ex} -j REJECT --reject-with tcp-reset", tool(&ex)));
+        }
+        rules.push(format!("{} -A INPUT -p tcp --dport 22 -s {net} -j ACCEPT", tool(&net)));
+    }
+    rules.push("iptables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset".into());
+    // Without IPv6 in the kernel there is nothing to close (and ip6tables would fail).
+    rules.push(
+        "if [ -e /proc/net/if_inet6 ]; then ip6tables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset; fi"
+            .into(),
+    );
+    Ok(rules.join("\n") + "\n")
+}
+
 /// The objects of a bastion: user-data Secret, Pod, Service and NetworkPolicy.
 pub fn objects(bastion: &Bastion, config: &BastionConfig) -> Result<(Secret, Pod, Service, NetworkPolicy), Error> {
     let object = describe(bastion);
@@ -68,36 +106,63 @@ pub fn objects(bastion: &Bastion, config: &BastionConfig) -> Result<(Secret, Pod
     let user_data = STANDARD
         .decode(bastion.spec.user_data.trim())
         .map_err(|e| Error::config(&object, "spec.userData", format!("not base64: {e}")))?;
+    let firewall = firewall(bastion)?;
+    // The Pod is replaced when what it ran at start changes (a Pod's commands are immutable).
+    let config_hash = crate::common::sha256_hex(&[user_data.as_slice(), firewall.as_bytes()].concat());
     let secret = Secret {
         metadata: meta.clone(),
-        data: Some(BTreeMap::from([("userData".to_string(), ByteString(user_data))])),
+        data: Some(BTreeMap::from([
+            ("userData".to_string(), ByteString(user_data)),
+            ("firewall".to_string(), ByteString(firewall.into_bytes())),
+        ])),
         type_: Some("Opaque".into()),
         ..Default::default()
     };
+    let mounted = || {
+        Some(vec![VolumeMount {
+            name: "user-data".into(),
+            mount_path: "/etc/bastion".into(),
+            read_only: Some(true),
+            ..Default::default()
+        }])
+    };
+    let mut pod_meta = meta.clone();
+    pod_meta.annotations = Some(BTreeMap::from([(ANNOTATION_CONFIG_HASH.to_string(), config_hash)]));
     let pod = Pod {
-        metadata: meta.clone(),
+        metadata: pod_meta,
         spec: Some(PodSpec {
             automount_service_account_token: Some(false),
+            init_containers: Some(vec![Container {
+                name: "firewall".into(),
+                image: Some(config.image.clone()),
+                command: Some(vec!["/bin/sh".into(), "/etc/bastion/firewall".into()]),
+                volume_mounts: mounted(),
+                security_context: Some(SecurityContext {
+                    capabilities: Some(Capabilities { add: Some(vec!["NET_ADMIN".into()]), drop: None }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]),
             containers: vec![Container {
                 name: "sshd".into(),
                 image: Some(config.image.clone()),
                 command: Some(vec![
                     "/bin/sh".into(),
                     "-c".into(),
-                    "sh /etc/bastion/userData && exec /usr/sbin/sshd -D -e".into(),
+                    "sh /etc/bastion/userData && ssh-keygen -A && exec /usr/sbin/sshd -D -e".into(),
                 ]),
+                readiness_probe: Some(Probe {
+                    tcp_socket: Some(TCPSocketAction { port: IntOrString::Int(22), host: None }),
+                    period_seconds: Some(2),
+                    ..Default::default()
+                }),
                 ports: Some(vec![ContainerPort {
                     name: Some("ssh".into()),
                     container_port: 22,
                     protocol: Some("TCP".into()),
                     ..Default::default()
                 }]),
-                volume_mounts: Some(vec![VolumeMount {
-                    name: "user-data".into(),
-                    mount_path: "/etc/bastion".into(),
-                    read_only: Some(true),
-                    ..Default::default()
-                }]),
+                volume_mounts: mounted(),
                 ..Default::default()
             }],
             volumes: Some(vec![Volume {
@@ -165,6 +230,14 @@ pub fn ingress_of(service: &Service) -> Option<LoadBalancerIngress> {
     Some(LoadBalancerIngress { ip: Some(ip), ..Default::default() })
 }
 
+/// Whether the Pod's `Ready` condition is true.
+fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
 /// The Bastion actuator.
 #[derive(Clone)]
 pub struct LocalBastion {
@@ -196,10 +269,18 @@ impl Actuator<Bastion> for LocalBastion {
             .patch(&name, &params, &Patch::Apply(&policy))
             .await
             .map_err(Error::kube(what("NetworkPolicy")))?;
-        Api::<Pod>::namespaced(self.client.clone(), &ns)
-            .patch(&name, &params, &Patch::Apply(&pod))
-            .await
-            .map_err(Error::kube(what("Pod")))?;
+        let pods = Api::<Pod>::namespaced(self.client.clone(), &ns);
+        let current = pods.get_opt(&name).await.map_err(Error::kube(format!("reading Pod {ns}/{name}")))?;
+        if let Some(current) = &current
+            && current.annotations().get(ANNOTATION_CONFIG_HASH) != pod.annotations().get(ANNOTATION_CONFIG_HASH)
+        {
+            if current.metadata.deletion_timestamp.is_none() {
+                tracing::info!("replacing the bastion Pod: its user data or ingress changed");
+                delete_if_exists(&pods, &name, "Pod").await?;
+            }
+            return Ok(Outcome::done().requeue(Duration::from_secs(3)));
+        }
+        let pod = pods.patch(&name, &params, &Patch::Apply(&pod)).await.map_err(Error::kube(what("Pod")))?;
         let service = Api::<Service>::namespaced(self.client.clone(), &ns)
             .patch(&name, &params, &Patch::Apply(&service))
             .await
@@ -208,6 +289,11 @@ impl Actuator<Bastion> for LocalBastion {
             tracing::info!("waiting for the bastion Service to get an address");
             return Err(ActuatorError::requeue_after(Duration::from_secs(5)));
         };
+        if !pod_ready(&pod) {
+            tracing::info!("waiting for the bastion's sshd");
+            // Processing until sshd listens; no address is reported before.
+            return Ok(Outcome::done().requeue(Duration::from_secs(3)));
+        }
         Ok(Outcome::done()
             .with_provider_status(serde_json::json!({"service": format!("{ns}/{name}"), "pod": format!("{ns}/{name}")}))
             .with_status(move |s: &mut extension_sdk::api::extensions::BastionStatus| s.ingress = Some(ingress)))
@@ -262,6 +348,53 @@ mod tests {
         let mut bad = bastion();
         bad.spec.user_data = "%%".into();
         assert!(objects(&bad, &BastionConfig::default()).is_err());
+    }
+
+    #[test]
+    fn the_firewall_admits_ssh_from_the_ingress_ranges_only_and_only_its_init_container_has_net_admin() {
+        let mut b = bastion();
+        b.spec.ingress.push(BastionIngressPolicy {
+            ip_block: IPBlock { cidr: "fd00::/8".into(), except: Some(vec!["fd00:1::/32".into()]) },
+        });
+        let script = firewall(&b).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<&str> = script.lines().filter(|l| l.contains("tables -A")).collect();
+        assert_eq!(
+            lines,
+            [
+                "iptables -A INPUT -p tcp --dport 22 -s 10.0.0.0/8 -j ACCEPT",
+                "ip6tables -A INPUT -p tcp --dport 22 -s fd00:1::/32 -j REJECT --reject-with tcp-reset",
+                "ip6tables -A INPUT -p tcp --dport 22 -s fd00::/8 -j ACCEPT",
+                "iptables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset",
+                "if [ -e /proc/net/if_inet6 ]; then ip6tables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset; fi",
+            ]
+        );
+        let (secret, pod, _, _) = objects(&b, &BastionConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(secret.data.unwrap_or_default()["firewall"].0, script.as_bytes());
+        let hash = |b: &Bastion| {
+            let (_, pod, _, _) = objects(b, &BastionConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+            pod.metadata.annotations.unwrap_or_default()[ANNOTATION_CONFIG_HASH].clone()
+        };
+        let mut other = b.clone();
+        other.spec.ingress.pop();
+        assert_ne!(hash(&b), hash(&other), "new ingress ranges replace the Pod");
+        assert_eq!(hash(&b), hash(&b.clone()));
+        let spec = pod.spec.unwrap_or_default();
+        let init = &spec.init_containers.unwrap_or_default()[0];
+        assert_eq!(init.command.as_ref().map(|c| c[1].as_str()), Some("/etc/bastion/firewall"));
+        let net_admin = |c: &Container| {
+            c.security_context
+                .as_ref()
+                .and_then(|s| s.capabilities.as_ref())
+                .and_then(|c| c.add.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(net_admin(init), ["NET_ADMIN"]);
+        assert!(net_admin(&spec.containers[0]).is_empty(), "sshd cannot change the rules");
+
+        let mut bad = bastion();
+        bad.spec.ingress[0].ip_block.cidr = "10.0.0.0/33; reboot".into();
+        let err = firewall(&bad).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("spec.ingress[0].ipBlock.cidr"), "{err}");
     }
 
     #[test]

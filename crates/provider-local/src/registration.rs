@@ -91,7 +91,7 @@ pub fn cluster_rules() -> Value {
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "create", "patch", "delete"]},
-        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "create", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "create", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "patch", "delete"]},
         {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "patch"]},

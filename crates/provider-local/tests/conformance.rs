@@ -168,23 +168,33 @@ async fn worker_conforms() {
 fn chart_identity_with_machine_simulator(
     tc: &extension_sdk::testing::TestCluster,
 ) -> std::pin::Pin<Box<dyn Future<Output = Result<Client, String>> + Send + '_>> {
-    tokio::spawn(machine_simulator(tc.client.clone()));
+    tokio::spawn(pod_simulator(tc.client.clone(), provider_local::worker::LABEL_POOL));
     chart_identity(tc)
 }
 
-/// Test stand-in for the kubelets of machines: marks every machine Pod `Running`.
-async fn machine_simulator(admin: Client) {
+/// [`chart_identity`], plus the bastion's kubelet stand-in: its Pod turns ready.
+#[allow(clippy::type_complexity)] // the SDK's BoxFuture, spelled out
+fn chart_identity_with_bastion_simulator(
+    tc: &extension_sdk::testing::TestCluster,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<Client, String>> + Send + '_>> {
+    tokio::spawn(pod_simulator(tc.client.clone(), provider_local::bastion::LABEL_BASTION));
+    chart_identity(tc)
+}
+
+/// Test stand-in for the kubelets: marks every Pod with the label `label` `Running` and ready.
+async fn pod_simulator(admin: Client, label: &'static str) {
     use extension_sdk::k8s_openapi::api::core::v1::Pod;
     use extension_sdk::kube::ResourceExt;
     use extension_sdk::kube::api::{Api, ListParams, Patch, PatchParams};
     let pods: Api<Pod> = Api::all(admin.clone());
     loop {
-        if let Ok(list) = pods.list(&ListParams::default().labels(provider_local::worker::LABEL_POOL)).await {
+        if let Ok(list) = pods.list(&ListParams::default().labels(label)).await {
             for p in list.items {
                 let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
                 if phase != Some("Running") && p.metadata.deletion_timestamp.is_none() {
                     let api: Api<Pod> = Api::namespaced(admin.clone(), &p.namespace().unwrap_or_default());
-                    let status = Patch::Merge(json!({"status": {"phase": "Running"}}));
+                    let status = Patch::Merge(json!({"status": {"phase": "Running",
+                        "conditions": [{"type": "Ready", "status": "True"}]}}));
                     let _ = api.patch_status(&p.name_any(), &PatchParams::default(), &status).await;
                 }
             }
@@ -234,10 +244,11 @@ async fn bastion_conforms() {
             ingress: ingress("10.0.0.0/8"),
         },
     ));
-    conforms(
+    conforms_as(
         |c| LocalBastion::new(c, BastionConfig::default()),
         sample,
         move |b| b.spec.ingress = ingress("192.168.0.0/16"),
+        chart_identity_with_bastion_simulator,
     )
     .await;
 }
