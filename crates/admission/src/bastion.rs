@@ -37,6 +37,17 @@ pub fn default(b: &mut Bastion, old: Option<&Bastion>, user: &UserInfo, shoot: O
     }
 }
 
+/// Why `key` is not base64 of one OpenSSH public key (an `authorized_keys` line).
+fn public_key(key: &str) -> Result<(), &'static str> {
+    let decoded = base64::engine::general_purpose::STANDARD.decode(key).map_err(|_| "must be base64-encoded")?;
+    let line = String::from_utf8(decoded).map_err(|_| "must be base64 of an OpenSSH public key")?;
+    let line = line.trim();
+    if line.contains(['\n', '\r']) {
+        return Err("must be base64 of one OpenSSH public key, not several");
+    }
+    ssh_key::PublicKey::from_openssh(line).map(|_| ()).map_err(|_| "must be base64 of an OpenSSH public key")
+}
+
 /// Every rule; `shoot` is the referenced shoot when it exists.
 pub fn validate(b: &Bastion, old: Option<&Bastion>, user: &UserInfo, shoot: Option<&Shoot>) -> ErrorList {
     let mut errs = ErrorList::default();
@@ -60,8 +71,8 @@ pub fn validate(b: &Bastion, old: Option<&Bastion>, user: &UserInfo, shoot: Opti
     }
     if b.spec.ssh_public_key.is_empty() {
         errs.push(FieldError::required(sp.child("sshPublicKey"), ""));
-    } else if base64::engine::general_purpose::STANDARD.decode(&b.spec.ssh_public_key).is_err() {
-        errs.push(FieldError::invalid(sp.child("sshPublicKey"), "<redacted>", "must be base64-encoded"));
+    } else if let Err(why) = public_key(&b.spec.ssh_public_key) {
+        errs.push(FieldError::invalid(sp.child("sshPublicKey"), "<redacted>", why));
     }
     if b.spec.ingress.is_empty() {
         errs.push(FieldError::required(sp.child("ingress"), "at least one ingress source range is needed"));
@@ -126,7 +137,7 @@ mod tests {
             "b1",
             BastionSpec {
                 shoot_ref: LocalObjectReference { name: "demo".into() },
-                ssh_public_key: "c3NoLWVkMjU1MTkgQUFBQQ==".into(),
+                ssh_public_key: "c3NoLWVkMjU1MTkgQUFBQUMzTnphQzFsWkRJMU5URTVBQUFBSU12UmpSMXpQWjBjTFVTMXBHRTRtRzRFL1pmWTRVcTBiazhyT2wzVEl3Q3ogdXNlckBob3N0".into(),
                 ingress: vec![BastionIngressPolicy { ip_block: IPBlock { cidr: "1.2.3.4/32".into(), except: None } }],
                 ..Default::default()
             },
@@ -174,7 +185,13 @@ mod tests {
                 "bad key",
                 |b| b.spec.ssh_public_key = "not base64!".into(),
                 Some(scheduled()),
-                Some("spec.sshPublicKey: Invalid value: \"<redacted>\""),
+                Some("spec.sshPublicKey: Invalid value: \"<redacted>\": must be base64-encoded"),
+            ),
+            (
+                "no SSH key",
+                |b| b.spec.ssh_public_key = "c3NoLWVkMjU1MTkgQUFBQTsgcm0gLXJmIC8=".into(),
+                Some(scheduled()),
+                Some("spec.sshPublicKey: Invalid value: \"<redacted>\": must be base64 of an OpenSSH public key"),
             ),
             ("no ingress", |b| b.spec.ingress.clear(), Some(scheduled()), Some("spec.ingress: Required value")),
             (

@@ -180,7 +180,7 @@ pub fn corpus() -> Vec<(&'static str, Value)> {
         "bastions",
         json!({"apiVersion": "operations.gardener.cloud/v1alpha1", "kind": "Bastion",
                "metadata": {"name": "b1", "namespace": "garden-dev", "annotations": {"gardener.cloud/created-by": "alice"}},
-               "spec": {"shootRef": {"name": "demo"}, "sshPublicKey": "QUFBQQ==", "ingress": [{"ipBlock": {"cidr": "1.2.3.4/32"}}]}}),
+               "spec": {"shootRef": {"name": "demo"}, "sshPublicKey": "c3NoLWVkMjU1MTkgQUFBQUMzTnphQzFsWkRJMU5URTVBQUFBSU12UmpSMXpQWjBjTFVTMXBHRTRtRzRFL1pmWTRVcTBiazhyT2wzVEl3Q3ogdXNlckBob3N0", "ingress": [{"ipBlock": {"cidr": "1.2.3.4/32"}}]}}),
     ));
     out.push((
         "seeds",

@@ -49,7 +49,7 @@ async fn bastions_cloudprofiles_projects_seeds_bindings() {
     let bastion: Bastion = serde_json::from_value(json!({
         "apiVersion": "operations.gardener.cloud/v1alpha1", "kind": "Bastion",
         "metadata": {"name": "b1", "namespace": NS, "annotations": {"gardener.cloud/created-by": "mallory"}},
-        "spec": {"shootRef": {"name": "demo"}, "sshPublicKey": "c3NoLWVkMjU1MTkgQUFBQQ==",
+        "spec": {"shootRef": {"name": "demo"}, "sshPublicKey": "c3NoLWVkMjU1MTkgQUFBQUMzTnphQzFsWkRJMU5URTVBQUFBSU12UmpSMXpQWjBjTFVTMXBHRTRtRzRFL1pmWTRVcTBiazhyT2wzVEl3Q3ogdXNlckBob3N0",
                  "ingress": [{"ipBlock": {"cidr": "1.2.3.4/32"}}]}
     }))
     .unwrap();

@@ -25,7 +25,7 @@ fn bastion(name: &str, shoot: &str) -> Bastion {
         BastionSpec {
             shoot_ref: LocalObjectReference { name: shoot.into() },
             seed_name: Some("a".into()),
-            ssh_public_key: "c3NoLWVkMjU1MTkgQUFBQQ==".into(),
+            ssh_public_key: "c3NoLWVkMjU1MTkgQUFBQUMzTnphQzFsWkRJMU5URTVBQUFBSU12UmpSMXpQWjBjTFVTMXBHRTRtRzRFL1pmWTRVcTBiazhyT2wzVEl3Q3ogdXNlckBob3N0".into(),
             ingress: vec![BastionIngressPolicy { ip_block: IPBlock { cidr: "1.2.3.4/32".into(), except: None } }],
             ..Default::default()
         },
