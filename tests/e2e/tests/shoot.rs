@@ -12,6 +12,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
+#[path = "shoot/bastion.rs"]
+mod bastion;
+
 use e2e::{kubectl, repo_root};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 use kube::api::{Api, ListParams, PostParams};
@@ -411,6 +414,7 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
     assert_eq!(configmaps.get("kept").await.unwrap().data.unwrap()["k"], "v");
 
     credentials_rotate_on_the_real_node().await;
+    bastion::ssh_through_a_bastion_reaches_the_node(&shoot_client().await.unwrap()).await;
 
     // Hibernation: machines and control plane scaled to zero, etcd's volume kept.
     set_hibernation(true);

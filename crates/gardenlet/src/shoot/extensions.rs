@@ -204,7 +204,7 @@ fn ssh_access(authorized_keys: &str) -> (Vec<Unit>, Vec<(String, i32, String)>) 
         "#!/bin/bash\n# The user `gardener` and the shoot's SSH keys (its current and previous key pair).\nset -euo pipefail\n\
          id gardener >/dev/null 2>&1 || useradd -m -U -p '*' -s /bin/bash gardener\n\
          mkdir -p /home/gardener/.ssh\n\
-         cp {GARDENER_USER_DIR}/authorized_keys /home/gardener/.ssh/authorized_keys\n\
+         cat {GARDENER_USER_DIR}/authorized_keys > /home/gardener/.ssh/authorized_keys\n\
          chmod 0700 /home/gardener/.ssh\nchmod 0600 /home/gardener/.ssh/authorized_keys\n\
          chown -R gardener:gardener /home/gardener/.ssh\n"
     );
