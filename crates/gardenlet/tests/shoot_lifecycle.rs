@@ -125,6 +125,16 @@ impl Harness {
         tokio::spawn(controller.run(std::future::pending()))
     }
 
+    /// Starts gardenlet, creates the shoot and waits until its creation succeeded (`timeout`);
+    /// returns gardenlet's task.
+    async fn created_shoot(&mut self, timeout: Duration) -> tokio::task::JoinHandle<()> {
+        let gardenlet = self.start_gardenlet();
+        let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+        self.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+        self.wait_shoot("the shoot's creation succeeded", timeout, succeeded).await;
+        gardenlet
+    }
+
     fn shoots(&self) -> Api<Shoot> {
         Api::namespaced(self.client.clone(), "garden-dev")
     }
@@ -566,10 +576,7 @@ async fn replicas(client: &kube::Client, ns: &str) -> Vec<(String, i32)> {
 #[tokio::test]
 async fn hibernation_scales_everything_down_and_wake_up_restores_it() {
     let mut h = harness().await;
-    let _gardenlet = h.start_gardenlet();
-    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
-    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
-    h.wait_shoot("Create Succeeded", Duration::from_secs(180), succeeded).await;
+    let _gardenlet = h.created_shoot(Duration::from_secs(180)).await;
     let ns = "shoot--dev--demo";
     let running = replicas(&h.client, ns).await;
     assert!(running.iter().all(|(_, r)| *r == 1), "{running:?}");
@@ -748,10 +755,7 @@ async fn care_reports_a_broken_control_plane_between_reconciles() {
     use api::common::ConditionStatus::{False, Progressing, True};
     use std::sync::atomic::AtomicI64;
     let mut h = harness().await;
-    let _gardenlet = h.start_gardenlet();
-    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
-    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
-    h.wait_shoot("Succeeded", Duration::from_secs(180), succeeded).await;
+    let _gardenlet = h.created_shoot(Duration::from_secs(180)).await;
 
     let offset = Arc::new(AtomicI64::new(0));
     let clock_offset = offset.clone();
@@ -909,10 +913,7 @@ fn rotation_phases(s: &Shoot) -> Option<[api::core::shoot::credentials::Rotation
 async fn credentials_rotate_in_two_phases() {
     use api::core::shoot::credentials::RotationPhase;
     let mut h = harness().await;
-    let _gardenlet = h.start_gardenlet();
-    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
-    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
-    h.wait_shoot("created", Duration::from_secs(240), succeeded).await;
+    let _gardenlet = h.created_shoot(Duration::from_secs(240)).await;
     let ns = "shoot--dev--demo";
     let seed_secrets = Api::<Secret>::namespaced(h.client.clone(), ns);
     let text = |s: &Secret, k: &str| String::from_utf8(s.data.as_ref().unwrap()[k].0.clone()).unwrap();
@@ -1084,7 +1085,7 @@ async fn bastions_are_served_through_the_extension_and_removed_with_it() {
     use base64::Engine;
     let mut h = harness().await;
     h.tasks.push(spawn_controller::<ext::Bastion>(h.client.clone(), &["local"], TestActuator::new()));
-    let _gardenlet = h.start_gardenlet();
+    let _gardenlet = h.created_shoot(Duration::from_secs(180)).await;
     let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
     h.tasks.push(tokio::spawn(gardenlet::bastion::run(
         h.gardenlet.clone(),
@@ -1094,9 +1095,6 @@ async fn bastions_are_served_through_the_extension_and_removed_with_it() {
         std::future::pending(),
         ready,
     )));
-    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
-    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
-    h.wait_shoot("Succeeded", Duration::from_secs(180), succeeded).await;
 
     // The shoot's key pair, published as Gardener does, and on the nodes.
     let garden_secrets: Api<Secret> = Api::namespaced(h.client.clone(), "garden-dev");
@@ -1173,10 +1171,7 @@ async fn bastions_are_served_through_the_extension_and_removed_with_it() {
 #[tokio::test]
 async fn the_ssh_key_pair_rotates_in_one_step_keeping_the_previous_key() {
     let mut h = harness().await;
-    let _gardenlet = h.start_gardenlet();
-    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
-    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
-    h.wait_shoot("Succeeded", Duration::from_secs(180), succeeded).await;
+    let _gardenlet = h.created_shoot(Duration::from_secs(180)).await;
     let secrets: Api<Secret> = Api::namespaced(h.client.clone(), "garden-dev");
     let public = |s: Secret| String::from_utf8(s.data.unwrap()["id_rsa.pub"].0.clone()).unwrap();
     let first = public(secrets.get("demo.ssh-keypair").await.unwrap());

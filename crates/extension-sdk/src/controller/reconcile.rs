@@ -257,7 +257,11 @@ async fn execute<K: ExtensionResource, A: Actuator<K>>(
         Ok(outcome) => outcome,
         Err((e, _)) if e.requeue().is_some() => {
             let after = e.requeue().unwrap_or_default();
-            write_status(ctx, &obj, |s| status::requeued(K::default_status_of_mut(s), op, &ctx.kind, &now())).await?;
+            let generation = obj.meta().generation;
+            write_status(ctx, &obj, |s| {
+                status::requeued(K::default_status_of_mut(s), op, &ctx.kind, generation, &now())
+            })
+            .await?;
             ctx.backoff.requeue(key, after);
             return Ok(Some(after));
         }
@@ -277,7 +281,7 @@ async fn execute<K: ExtensionResource, A: Actuator<K>>(
     let generation = obj.meta().generation;
     let t = now();
     if let Some(after) = requeue_after {
-        status::requeued(K::default_status_of_mut(&mut desired), op, &ctx.kind, &t);
+        status::requeued(K::default_status_of_mut(&mut desired), op, &ctx.kind, generation, &t);
         write_status(ctx, &obj, |s| *s = desired).await?;
         ctx.backoff.requeue(key, after);
         return Ok(Some(after));

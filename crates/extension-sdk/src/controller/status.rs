@@ -38,10 +38,14 @@ pub fn processing(status: &mut DefaultStatus, op: LastOperationType, kind: &str,
     set_last_operation(status, op, LastOperationState::Processing, 1, format!("{} the {kind}", verb(op)), now);
 }
 
-/// The actuator asked to be called again: still Processing, with a note.
-pub fn requeued(status: &mut DefaultStatus, op: LastOperationType, kind: &str, now: &Time) {
+/// The actuator asked to be called again: still Processing, with a note. The generation is
+/// recorded as observed (as a failure does), so that this controller's own status write is
+/// not taken for a new request: the next attempt waits for the requested time instead of
+/// following at once (docs/extensions.md).
+pub fn requeued(status: &mut DefaultStatus, op: LastOperationType, kind: &str, generation: Option<i64>, now: &Time) {
     let description = format!("{} the {kind}: waiting to be called again", verb(op));
     set_last_operation(status, op, LastOperationState::Processing, 1, description, now);
+    status.observed_generation = generation;
 }
 
 /// The operation succeeded; `description` replaces the generic text when the actuator gave one.
@@ -157,6 +161,39 @@ mod tests {
         assert_eq!(lo.last_update_time, at(2));
         assert_eq!(s.observed_generation, Some(3));
         assert!(s.last_error.is_none());
+    }
+
+    #[test]
+    fn a_requeue_records_the_generation_so_the_next_attempt_is_no_new_request() {
+        use crate::controller::decide::{Action, ClusterView, Filter, Mode, decide};
+        let mut s = DefaultStatus::default();
+        processing(&mut s, LastOperationType::Create, "Bastion", &at(1));
+        requeued(&mut s, LastOperationType::Create, "Bastion", Some(1), &at(2));
+        assert_eq!(s.last_operation.as_ref().map(|l| l.state), Some(LastOperationState::Processing));
+        assert_eq!(s.observed_generation, Some(1));
+        let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            generation: Some(1),
+            finalizers: Some(vec!["f".into()]),
+            ..Default::default()
+        };
+        let spec = api::extensions::DefaultSpec { type_: "local".into(), ..Default::default() };
+        let types = vec!["local".to_string()];
+        let filter = Filter {
+            types: &types,
+            class: Default::default(),
+            mode: Mode::Annotation,
+            migratable: true,
+            finalizer: "f",
+        };
+        match decide(&meta, &spec, Some(&s), ClusterView::Absent, &filter) {
+            Action::Act(plan) => assert!(!plan.fresh, "the same request goes on at the requested time"),
+            other => panic!("{other:?}"),
+        }
+        let newer = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta { generation: Some(2), ..meta };
+        match decide(&newer, &spec, Some(&s), ClusterView::Absent, &filter) {
+            Action::Act(plan) => assert!(plan.fresh, "a new spec is a new request"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

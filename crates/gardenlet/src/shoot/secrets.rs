@@ -116,6 +116,19 @@ pub fn merged_gardener_section(
     out
 }
 
+/// The ShootState entries this module owns: the persistent secrets of `configs`, and the SSH
+/// key pairs whether configured or not (SSH access switched off drops them).
+pub fn managed_names(configs: &[SecretConfig]) -> Vec<String> {
+    let mut names = pki::shootstate::persistent_names(configs);
+    let ssh = pki::shoot_set::names::SSH_KEYPAIR;
+    for name in [ssh.to_string(), pki::config::old_name(ssh)] {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 /// The secrets that exist: those in the seed namespace, with the ShootState's persistent ones
 /// winning (after a restart with a lost namespace, on a restore after migration, or after an
 /// operation stopped between writing the ShootState and the seed: the ShootState is written
@@ -171,7 +184,7 @@ pub async fn reconcile(
     // Persist first: what is in the seed must always be recoverable from the garden.
     let persistent = pki::shootstate::persistent(configs, &plan.secrets);
     let current = state.as_ref().map(|s| s.spec.gardener.clone()).unwrap_or_default();
-    let wanted = merged_gardener_section(&current, &persistent, &pki::shootstate::persistent_names(configs));
+    let wanted = merged_gardener_section(&current, &persistent, &managed_names(configs));
     if state.is_none() || wanted != current {
         let mut desired = ShootState::new(&values.name, Default::default());
         desired.metadata.namespace = Some(values.garden_namespace.clone());
@@ -258,6 +271,24 @@ mod tests {
         assert_eq!(merged[0].name, "ca");
         assert_eq!(merged[0].data.0["ca.crt"], B64.encode("new"));
         assert_eq!(merged[1], other);
+    }
+
+    #[test]
+    fn ssh_key_pairs_leave_the_shootstate_when_ssh_access_is_off() {
+        let pair = |name: &str| GardenerResourceData {
+            name: name.into(),
+            type_: "Opaque".into(),
+            data: AnyJson(serde_json::json!({"id_rsa": "eA=="})),
+            labels: BTreeMap::new(),
+        };
+        let current = [pair("ssh-keypair"), pair("ssh-keypair-old")];
+        let without_ssh = pki::shoot_set::shoot_set(&pki::shoot_set::ShootInputs::new(
+            "shoot--p--s",
+            "api.internal",
+            "10.0.0.1".parse().unwrap(),
+        ));
+        let merged = merged_gardener_section(&current, &SecretSet::new(), &managed_names(&without_ssh));
+        assert!(merged.is_empty(), "{merged:?}");
     }
 
     #[test]

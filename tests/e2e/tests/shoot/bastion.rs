@@ -42,7 +42,9 @@ fn shoot_key(dir: &Path, secret: &str) -> std::path::PathBuf {
     path
 }
 
-const SSH_OPTIONS: [&str; 10] = [
+const SSH_OPTIONS: [&str; 12] = [
+    "-o",
+    "LogLevel=ERROR",
     "-o",
     "StrictHostKeyChecking=no",
     "-o",
