@@ -1201,6 +1201,18 @@ async fn the_ssh_key_pair_rotates_in_one_step_keeping_the_previous_key() {
     let keys = &osc.spec.files.iter().find(|f| f.path == "/var/lib/gardener-user/authorized_keys").unwrap().content;
     assert_eq!(keys.inline.as_ref().unwrap().data, format!("{second}{first}"), "both keys are accepted");
 
+    // A later reconcile (the status now holds the rotation's time to the second) renews nothing.
+    let done = rotated.status.as_ref().and_then(|s| s.last_operation.as_ref()).map(|l| l.last_update_time.clone());
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    annotate(&h.client, "demo", "reconcile").await;
+    h.wait_shoot("another reconcile", Duration::from_secs(120), |s| {
+        succeeded(s)
+            && s.status.as_ref().and_then(|st| st.last_operation.as_ref()).map(|l| l.last_update_time.clone()) != done
+    })
+    .await;
+    assert_eq!(public(secrets.get("demo.ssh-keypair").await.unwrap()), second, "no second renewal");
+    assert_eq!(public(secrets.get("demo.ssh-keypair.old").await.unwrap()), first);
+
     // Wait for the next second: the rotation's time is its identity.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     annotate(&h.client, "demo", "rotate-ssh-keypair").await;

@@ -16,8 +16,8 @@ use base64::engine::general_purpose::STANDARD;
 use extension_sdk::api::extensions::Bastion;
 use extension_sdk::k8s_openapi::ByteString;
 use extension_sdk::k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, LoadBalancerIngress, Pod, PodSpec, Probe, Secret, SecretVolumeSource,
-    SecurityContext, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
+    Capabilities, Container, ContainerPort, ExecAction, LoadBalancerIngress, Pod, PodSpec, Probe, Secret,
+    SecretVolumeSource, SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use extension_sdk::k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
@@ -33,6 +33,12 @@ use std::time::Duration;
 const COMPONENT: &str = "bastion";
 /// Label selecting a bastion's Pod.
 pub const LABEL_BASTION: &str = "bastion.provider-local.gardener.cloud/name";
+/// The bastion's command: the user data, host keys, then sshd as a jump host only: forwarding
+/// to SSH ports, nothing else (no agent, X11, tunnels or Unix sockets).
+const SSHD: &str = "sh /etc/bastion/userData && ssh-keygen -A && exec /usr/sbin/sshd -D -e \
+    -o 'PermitOpen=*:22' -o AllowAgentForwarding=no -o AllowStreamLocalForwarding=no -o PermitTunnel=no \
+    -o GatewayPorts=no -o X11Forwarding=no";
+
 /// Annotation on the bastion Pod: the hash of its user data and firewall rules.
 pub const ANNOTATION_CONFIG_HASH: &str = "bastion.provider-local.gardener.cloud/config-hash";
 /// Default image of bastion Pods, built by `hack/images.sh` from Debian's openssh-server: any
@@ -58,35 +64,61 @@ pub fn object_name(bastion: &Bastion) -> String {
     format!("bastion-{}", bastion.name_any())
 }
 
-/// The firewall script of the init container: SSH from each ingress range is accepted, every
-/// other SSH connection reset. Each CIDR is parsed (`spec.ingress[i].ipBlock.cidr` names a bad
-/// one) and goes to iptables or ip6tables by family; `except` ranges are reset first.
+/// The firewall script of the init container, for both address families (IPv6 only where the
+/// kernel has it; an IPv6 ingress range without it fails the script, naming the range):
+/// * in: loopback (the readiness probe), then SSH from each ingress range (`except` ranges reset
+///   first), every other connection to port 22 reset;
+/// * out: loopback, replies, SSH (to the shoot's nodes) and DNS; everything else rejected, so a
+///   bastion user reaches nothing else in the seed (no API server, no other shoot's control
+///   plane).
+///
+/// Each CIDR is parsed first (`spec.ingress[i].ipBlock.cidr` names a bad one).
 pub fn firewall(bastion: &Bastion) -> Result<String, Error> {
     let object = describe(bastion);
-    let mut rules = vec![
-        "set -eu".to_string(),
-        "# SSH only from the Bastion's ingress ranges; the rest of the traffic is untouched.".to_string(),
-    ];
     let parse = |cidr: &str, field: String| {
         cidr.parse::<ipnet::IpNet>().map_err(|e| Error::config(&object, field, format!("{cidr:?} is not a CIDR: {e}")))
     };
-    let tool = |net: &ipnet::IpNet| if net.addr().is_ipv4() { "iptables" } else { "ip6tables" };
+    let mut ranges: [Vec<String>; 2] = [Vec::new(), Vec::new()];
     for (i, ingress) in bastion.spec.ingress.iter().enumerate() {
         let field = format!("spec.ingress[{i}].ipBlock");
         let net = parse(&ingress.ip_block.cidr, format!("{field}.cidr"))?;
         for (j, except) in ingress.ip_block.except.iter().flatten().enumerate() {
             let ex = parse(except, format!("{field}.except[{j}]"))?;
-            rules.push(format!("{} -A INPUT -p tcp --dport 22 -s {ex} -j REJECT --reject-with tcp-reset", tool(&ex)));
+            ranges[usize::from(ex.addr().is_ipv6())]
+                .push(format!("-A INPUT -p tcp --dport 22 -s {ex} -j REJECT --reject-with tcp-reset"));
         }
-        rules.push(format!("{} -A INPUT -p tcp --dport 22 -s {net} -j ACCEPT", tool(&net)));
+        ranges[usize::from(net.addr().is_ipv6())].push(format!("-A INPUT -p tcp --dport 22 -s {net} -j ACCEPT"));
     }
-    rules.push("iptables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset".into());
-    // Without IPv6 in the kernel there is nothing to close (and ip6tables would fail).
-    rules.push(
-        "if [ -e /proc/net/if_inet6 ]; then ip6tables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset; fi"
-            .into(),
-    );
-    Ok(rules.join("\n") + "\n")
+    let rules = |tool: &str, admitted: &[String]| {
+        let mut out = vec![format!("{tool} -A INPUT -i lo -j ACCEPT")];
+        out.extend(admitted.iter().map(|r| format!("{tool} {r}")));
+        out.push(format!("{tool} -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset"));
+        out.push(format!("{tool} -A OUTPUT -o lo -j ACCEPT"));
+        out.push(format!("{tool} -A OUTPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT"));
+        for (proto, port) in [("tcp", 22), ("udp", 53), ("tcp", 53)] {
+            out.push(format!("{tool} -A OUTPUT -p {proto} --dport {port} -j ACCEPT"));
+        }
+        out.push(format!("{tool} -A OUTPUT -j REJECT"));
+        out
+    };
+    let mut script = vec![
+        "set -eu".to_string(),
+        "# In: SSH only from the Bastion's ingress ranges. Out: only SSH, DNS and replies.".to_string(),
+    ];
+    script.extend(rules("iptables", &ranges[0]));
+    if ranges[1].is_empty() {
+        // Without IPv6 in the kernel there is nothing to close (and ip6tables would fail).
+        script.push("if [ -e /proc/net/if_inet6 ]; then".into());
+        script.extend(rules("ip6tables", &[]).into_iter().map(|r| format!("  {r}")));
+        script.push("fi".into());
+    } else {
+        script.push(
+            "[ -e /proc/net/if_inet6 ] || { echo 'IPv6 ingress ranges, but no IPv6 in this kernel' >&2; exit 1; }"
+                .into(),
+        );
+        script.extend(rules("ip6tables", &ranges[1]));
+    }
+    Ok(script.join("\n") + "\n")
 }
 
 /// The objects of a bastion: user-data Secret, Pod, Service and NetworkPolicy.
@@ -136,6 +168,8 @@ pub fn objects(bastion: &Bastion, config: &BastionConfig) -> Result<(Secret, Pod
                 name: "firewall".into(),
                 image: Some(config.image.clone()),
                 command: Some(vec!["/bin/sh".into(), "/etc/bastion/firewall".into()]),
+                // The script's error becomes the container's termination message.
+                termination_message_policy: Some("FallbackToLogsOnError".into()),
                 volume_mounts: mounted(),
                 security_context: Some(SecurityContext {
                     capabilities: Some(Capabilities { add: Some(vec!["NET_ADMIN".into()]), drop: None }),
@@ -146,13 +180,11 @@ pub fn objects(bastion: &Bastion, config: &BastionConfig) -> Result<(Secret, Pod
             containers: vec![Container {
                 name: "sshd".into(),
                 image: Some(config.image.clone()),
-                command: Some(vec![
-                    "/bin/sh".into(),
-                    "-c".into(),
-                    "sh /etc/bastion/userData && ssh-keygen -A && exec /usr/sbin/sshd -D -e".into(),
-                ]),
+                command: Some(vec!["/bin/sh".into(), "-c".into(), SSHD.into()]),
+                // sshd writes its pid file once it listens. Not a TCP probe: the kubelet's
+                // address is outside the ingress ranges, and the firewall resets it.
                 readiness_probe: Some(Probe {
-                    tcp_socket: Some(TCPSocketAction { port: IntOrString::Int(22), host: None }),
+                    exec: Some(ExecAction { command: Some(vec!["test".into(), "-s".into(), "/run/sshd.pid".into()]) }),
                     period_seconds: Some(2),
                     ..Default::default()
                 }),
@@ -178,6 +210,9 @@ pub fn objects(bastion: &Bastion, config: &BastionConfig) -> Result<(Secret, Pod
         metadata: meta.clone(),
         spec: Some(ServiceSpec {
             type_: Some(config.service_type.clone()),
+            // A node port or load balancer would otherwise replace the client's address with a
+            // node's, and the firewall would judge the node instead of the user.
+            external_traffic_policy: (config.service_type != "ClusterIP").then(|| "Local".to_string()),
             selector: Some(select.clone()),
             ports: Some(vec![ServicePort {
                 name: Some("ssh".into()),
@@ -228,6 +263,22 @@ pub fn ingress_of(service: &Service) -> Option<LoadBalancerIngress> {
     }
     let ip = spec.cluster_ip.clone().filter(|ip| !ip.is_empty() && ip != "None")?;
     Some(LoadBalancerIngress { ip: Some(ip), ..Default::default() })
+}
+
+/// Why the Pod's init container (the firewall) failed, if it did: its last exit was not 0.
+fn init_failure(pod: &Pod) -> Option<String> {
+    let statuses = pod.status.as_ref()?.init_container_statuses.as_ref()?;
+    statuses.iter().find_map(|s| {
+        let state = s.state.as_ref();
+        let terminated =
+            state.and_then(|st| st.terminated.as_ref()).or(s.last_state.as_ref().and_then(|l| l.terminated.as_ref()));
+        let t = terminated.filter(|t| t.exit_code != 0)?;
+        Some(format!(
+            "exit code {}{}",
+            t.exit_code,
+            t.message.as_deref().map(|m| format!(": {}", m.trim())).unwrap_or_default()
+        ))
+    })
 }
 
 /// Whether the Pod's `Ready` condition is true.
@@ -289,6 +340,9 @@ impl Actuator<Bastion> for LocalBastion {
             tracing::info!("waiting for the bastion Service to get an address");
             return Err(ActuatorError::requeue_after(Duration::from_secs(5)));
         };
+        if let Some(why) = init_failure(&pod) {
+            return Err(ActuatorError::new(format!("the bastion's firewall (init container) failed: {why}")));
+        }
         if !pod_ready(&pod) {
             tracing::info!("waiting for the bastion's sshd");
             // Processing until sshd listens; no address is reported before.
@@ -357,17 +411,35 @@ mod tests {
             ip_block: IPBlock { cidr: "fd00::/8".into(), except: Some(vec!["fd00:1::/32".into()]) },
         });
         let script = firewall(&b).unwrap_or_else(|e| panic!("{e}"));
-        let lines: Vec<&str> = script.lines().filter(|l| l.contains("tables -A")).collect();
+        let input: Vec<&str> = script.lines().filter(|l| l.contains("-A INPUT")).map(str::trim).collect();
         assert_eq!(
-            lines,
+            input,
             [
+                "iptables -A INPUT -i lo -j ACCEPT",
                 "iptables -A INPUT -p tcp --dport 22 -s 10.0.0.0/8 -j ACCEPT",
+                "iptables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset",
+                "ip6tables -A INPUT -i lo -j ACCEPT",
                 "ip6tables -A INPUT -p tcp --dport 22 -s fd00:1::/32 -j REJECT --reject-with tcp-reset",
                 "ip6tables -A INPUT -p tcp --dport 22 -s fd00::/8 -j ACCEPT",
-                "iptables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset",
-                "if [ -e /proc/net/if_inet6 ]; then ip6tables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset; fi",
+                "ip6tables -A INPUT -p tcp --dport 22 -j REJECT --reject-with tcp-reset",
             ]
         );
+        for tool in ["iptables", "ip6tables"] {
+            let output: Vec<&str> =
+                script.lines().map(str::trim).filter(|l| l.starts_with(&format!("{tool} -A OUTPUT"))).collect();
+            assert_eq!(output.len(), 6, "{output:?}");
+            assert!(output[..5].iter().all(|r| r.ends_with("-j ACCEPT")), "{output:?}");
+            assert_eq!(output[5], format!("{tool} -A OUTPUT -j REJECT"), "nothing else leaves the bastion");
+        }
+        let v4_only = firewall(&bastion()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            v4_only.contains("if [ -e /proc/net/if_inet6 ]; then\n  ip6tables -A INPUT -i lo -j ACCEPT"),
+            "{v4_only}"
+        );
+        for text in [&script, &v4_only] {
+            let syntax = std::process::Command::new("sh").args(["-n", "-c", text]).status();
+            assert!(syntax.is_ok_and(|s| s.success()), "sh -n: {text}");
+        }
         let (secret, pod, _, _) = objects(&b, &BastionConfig::default()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(secret.data.unwrap_or_default()["firewall"].0, script.as_bytes());
         let hash = |b: &Bastion| {
@@ -395,6 +467,18 @@ mod tests {
         bad.spec.ingress[0].ip_block.cidr = "10.0.0.0/33; reboot".into();
         let err = firewall(&bad).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("spec.ingress[0].ipBlock.cidr"), "{err}");
+    }
+
+    #[test]
+    fn a_failed_firewall_is_reported_with_its_message() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({"status": {"initContainerStatuses": [{
+            "name": "firewall", "image": "i", "imageID": "", "ready": false, "restartCount": 1,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {"terminated": {"exitCode": 1, "message": "IPv6 ingress ranges, but no IPv6 in this kernel\n"}},
+        }]}}))
+        .unwrap_or_default();
+        assert_eq!(init_failure(&pod).as_deref(), Some("exit code 1: IPv6 ingress ranges, but no IPv6 in this kernel"));
+        assert_eq!(init_failure(&Pod::default()), None);
     }
 
     #[test]

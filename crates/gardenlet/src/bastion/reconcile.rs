@@ -99,8 +99,17 @@ async fn reconcile_bastion(bastion: &Bastion, ctx: &Context) -> Result<Action, E
         }
     };
     let ext_namespace = desired.namespace().unwrap_or_default();
-    let current =
-        ctx.extensions.get(&kube::runtime::reflector::ObjectRef::new(&desired.name_any()).within(&ext_namespace));
+    let name = desired.name_any();
+    // A miss in the cache (not filled yet after a restart) is confirmed by a read: applying
+    // again would ask the provider for a needless reconcile.
+    let current = match ctx.extensions.get(&kube::runtime::reflector::ObjectRef::new(&name).within(&ext_namespace)) {
+        Some(cached) => Some(cached),
+        None => Api::<ExtensionBastion>::namespaced(ctx.seed.clone(), &ext_namespace)
+            .get_opt(&name)
+            .await
+            .map_err(kube_err(bastion, format!("reading extension Bastion {ext_namespace}/{name}")))?
+            .map(Arc::new),
+    };
     if decide::needs_apply(current.as_deref(), &desired) {
         tracing::info!(namespace = %ext_namespace, "applying the extension Bastion");
         ctx.deployer.deploy(&desired).await.map_err(|source| Error::Deploy { bastion: describe(bastion), source })?;

@@ -203,10 +203,12 @@ fn ssh_access(authorized_keys: &str) -> (Vec<Unit>, Vec<(String, i32, String)>) 
     let script = format!(
         "#!/bin/bash\n# The user `gardener` and the shoot's SSH keys (its current and previous key pair).\nset -euo pipefail\n\
          id gardener >/dev/null 2>&1 || useradd -m -U -p '*' -s /bin/bash gardener\n\
-         mkdir -p /home/gardener/.ssh\n\
-         cat {GARDENER_USER_DIR}/authorized_keys > /home/gardener/.ssh/authorized_keys\n\
+         # Root writes into the user's home: never through a link the user may have put there.\n\
+         if [ -L /home/gardener/.ssh ]; then rm -f /home/gardener/.ssh; fi\n\
+         mkdir -p /home/gardener/.ssh\nrm -f /home/gardener/.ssh/authorized_keys\n\
+         (umask 077; cat {GARDENER_USER_DIR}/authorized_keys > /home/gardener/.ssh/authorized_keys)\n\
          chmod 0700 /home/gardener/.ssh\nchmod 0600 /home/gardener/.ssh/authorized_keys\n\
-         chown -R gardener:gardener /home/gardener/.ssh\n"
+         chown gardener:gardener /home/gardener/.ssh /home/gardener/.ssh/authorized_keys\n"
     );
     let unit = |name: &str, content: String, command| Unit {
         name: name.to_string(),
@@ -452,5 +454,7 @@ mod tests {
         assert_eq!(script.1, 0o755);
         assert!(script.0.contains("useradd -m -U -p '*' -s /bin/bash gardener"), "an unlocked account: {}", script.0);
         assert!(script.0.contains("chmod 0600 /home/gardener/.ssh/authorized_keys"));
+        let syntax = std::process::Command::new("bash").args(["-n", "-c", &script.0]).status();
+        assert!(syntax.is_ok_and(|s| s.success()), "bash -n: {}", script.0);
     }
 }

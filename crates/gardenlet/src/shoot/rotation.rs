@@ -60,13 +60,15 @@ pub fn token_secrets(rotation: Option<&ShootCredentialsRotation>) -> Option<(Rot
         .and_then(|r| Some((r.phase, r.last_initiation_time.as_ref()?)))
 }
 
-/// The SSH key-pair rotation the pair must be made for: the start time of the last one, empty
-/// before the first (see [`pki::SshKeypairConfig`]).
+/// The SSH key-pair rotation the pair must be made for: the start time of the last one in
+/// whole seconds since the epoch, empty before the first (see [`pki::SshKeypairConfig`]). Whole
+/// seconds, because the status stores the time to the second: the operation that begins the
+/// rotation holds it with a fraction, every later one without.
 pub fn ssh_keypair(rotation: Option<&ShootCredentialsRotation>) -> String {
     rotation
         .and_then(|r| r.ssh_keypair.as_ref())
         .and_then(|s| s.last_initiation_time.as_ref())
-        .map(|t| t.0.to_string())
+        .map(|t| t.0.as_second().to_string())
         .unwrap_or_default()
 }
 
@@ -145,6 +147,16 @@ mod tests {
         assert_eq!(second, Steps { cas: Some(Step::Complete), keys: Default::default() }, "only the CAs complete");
         let done = pki::rotation::rotate(&configs, &mid, &second, SystemTime::now()).unwrap().secrets;
         assert!(steps(Some(&completing), &configs, &done).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_key_pair_rotation_is_the_same_before_and_after_the_status_round_trip() {
+        let now = Time(k8s_openapi::jiff::Timestamp::from_nanosecond(1_767_225_600_123_456_789).unwrap());
+        let begun = begin(&request("rotate-ssh-keypair", true).unwrap(), None, &now);
+        let stored: ShootCredentialsRotation = serde_json::from_value(serde_json::to_value(&begun).unwrap()).unwrap();
+        assert_eq!(ssh_keypair(Some(&begun)), "1767225600");
+        assert_eq!(ssh_keypair(Some(&stored)), ssh_keypair(Some(&begun)), "a retry renews nothing");
+        assert_eq!(ssh_keypair(None), "");
     }
 
     #[test]

@@ -139,15 +139,27 @@ pub async fn ssh_through_a_bastion_reaches_the_node(shoot: &Client) {
     assert_eq!(lines.next(), Some(node.name_any().as_str()), "the command ran on the node");
     assert_eq!(lines.next(), Some("gardener"), "as the user gardener");
 
-    // After rotate-credentials-start the previous key pair is accepted until the next rotation.
-    if kubectl(&["-n", PROJECT_NS, "get", "secret", &format!("{SHOOT}.ssh-keypair.old"), "-o", "name"]).is_ok() {
-        let previous = shoot_key(dir.path(), &format!("{SHOOT}.ssh-keypair.old"));
-        ssh_through(&address, &user_key, &node_ip, &previous, "true")
-            .unwrap_or_else(|e| panic!("the previous key pair is still accepted: {e}"));
-        let stranger = key_pair(dir.path(), "stranger");
-        let refused = ssh_through(&address, &user_key, &node_ip, &stranger, "true");
-        assert!(refused.is_err_and(|e| e.contains("Permission denied")), "a key that is no shoot key is refused");
-    }
+    // rotate-credentials-start renewed the key pair: the previous one is accepted until the
+    // next rotation; a key that is no shoot key is not.
+    let previous = shoot_key(dir.path(), &format!("{SHOOT}.ssh-keypair.old"));
+    ssh_through(&address, &user_key, &node_ip, &previous, "true")
+        .unwrap_or_else(|e| panic!("the previous key pair is still accepted: {e}"));
+    let stranger = key_pair(dir.path(), "stranger");
+    let refused = ssh_through(&address, &user_key, &node_ip, &stranger, "true");
+    assert!(refused.is_err_and(|e| e.contains("Permission denied")), "a key that is no shoot key is refused");
+
+    // The bastion is a jump host to SSH ports only: nothing else in the seed is reachable from
+    // it (here the API server's Service).
+    let api = kubectl(&["-n", "default", "get", "service", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"]).unwrap();
+    let on_bastion = run(Command::new("ssh")
+        .args(SSH_OPTIONS)
+        .arg("-i")
+        .arg(&user_key)
+        .arg(format!("gardener@{address}"))
+        .arg(format!("/bin/busybox nc -w 3 {api} 443 </dev/null; echo rc=$?")))
+    .unwrap();
+    eprintln!("from the bastion to the API server {api}:443: {}", on_bastion.trim());
+    assert!(on_bastion.contains("rc=1") && on_bastion.contains("refused"), "egress is closed: {on_bastion}");
 
     // From outside the admitted range the bastion refuses the connection.
     kubectl(&["create", "namespace", PROBE_NS]).unwrap();
@@ -167,6 +179,44 @@ pub async fn ssh_through_a_bastion_reaches_the_node(shoot: &Client) {
     eprintln!("from {probe_ip}, outside {source}/32: {}", log.trim());
     assert!(log.contains("Connection refused") && !log.contains("SSH-2.0"), "refused from outside: {log}");
     kubectl(&["delete", "namespace", PROBE_NS, "--wait=false"]).unwrap();
+
+    // A Bastion for someone elsewhere: ready all the same (its readiness does not depend on the
+    // admitted range), and this host is refused.
+    let remote = serde_json::json!({
+        "apiVersion": "operations.gardener.cloud/v1alpha1", "kind": "Bastion",
+        "metadata": {"name": "e2e-elsewhere", "namespace": PROJECT_NS},
+        "spec": {"shootRef": {"name": SHOOT},
+                 "sshPublicKey": base64::engine::general_purpose::STANDARD.encode(public.trim()),
+                 "ingress": [{"ipBlock": {"cidr": "203.0.113.0/24"}}]},
+    });
+    std::fs::write(&file, remote.to_string()).unwrap();
+    kubectl(&["apply", "-f", &file.display().to_string()]).unwrap();
+    let (elsewhere, _) = wait("the Bastion for 203.0.113.0/24 is ready", STEP_TIMEOUT, || async {
+        let state = kubectl(&[
+            "-n",
+            PROJECT_NS,
+            "get",
+            "bastion.operations.gardener.cloud",
+            "e2e-elsewhere",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"BastionReady\")].status}/{.status.ingress.ip}",
+        ])?;
+        match state.split_once('/') {
+            Some(("True", ip)) if !ip.is_empty() => Ok(Some(ip.to_string())),
+            _ => Err(format!("BastionReady/ip: {state}")),
+        }
+    })
+    .await;
+    let refused = run(Command::new("ssh")
+        .args(SSH_OPTIONS)
+        .arg("-i")
+        .arg(&user_key)
+        .arg(format!("gardener@{elsewhere}"))
+        .arg("true"));
+    eprintln!("this host to the bastion for 203.0.113.0/24: {refused:?}");
+    assert!(refused.is_err_and(|e| e.contains("refused") || e.contains("reset")), "the host is outside its range");
+    kubectl(&["-n", PROJECT_NS, "delete", "bastion.operations.gardener.cloud", "e2e-elsewhere", "--wait=false"])
+        .unwrap();
 
     // Deleting the Bastion removes the bastion host.
     kubectl(&["-n", PROJECT_NS, "delete", "bastion.operations.gardener.cloud", BASTION, "--wait=false"]).unwrap();
