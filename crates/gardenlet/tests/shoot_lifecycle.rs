@@ -1063,6 +1063,18 @@ async fn eventually<T>(
     }
 }
 
+/// The `authorized_keys` the pool's OperatingSystemConfig gives the nodes, and that config.
+async fn node_authorized_keys(client: &kube::Client) -> (String, ext::OperatingSystemConfig) {
+    let osc = Api::<ext::OperatingSystemConfig>::namespaced(client.clone(), "shoot--dev--demo")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let file = osc.spec.files.iter().find(|f| f.path == "/var/lib/gardener-user/authorized_keys").unwrap();
+    (file.content.inline.as_ref().unwrap().data.clone(), osc)
+}
+
 const USER_KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMvRjR1zPZ0cLUS1pGE4mG4E/ZfY4Uq0bk8rOl3TIwCz jane@laptop";
 
 fn operations_bastion(name: &str, key: &str) -> api::operations::Bastion {
@@ -1109,14 +1121,8 @@ async fn bastions_are_served_through_the_extension_and_removed_with_it() {
     let worker = Api::<ext::Worker>::namespaced(h.client.clone(), "shoot--dev--demo").get("demo").await.unwrap();
     let b64 = base64::engine::general_purpose::STANDARD;
     assert_eq!(b64.decode(worker.spec.ssh_public_key.unwrap()).unwrap(), public.as_bytes());
-    let osc = Api::<ext::OperatingSystemConfig>::namespaced(h.client.clone(), "shoot--dev--demo")
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .remove(0);
-    let keys_file = osc.spec.files.iter().find(|f| f.path == "/var/lib/gardener-user/authorized_keys").unwrap();
-    assert_eq!(keys_file.content.inline.as_ref().unwrap().data, public);
+    let (keys, osc) = node_authorized_keys(&h.client).await;
+    assert_eq!(keys, public);
     assert!(osc.spec.units.iter().any(|u| u.name == "sshd.service"));
 
     let bastions: Api<Bastion> = Api::namespaced(h.client.clone(), "garden-dev");
@@ -1195,14 +1201,8 @@ async fn the_ssh_key_pair_rotates_in_one_step_keeping_the_previous_key() {
     let second = public(secrets.get("demo.ssh-keypair").await.unwrap());
     assert_ne!(second, first);
     assert_eq!(public(secrets.get("demo.ssh-keypair.old").await.unwrap()), first);
-    let osc = Api::<ext::OperatingSystemConfig>::namespaced(h.client.clone(), "shoot--dev--demo")
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .remove(0);
-    let keys = &osc.spec.files.iter().find(|f| f.path == "/var/lib/gardener-user/authorized_keys").unwrap().content;
-    assert_eq!(keys.inline.as_ref().unwrap().data, format!("{second}{first}"), "both keys are accepted");
+    let (keys, _) = node_authorized_keys(&h.client).await;
+    assert_eq!(keys, format!("{second}{first}"), "both keys are accepted");
 
     // A later reconcile (the status now holds the rotation's time to the second) renews nothing.
     let done = rotated.status.as_ref().and_then(|s| s.last_operation.as_ref()).map(|l| l.last_update_time.clone());

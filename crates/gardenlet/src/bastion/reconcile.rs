@@ -2,8 +2,9 @@
 //! the extension Bastion in the shoot's seed namespace when its spec changed, and report its
 //! address and `BastionReady` (server-side apply of the status fields gardenlet owns; the
 //! controller-manager owns the heartbeat and expiration). On deletion: delete the extension
-//! Bastion, wait (its watch wakes us) until it is gone, then release the finalizer. Nothing
-//! polls: the Bastion and extension-Bastion watches bring every change.
+//! Bastion, wait (its watch wakes us) until it is gone, then release the finalizer. The Bastion
+//! and extension-Bastion watches bring every change; only a missing shoot (30 s) and a
+//! deletion in progress (60 s, should an event be missed) are looked at again on a timer.
 
 use super::Context;
 use super::decide::{self, LABEL_NAME, LABEL_NAMESPACE, NotYet};
