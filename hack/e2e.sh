@@ -44,11 +44,13 @@ if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run -p e2e --test local_cluster --no-fail-fast
   cargo nextest run -p e2e --test garden --no-fail-fast -j 1
   cargo nextest run -p e2e --test shoot --no-fail-fast -j 1
+  cargo nextest run -p e2e --test managed_seed --no-fail-fast -j 1
   cargo nextest run -p e2e --test faults --no-fail-fast -j 1
 else
   cargo test -p e2e --test local_cluster
   cargo test -p e2e --test garden -- --test-threads=1
   cargo test -p e2e --test shoot -- --test-threads=1
+  cargo test -p e2e --test managed_seed -- --test-threads=1
   cargo test -p e2e --test faults -- --test-threads=1
 fi
 

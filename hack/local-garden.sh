@@ -17,16 +17,31 @@ die() { echo "local-garden: error: $*" >&2; exit 1; }
 [ -x "$KUBECTL" ] || die "$KUBECTL is missing; run \`make local-up\`"
 hack/setup-helm.sh
 
-release() { # release NAME CHART
+release() { # release NAME CHART [--set-json K=JSON]...
   local start=$SECONDS
   python3 hack/helm.py upgrade "$1" "charts/gardener/$2" --namespace "$NS" --kubeconfig "$KUBECONFIG_FILE" \
-    --values "hack/local-values/$2.yaml" --timeout 300 >/dev/null ||
+    --values "hack/local-values/$2.yaml" "${@:3}" --timeout 300 >/dev/null ||
     die "helm could not install $1 (its error is above); \`$KUBECTL --kubeconfig $KUBECONFIG_FILE -n $NS get pods\` and the pods' logs say more"
   log "$1 installed and Ready in $((SECONDS - start)) s"
 }
 
+# The seeds' backup store (docs/migration.md): a directory of the host, in the state directory
+# (so `local-cluster down` removes it), owned by the UID our images run as. provider-local keeps
+# backup buckets there, gardenlet writes final etcd snapshots into them, etcd restores from them,
+# and the machines of ManagedSeed shoots mount it (pools with providerConfig.backupStore), so
+# their gardenlet and provider-local see the same files at the same path.
+state_dir=$(cd "$(dirname "$KUBECONFIG_FILE")" && pwd)
+backup_dir="$state_dir/backup"
+mkdir -p "$backup_dir"
+chown 65532:65532 "$backup_dir"
+backup_volume='[{"name": "backup", "hostPath": {"path": "'"$backup_dir"'", "type": "Directory"}}]'
+backup_mount='[{"name": "backup", "mountPath": "'"$backup_dir"'"}]'
+
 release gardener-controlplane controlplane
-release gardenlet gardenlet
+release gardenlet gardenlet \
+  --set-json "additionalVolumes=$backup_volume" --set-json "additionalVolumeMounts=$backup_mount" \
+  --set-json "config.managedSeeds.additionalVolumes=$backup_volume" \
+  --set-json "config.managedSeeds.additionalVolumeMounts=$backup_mount"
 
 # provider-local is registered, not installed: the controller-manager asks the seed's gardenlet
 # for it (ControllerInstallation provider-local-local) and gardenlet deploys the objects of its
@@ -40,8 +55,13 @@ version=$("$provider_local" --version | awk '{print $2}')
 # A garden set up before provider-local was registered had it as a Helm release.
 python3 hack/helm.py uninstall gardener-extension-provider-local --namespace "$NS" --kubeconfig "$KUBECONFIG_FILE" >/dev/null 2>&1 || true
 machine_image="gardener-rs.local/machine:v1.20.2" # the tag hack/images.sh gives it (K8S_VERSION)
+# The machines pull what they do not carry from the local cluster's registry (docs/local-setup.md),
+# whose certificate the cluster CA issued.
+registry_ca="$state_dir/pki/ca/ca.crt"
+[ -f "$registry_ca" ] || die "$registry_ca is missing; run \`make local-up\`"
 "$provider_local" registration --image "gardener-rs.local/gardener-extension-provider-local:v$version" --policy Always \
-  --machine-image "$machine_image" |
+  --machine-image "$machine_image" --registry-mirror https://10.250.0.1:5000 --registry-ca-file "$registry_ca" \
+  --backup-host-path "$backup_dir" |
   "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" apply -f - >/dev/null ||
   die "could not register provider-local"
 installation() {

@@ -22,7 +22,13 @@ die() { echo "shoot-kubeconfig: error: $*" >&2; exit 1; }
 command -v openssl >/dev/null || die "openssl is missing (apt-get install openssl)"
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
-ns=$(k get project "$project" -o 'jsonpath={.spec.namespace}' 2>/dev/null) || die "project $project does not exist"
+# Project garden is the garden namespace itself (the shoots of ManagedSeeds), with or without a
+# Project object.
+if [ "$project" = garden ] && ! k get project garden >/dev/null 2>&1; then
+  ns=garden
+else
+  ns=$(k get project "$project" -o 'jsonpath={.spec.namespace}' 2>/dev/null) || die "project $project does not exist"
+fi
 [ -n "$ns" ] || die "project $project has no namespace yet"
 k -n "$ns" get shoot "$shoot" >/dev/null 2>&1 || die "shoot $project/$shoot does not exist"
 

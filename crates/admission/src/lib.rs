@@ -1,7 +1,7 @@
 //! Admission for the garden: what users `kubectl apply` is defaulted and validated before it is
 //! stored. The rules are pure functions of the object, the previous object, the requester and
 //! the related objects passed in as values ([`shoot`], [`seed`], [`project`], [`cloudprofile`],
-//! [`namespacedcloudprofile`], [`bastion`], [`managedseed`], [`secretbinding`],
+//! [`namespacedcloudprofile`], [`bastion`], [`managedseed`], [`managedseedset`], [`secretbinding`],
 //! [`credentialsbinding`], [`workloadidentity`], [`exposureclass`], [`internalsecret`],
 //! [`adminkubeconfigrequest`]); every refusal is a list of field errors
 //! ([`field`]). The webhook server ([`server`]) decodes AdmissionReviews, looks the related
@@ -24,6 +24,7 @@ pub mod credentialsbinding;
 pub mod exposureclass;
 pub mod internalsecret;
 pub mod managedseed;
+pub mod managedseedset;
 pub mod namespacedcloudprofile;
 pub mod project;
 pub mod quota;

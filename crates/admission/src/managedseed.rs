@@ -7,8 +7,20 @@ use crate::field::{ErrorList, FieldError, Path};
 use api::helpers::constants::GARDEN_NAMESPACE;
 use api::seedmanagement::ManagedSeed;
 
-/// Every rule; `shoot_exists` says whether the named shoot exists in the ManagedSeed's namespace.
-pub fn validate(ms: &ManagedSeed, old: Option<&ManagedSeed>, shoot_exists: bool) -> ErrorList {
+/// What a new ManagedSeed must not collide with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Garden {
+    /// Whether the named shoot exists in the ManagedSeed's namespace.
+    pub shoot_exists: bool,
+    /// Whether a Seed of the ManagedSeed's name exists already (its gardenlet would take it over).
+    pub seed_exists: bool,
+    /// Another ManagedSeed that registers the same shoot (two gardenlets would share its objects).
+    pub other_for_shoot: Option<String>,
+}
+
+/// Every rule; `garden` says what exists already.
+pub fn validate(ms: &ManagedSeed, old: Option<&ManagedSeed>, garden: &Garden) -> ErrorList {
+    let shoot_exists = garden.shoot_exists;
     let mut errs = ErrorList::default();
     errs.0.extend(dns_label(&Path::new("metadata").child("name"), ms.metadata.name.as_deref().unwrap_or(""), 63));
     if ms.metadata.namespace.as_deref() != Some(GARDEN_NAMESPACE) {
@@ -38,6 +50,21 @@ pub fn validate(ms: &ManagedSeed, old: Option<&ManagedSeed>, shoot_exists: bool)
     }
     if let Some(old) = old {
         errs.0.extend(immutable(&sp.child("shoot"), &ms.spec.shoot, &old.spec.shoot));
+    } else {
+        let name = ms.metadata.name.as_deref().unwrap_or("");
+        if garden.seed_exists {
+            errs.push(FieldError::invalid(
+                Path::new("metadata").child("name"),
+                name,
+                "a Seed of this name exists already; a ManagedSeed registers a new seed of its own name",
+            ));
+        }
+        if let (Some(other), Some(shoot)) = (&garden.other_for_shoot, &ms.spec.shoot) {
+            errs.push(FieldError::forbidden(
+                sp.child("shoot").child("name"),
+                format!("shoot {} is already registered as a seed by ManagedSeed {other}", shoot.name),
+            ));
+        }
     }
     errs
 }
@@ -90,7 +117,7 @@ mod tests {
         for (name, mutate, exists, want) in cases {
             let mut m = ms();
             mutate(&mut m);
-            let errs = validate(&m, None, exists);
+            let errs = validate(&m, None, &Garden { shoot_exists: exists, ..Default::default() });
             match want {
                 None => assert!(errs.is_empty(), "{name}: {errs}"),
                 Some(w) => assert!(errs.iter().any(|e| e.to_string().starts_with(w)), "{name}: want {w:?}, got {errs}"),
@@ -98,6 +125,16 @@ mod tests {
         }
         let mut changed = ms();
         changed.spec.shoot = Some(ShootReference { name: "other".into() });
-        assert!(validate(&changed, Some(&ms()), true).has("spec.shoot"));
+        let present = Garden { shoot_exists: true, ..Default::default() };
+        assert!(validate(&changed, Some(&ms()), &present).has("spec.shoot"));
+        let taken = Garden { seed_exists: true, ..present.clone() };
+        assert!(validate(&ms(), None, &taken).to_string().contains("a Seed of this name exists already"));
+        assert!(validate(&ms(), Some(&ms()), &taken).is_empty(), "an existing ManagedSeed's own Seed is no collision");
+        let twice = Garden { other_for_shoot: Some("garden/first".into()), ..present };
+        assert!(
+            validate(&ms(), None, &twice)
+                .to_string()
+                .contains("shoot seed-x is already registered as a seed by ManagedSeed garden/first")
+        );
     }
 }

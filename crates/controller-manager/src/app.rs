@@ -46,6 +46,8 @@ pub fn add_to(
     runner.add_task_with_readiness(move |stop, ready| crate::namespacedcloudprofile::run(c, n, stop, ready));
     let (c, n) = (common(crate::shootseedlabels::NAME), config.controllers.shoot_seed_labels.concurrent_syncs);
     runner.add_task_with_readiness(move |stop, ready| crate::shootseedlabels::run(c, n, stop, ready));
+    let (c, n) = (common(crate::managedseedset::reconcile::NAME), config.controllers.managed_seed_set.concurrent_syncs);
+    runner.add_task_with_readiness(move |stop, ready| crate::managedseedset::run(c, n, stop, ready));
     let (c, n) = (common.clone(), config.controllers.protection.concurrent_syncs);
     runner.add_task_with_readiness(move |stop, ready| crate::protection::run(c, n, stop, ready));
     Ok(metrics)

@@ -97,6 +97,21 @@ pub struct Controllers {
     pub controller_installation: InstallationConfig,
     pub namespaced_cloud_profile: NamespacedCloudProfileConfig,
     pub shoot_seed_labels: ShootSeedLabelsConfig,
+    pub managed_seed_set: ManagedSeedSetConfig,
+}
+
+/// The ManagedSeedSet controller.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ManagedSeedSetConfig {
+    /// Sets reconciled at once.
+    pub concurrent_syncs: u16,
+}
+
+impl Default for ManagedSeedSetConfig {
+    fn default() -> Self {
+        Self { concurrent_syncs: 5 }
+    }
 }
 
 /// The shoot seed-label controller.
@@ -332,6 +347,7 @@ impl Config {
             ("controllers.shootMaintenance.concurrentSyncs", c.shoot_maintenance.concurrent_syncs),
             ("controllers.controllerInstallation.concurrentSyncs", c.controller_installation.concurrent_syncs),
             ("controllers.namespacedCloudProfile.concurrentSyncs", c.namespaced_cloud_profile.concurrent_syncs),
+            ("controllers.managedSeedSet.concurrentSyncs", c.managed_seed_set.concurrent_syncs),
         ] {
             if value == 0 {
                 return Err((field, "must be at least 1".into()));
@@ -407,6 +423,7 @@ mod tests {
         let _ = std::fs::create_dir_all(&dir);
         let cases = [
             ("controllers: {project: {concurrentSyncs: 0}}", "controllers.project.concurrentSyncs"),
+            ("controllers: {managedSeedSet: {concurrentSyncs: 0}}", "controllers.managedSeedSet.concurrentSyncs"),
             ("controllers: {bastion: {maxLifetimeSeconds: 0}}", "controllers.bastion.maxLifetimeSeconds"),
             (
                 "controllers: {adminKubeconfig: {maxExpirationSeconds: 60}}",

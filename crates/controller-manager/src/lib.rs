@@ -16,6 +16,8 @@
 //!   parent merged with its additions, kept current when either changes.
 //! * [`shootseedlabels`]: every Shoot carries the `name.seed.gardener.cloud/<seed>` labels of
 //!   its `spec.seedName` and `status.seedName`, which gardenlets select their shoots by.
+//! * [`managedseedset`]: a ManagedSeedSet keeps its number of ManagedSeeds and their Shoots
+//!   (GEP-13): one replica at a time, scale-in by GEP-13's priorities, in-place rolling updates.
 //! * [`protection`]: CloudProfiles, SecretBindings, their Secrets and Quotas carry a finalizer
 //!   while anything uses them.
 //!
@@ -32,6 +34,7 @@ pub mod config;
 pub mod hibernation;
 pub mod installation;
 pub mod maintenance;
+pub mod managedseedset;
 pub mod metrics;
 
 pub mod namespacedcloudprofile;

@@ -14,6 +14,7 @@ use api::authentication::{AdminKubeconfigRequest, AdminKubeconfigRequestPhase as
 use api::common::LocalObjectReference;
 use api::core::Shoot;
 use base64::Engine;
+use controller_manager::Clock;
 use k8s_openapi::jiff::SignedDuration;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -157,7 +158,14 @@ async fn requests_wait_for_the_ca_are_issued_for_the_users_key_and_go_when_they_
 
     // Half an hour later the certificate has expired and the request is gone; so are the
     // requests that were never issued (their requested validity passed too).
-    running.clock.advance(SignedDuration::from_secs(1900));
+    // The manual clock stood still since the start while the API server stamped the requests
+    // with the real time, so it moves past the latest creation, not just past its own start
+    // (on a loaded machine the two are minutes apart).
+    let mut latest = running.clock.now();
+    for r in requests.list(&Default::default()).await.unwrap() {
+        latest = latest.max(r.metadata.creation_timestamp.unwrap().0);
+    }
+    running.clock.set(latest + SignedDuration::from_secs(1900));
     for name in ["alice-1", "garbled", "nobody", "orphan"] {
         eventually(&format!("{name} deleted"), || async {
             match requests.get_opt(name).await.map_err(|e| e.to_string())? {

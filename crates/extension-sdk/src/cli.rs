@@ -138,7 +138,12 @@ impl CommonArgs {
 
 /// A client from a kubeconfig file, or from the inferred configuration when `path` is `None`.
 pub async fn client(path: Option<&std::path::Path>) -> Result<kube::Client, ClientError> {
-    let config = match path {
+    kube::Client::try_from(config(path).await?).map_err(ClientError::Client)
+}
+
+/// The client configuration of a kubeconfig file, or the inferred one when `path` is `None`.
+pub async fn config(path: Option<&std::path::Path>) -> Result<kube::Config, ClientError> {
+    Ok(match path {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
                 .map_err(|source| ClientError::Read { path: path.to_path_buf(), source })?;
@@ -147,8 +152,7 @@ pub async fn client(path: Option<&std::path::Path>) -> Result<kube::Client, Clie
                 .map_err(|source| ClientError::Kubeconfig { path: path.to_path_buf(), source })?
         }
         None => kube::Config::infer().await.map_err(ClientError::Infer)?,
-    };
-    kube::Client::try_from(config).map_err(ClientError::Client)
+    })
 }
 
 /// An error and its causes, one per line (the parts of [`crate::events::error_chain`]).

@@ -37,6 +37,55 @@ pub struct GardenletConfig {
     /// `name` gets that handler's settings on its kube-apiserver Service (docs/gardenlet.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exposure_class_handlers: Vec<ExposureClassHandler>,
+    /// How this gardenlet deploys gardenlets into the shoots of ManagedSeeds it hosts.
+    #[serde(default, skip_serializing_if = "ManagedSeedSettings::is_default")]
+    pub managed_seeds: ManagedSeedSettings,
+}
+
+/// Settings of the ManagedSeed controller (docs/gardenlet.md, ManagedSeeds).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ManagedSeedSettings {
+    /// The garden's API server address as a gardenlet inside a shoot reaches it (Gardener's
+    /// `gardenClientConnection.gardenClusterAddress`); absent: the address this gardenlet uses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub garden_cluster_address: Option<String>,
+    /// A PEM file with the CA that signed the garden's serving certificate; absent: the CA this
+    /// gardenlet trusts the garden with.
+    #[serde(rename = "gardenClusterCAFile", skip_serializing_if = "Option::is_none")]
+    pub garden_cluster_ca_file: Option<PathBuf>,
+    /// The image of the gardenlets deployed into managed seeds; absent:
+    /// `gardener-rs.local/gardenlet:v<this gardenlet's version>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gardenlet_image: Option<String>,
+    /// ManagedSeeds reconciled at once (default 2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrent_syncs: Option<u16>,
+    /// Pod volumes (core/v1 Volume) every managed gardenlet gets, before the ManagedSeed's own
+    /// `spec.gardenlet.deployment.additionalVolumes`: what the seeds' machines share with this
+    /// one (the local garden's backup store, docs/migration.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub additional_volumes: Vec<serde_json::Value>,
+    /// Their mounts (core/v1 VolumeMount) in the gardenlet container.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub additional_volume_mounts: Vec<serde_json::Value>,
+}
+
+impl ManagedSeedSettings {
+    fn is_default(&self) -> bool {
+        self == &Self::default()
+    }
+
+    /// The image of managed gardenlets.
+    pub fn gardenlet_image(&self) -> String {
+        self.gardenlet_image
+            .clone()
+            .unwrap_or_else(|| format!("gardener-rs.local/gardenlet:v{}", env!("CARGO_PKG_VERSION")))
+    }
+
+    pub fn concurrent_syncs(&self) -> u16 {
+        self.concurrent_syncs.unwrap_or(2)
+    }
 }
 
 /// One ExposureClass handler, as in Gardener's gardenlet configuration, limited to what a seed
@@ -89,7 +138,12 @@ pub struct SeedConfig {
 }
 
 fn default_capacity() -> i64 {
-    250
+    SeedConfig::DEFAULT_CAPACITY
+}
+
+impl SeedConfig {
+    /// Shoots a seed hosts when its configuration does not say.
+    pub const DEFAULT_CAPACITY: i64 = 250;
 }
 
 /// Settings of gardenlet's controllers.
@@ -229,6 +283,9 @@ impl GardenletConfig {
                     ),
                 ));
             }
+        }
+        if self.managed_seeds.concurrent_syncs == Some(0) {
+            return Err(("managedSeeds.concurrentSyncs", "must be at least 1".into()));
         }
         if !(1..=100).contains(&self.control_plane_requests_percent) {
             return Err((

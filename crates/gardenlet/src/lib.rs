@@ -6,6 +6,7 @@ pub mod components;
 pub mod config;
 pub mod flow;
 pub mod installation;
+pub mod managedseed;
 pub mod metrics;
 pub mod seed;
 pub mod shoot;

@@ -1,7 +1,7 @@
 //! The gardenlet binary: `gardenlet --config <file>`.
 //!
 //! Registers the seed of the configuration file in the garden and runs the seed controller,
-//! the shoot controller, the ControllerInstallation controller, the Bastion controller and the
+//! the shoot controller, the ControllerInstallation controller, the Bastion controller, the ManagedSeed controller and the
 //! ShootState sync, with `/healthz`, `/readyz` and `/metrics` on
 //! `--metrics-bind-address`, until SIGTERM or Ctrl+C. See `--help`.
 
@@ -38,7 +38,13 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let config = Arc::new(GardenletConfig::load(&cli.config)?);
     // The configuration's garden kubeconfig wins over --kubeconfig, which wins over inference.
-    let garden = cli::client(config.garden_kubeconfig.as_deref().or(cli.common.kubeconfig.as_deref())).await?;
+    let garden_config = cli::config(config.garden_kubeconfig.as_deref().or(cli.common.kubeconfig.as_deref())).await?;
+    let garden_endpoint = gardenlet::managedseed::GardenEndpoint::from_config(&garden_config, &config.managed_seeds)
+        .map_err(|e| {
+            let file = config.managed_seeds.garden_cluster_ca_file.as_deref().unwrap_or(std::path::Path::new(""));
+            format!("managedSeeds.gardenClusterCAFile {}: {e}", file.display())
+        })?;
+    let garden = kube::Client::try_from(garden_config)?;
     let seed = match config.seed_kubeconfig.as_deref() {
         Some(path) => cli::client(Some(path)).await?,
         None => garden.clone(),
@@ -61,7 +67,8 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut runner = extension_sdk::runner::Runner::new(garden.clone(), runner_config)?;
     let seed_controller =
-        SeedController::new(garden.clone(), config.seed.clone(), config.controllers.seed_heartbeat(), gardener);
+        SeedController::new(garden.clone(), config.seed.clone(), config.controllers.seed_heartbeat(), gardener)
+            .with_seed_cluster(seed.clone());
     runner.add_task(move |stop| seed_controller.run(stop));
     let (sync_seed, sync_garden, sync_name) = (seed.clone(), garden.clone(), config.seed.name.clone());
     runner.add_task(move |stop| async move {
@@ -79,6 +86,19 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let bastion_concurrency = config.controllers.bastion_concurrent_syncs;
     runner.add_task_with_readiness(move |stop, ready| {
         gardenlet::bastion::run(bastion_garden, bastion_seed, bastion_name, bastion_concurrency, stop, ready)
+    });
+    let managed_seed_ctx = gardenlet::managedseed::Context {
+        seed_name: config.seed.name.clone(),
+        garden: garden.clone(),
+        seed: seed.clone(),
+        parent: config.clone(),
+        endpoint: garden_endpoint,
+        image: config.managed_seeds.gardenlet_image(),
+        poll: Duration::from_secs(5),
+    };
+    let managed_seed_concurrency = config.managed_seeds.concurrent_syncs();
+    runner.add_task_with_readiness(move |stop, ready| {
+        gardenlet::managedseed::run(managed_seed_ctx, managed_seed_concurrency, stop, ready)
     });
     // One cache of this seed's Shoots, filled by the shoot controller's watch, read by both.
     let caches = gardenlet::shoot::controller::SharedCaches::default();

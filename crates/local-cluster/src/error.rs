@@ -57,8 +57,12 @@ pub enum Error {
         #[source]
         source: serde_yaml::Error,
     },
+    #[error("the image registry: {0}")]
+    Registry(String),
     #[error("cluster DNS")]
     Dns(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("the storage provisioner")]
+    Storage(#[source] hostpath_provisioner::Error),
 }
 
 impl Error {

@@ -69,6 +69,10 @@ impl Layout {
     pub fn kubelet(&self) -> PathBuf {
         self.root.join("kubelet")
     }
+    /// The image registry's storage (distribution's filesystem driver).
+    pub fn registry(&self) -> PathBuf {
+        self.root.join("registry")
+    }
     /// Host directories behind PersistentVolumes of the default StorageClass.
     pub fn volumes(&self) -> PathBuf {
         self.root.join("volumes")

@@ -5,6 +5,7 @@
 //! * [`up`] brings it up (idempotent; repairs what died), [`down`] removes every trace;
 //! * [`render`] and [`pki`] produce its configuration; [`host`] knows what it changes on the
 //!   host and puts it back; [`process`] starts, finds and stops its processes by PID;
+//! * [`registry`] runs the image registry machines pull from and fills it;
 //! * [`addons`] runs DNS and storage; [`manifests`] are the objects `up` applies;
 //! * [`dnsclient`] asks the cluster DNS a question (readiness, tests).
 
@@ -18,6 +19,7 @@ pub mod layout;
 pub mod manifests;
 pub mod pki;
 pub mod process;
+pub mod registry;
 pub mod render;
 pub mod settings;
 pub mod up;

@@ -34,6 +34,11 @@ enum Command {
         /// Seconds each readiness wait may take.
         #[arg(long, default_value_t = 180)]
         timeout: u64,
+        /// The image registry's binary (`hack/setup-local.sh` unpacks Debian's docker-registry)
+        /// [default: $REGISTRY_DIR/root/usr/bin/docker-registry, $REGISTRY_DIR defaulting to
+        /// ~/.cache/gardener-rs/docker-registry]
+        #[arg(long, value_name = "PATH")]
+        registry_binary: Option<PathBuf>,
     },
     /// Remove the cluster and restore the host.
     Down,
@@ -62,8 +67,13 @@ fn main() -> ExitCode {
         Err(e) => return fail(e),
     };
     match cli.command {
-        Command::Up { assets, images, timeout } => {
-            let options = local_cluster::up::Options { assets, images, timeout: Duration::from_secs(timeout) };
+        Command::Up { assets, images, timeout, registry_binary } => {
+            let options = local_cluster::up::Options {
+                assets,
+                images,
+                timeout: Duration::from_secs(timeout),
+                registry: registry_binary.unwrap_or_else(local_cluster::registry::default_binary),
+            };
             match runtime.block_on(local_cluster::up::run(&layout, &options)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => fail(e),

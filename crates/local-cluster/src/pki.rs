@@ -1,5 +1,6 @@
 //! The local cluster's PKI, kubeadm's layout: a cluster CA (API server serving, every client,
-//! the kubelet's serving certificate, CSR signing by kube-controller-manager), an etcd CA, and
+//! the kubelet's and the image registry's serving certificates, CSR signing by
+//! kube-controller-manager), an etcd CA, and
 //! the service-account key pair. The `pki` crate decides what to create, keep or re-issue; this
 //! module only reads and writes the files (`<state>/pki/<secret>/<key>`, keys mode 0600).
 
@@ -23,6 +24,7 @@ pub const KUBE_PROXY: &str = "kube-proxy";
 pub const KCM: &str = "kube-controller-manager";
 pub const SCHEDULER: &str = "kube-scheduler";
 pub const ADDONS: &str = "addons";
+pub const REGISTRY: &str = "registry";
 pub const SERVICE_ACCOUNT: &str = "service-account";
 
 /// The user the add-ons (DNS, storage provisioner) authenticate as; RBAC grants it exactly
@@ -69,6 +71,9 @@ pub fn configs() -> Vec<SecretConfig> {
         CertificateConfig::new(KUBELET_SERVING, CA, format!("system:node:{NODE_NAME}"), Usage::Server)
             .with_organization("system:nodes")
             .with_sans([NODE_IP.to_string(), NODE_NAME.to_string()])
+            .into(),
+        CertificateConfig::new(REGISTRY, CA, "local-cluster-registry", Usage::Server)
+            .with_sans([NODE_IP.to_string()])
             .into(),
         client(KUBE_PROXY, "system:kube-proxy", None),
         client(KCM, "system:kube-controller-manager", None),

@@ -35,6 +35,8 @@ pub const KUBE_PROXY_HEALTHZ_PORT: u16 = 10256;
 pub const KUBE_PROXY_METRICS_PORT: u16 = 10249;
 pub const KCM_PORT: u16 = 10257;
 pub const SCHEDULER_PORT: u16 = 10259;
+/// The image registry (TLS) on the node address; machines pull from it (`registry`).
+pub const REGISTRY_PORT: u16 = 5000;
 /// Cluster DNS on the node address; the `kube-dns` Service forwards to it.
 pub const DNS_PORT: u16 = 53;
 

@@ -9,7 +9,7 @@ use crate::layout::Layout;
 use crate::pki::{self, Files};
 use crate::process::{self, Spec};
 use crate::settings::*;
-use crate::{images, manifests, render, wait};
+use crate::{images, manifests, registry, render, wait};
 use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
@@ -27,6 +27,8 @@ pub struct Options {
     pub images: PathBuf,
     /// How long each readiness wait may take.
     pub timeout: Duration,
+    /// The image registry's binary (`docker-registry`, unpacked by `hack/setup-local.sh`).
+    pub registry: PathBuf,
 }
 
 const SETUP: &str = "run `make local-up`, which provisions it (hack/setup-local.sh)";
@@ -72,6 +74,12 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
         vec!["--config".into(), layout.config_file("containerd.toml").display().to_string()],
     );
     process::ensure(layout, &containerd)?;
+    let registry_spec = Spec::new(
+        "registry",
+        &options.registry,
+        vec!["serve".into(), layout.config_file("registry.yaml").display().to_string()],
+    );
+    start(layout, &registry_spec, &registry::address())?;
     let sock = layout.containerd_socket();
     wait::until("containerd's socket", options.timeout, layout, &["containerd"], || {
         let ready =
@@ -83,6 +91,7 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     if !imported.is_empty() {
         tracing::info!(?imported, "images imported");
     }
+    push_images(layout, options, &pki).await?;
     let client = client_from(&pki.path(pki::ADMIN, "kubeconfig")).await?;
     wait::until("kube-apiserver /readyz", options.timeout, layout, &["etcd", "kube-apiserver"], || {
         let client = client.clone();
@@ -189,6 +198,27 @@ pub async fn run(layout: &Layout, options: &Options) -> Result<()> {
     Ok(())
 }
 
+/// Waits for the image registry, then pushes every image into it that it lacks.
+async fn push_images(layout: &Layout, options: &Options, pki: &Files) -> Result<()> {
+    let ca = pki.path(pki::CA, "ca.crt");
+    let ca_pem = std::fs::read(&ca).map_err(Error::io("reading", &ca))?;
+    wait::until("the image registry", options.timeout, layout, &["registry"], || {
+        let answer = registry::request(&ca_pem, "GET", "/v2/", &[]);
+        async move { answer.map(|r| r.status == 200).map_err(|e| crate::report(&e)) }
+    })
+    .await?;
+    let started = Instant::now();
+    let pushed = registry::push_all(layout, &options.images, &ca)?;
+    tracing::info!(
+        pushed = ?pushed.pushed,
+        unchanged = pushed.unchanged.len(),
+        seconds = format!("{:.1}", started.elapsed().as_secs_f64()),
+        "images in the registry {}",
+        registry::address()
+    );
+    Ok(())
+}
+
 fn step(name: &str) {
     tracing::info!(step = name, "local-cluster up");
 }
@@ -217,7 +247,14 @@ fn preflight(options: &Options) -> Result<()> {
             });
         }
     }
-    for tool in ["iptables", "ip6tables", "ip", "nft"] {
+    if !options.registry.is_file() {
+        return Err(Error::MissingBinary {
+            binary: "docker-registry".into(),
+            path: options.registry.clone(),
+            fix: "run `hack/setup-local.sh`, which unpacks it".into(),
+        });
+    }
+    for tool in ["iptables", "ip6tables", "ip", "nft", "tar"] {
         if process::run("sh", &["-c", &format!("command -v {tool}")]).is_err() {
             return Err(Error::MissingBinary { binary: tool.into(), path: tool.into(), fix: SETUP.into() });
         }
@@ -259,6 +296,14 @@ fn write_configs(layout: &Layout, pki: &Files) -> Result<()> {
         (layout.config_file("kubelet.yaml"), render::kubelet_config(layout, pki)),
         (layout.config_file("kube-proxy.yaml"), render::kube_proxy_config(layout)),
         (layout.resolv_conf(), render::resolv_conf()),
+        (
+            layout.config_file("registry.yaml"),
+            registry::config(
+                &layout.registry(),
+                &pki.path(pki::REGISTRY, "tls.crt"),
+                &pki.path(pki::REGISTRY, "tls.key"),
+            ),
+        ),
     ];
     for (path, text) in files {
         write_if_changed(&path, &text, false)?;

@@ -1,6 +1,7 @@
 //! Command-line flags of `gardener-extension-provider-local` (clap), turned into [`Settings`].
 //! The flags every binary shares come from the SDK's [`CommonArgs`].
 
+use crate::registry::RegistryMirror;
 use crate::{CONTROLLERS, Settings};
 use extension_sdk::cli::{CommonArgs, LeaderElectionArgs};
 use std::collections::BTreeSet;
@@ -38,12 +39,41 @@ pub struct Cli {
     /// Service type of bastions.
     #[arg(long, default_value = "ClusterIP", value_parser = ["ClusterIP", "NodePort", "LoadBalancer"])]
     pub bastion_service_type: String,
+    /// provider-local's own image: ControlPlane deploys it into every shoot with workers as the
+    /// volume provisioner of the shoot's default StorageClass. Unset: ControlPlane deploys
+    /// nothing and claims in shoots stay Pending.
+    #[arg(long, value_name = "IMAGE")]
+    pub volume_provisioner_image: Option<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
     #[command(flatten)]
     pub leader_election: LeaderElectionArgs,
     #[command(flatten)]
     pub common: CommonArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// The registry the machines pull `gardener-rs.local/*` and `registry.k8s.io/*` from.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct RegistryArgs {
+    /// Registry mirror for the machines' containerd, https://<host>[:<port>]; it holds each image
+    /// under /<registry host>/<path> (the local cluster's registry). Unset: machines pull nothing.
+    #[arg(long, value_name = "URL", requires = "registry_ca_file")]
+    pub registry_mirror: Option<String>,
+    /// PEM file of the CA that issued the mirror's certificate (machines trust only it for the
+    /// mirror).
+    #[arg(long, value_name = "FILE", requires = "registry_mirror")]
+    pub registry_ca_file: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    /// The mirror, with its CA read from the file; `None` without `--registry-mirror`.
+    pub fn mirror(&self) -> Result<Option<RegistryMirror>, String> {
+        let (Some(url), Some(file)) = (&self.registry_mirror, &self.registry_ca_file) else { return Ok(None) };
+        let ca = std::fs::read_to_string(file).map_err(|e| format!("--registry-ca-file {}: {e}", file.display()))?;
+        RegistryMirror::new(url, &ca).map(Some).map_err(|e| format!("--registry-mirror: {e}"))
+    }
 }
 
 /// What to do instead of running the controllers.
@@ -64,11 +94,36 @@ pub enum Command {
         /// The machine image for pools whose provider config names none.
         #[arg(long, value_name = "IMAGE")]
         machine_image: Option<String>,
+        /// The machines' registry mirror: the deployment gets it as `--registry-mirror`, and the
+        /// CA as a ConfigMap mounted for `--registry-ca-file`.
+        #[command(flatten)]
+        registry: RegistryArgs,
+        /// A directory of the seed's node that holds the backup store (instead of a directory in
+        /// the pod); it must exist and be writable for UID 65532.
+        #[arg(long, value_name = "DIR")]
+        backup_host_path: Option<String>,
+        /// Deploy the volume provisioner into shoots: the deployment gets
+        /// `--volume-provisioner-image` set to `--image`.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+        volume_provisioner: bool,
+    },
+    /// Run the volume provisioner of one node of a shoot (what the DaemonSet that ControlPlane
+    /// deploys runs): claims of the default StorageClass placed on this node become host-path
+    /// volumes in the volumes directory; released ones are deleted with their directories. Uses
+    /// the in-cluster ServiceAccount unless --kubeconfig is given.
+    VolumeProvisioner {
+        /// The node this pod runs on (the downward API's spec.nodeName).
+        #[arg(long, value_name = "NAME")]
+        node_name: String,
+        /// The node's directory holding the volumes, mounted at the same path.
+        #[arg(long, value_name = "DIR", default_value = crate::volume_provisioner::VOLUMES_DIR)]
+        volumes_dir: PathBuf,
     },
 }
 
 impl Cli {
-    /// The controllers' settings.
+    /// The controllers' settings; the registry mirror is read separately
+    /// ([`RegistryArgs::mirror`]), since its CA is a file.
     pub fn settings(&self) -> Settings {
         let mut s = Settings::default();
         if !self.controllers.is_empty() {
@@ -82,6 +137,7 @@ impl Cli {
         s.machine_image = self.machine_image.clone().filter(|m| !m.is_empty());
         s.bastion.image = self.bastion_image.clone();
         s.bastion.service_type = self.bastion_service_type.clone();
+        s.volume_provisioner_image = self.volume_provisioner_image.clone().filter(|i| !i.is_empty());
         s
     }
 }
@@ -128,6 +184,29 @@ mod tests {
         assert!(cli.leader_election.config("provider-local").is_none());
         assert_eq!(cli.leader_election.namespace, "extension-provider-local");
         assert_eq!(s.machine_image.as_deref(), Some("kindest/node:v1.33.0"));
+        assert_eq!(s.volume_provisioner_image, None);
+        let cli = parse(&["--volume-provisioner-image=gardener-rs.local/gardener-extension-provider-local:v1"])
+            .expect("flags");
+        assert_eq!(
+            cli.settings().volume_provisioner_image.as_deref(),
+            Some("gardener-rs.local/gardener-extension-provider-local:v1")
+        );
+    }
+
+    #[test]
+    fn the_volume_provisioner_subcommand_takes_its_node_and_directory() {
+        let cli = parse(&["volume-provisioner", "--node-name=machine-0"]).expect("flags");
+        match cli.command {
+            Some(Command::VolumeProvisioner { node_name, volumes_dir }) => {
+                assert_eq!(node_name, "machine-0");
+                assert_eq!(volumes_dir, PathBuf::from("/var/lib/provider-local/volumes"));
+            }
+            other => panic!("not the provisioner: {other:?}"),
+        }
+        let cli = parse(&["volume-provisioner", "--node-name=n", "--volumes-dir=/srv/v"]).expect("flags");
+        assert!(
+            matches!(cli.command, Some(Command::VolumeProvisioner { volumes_dir, .. }) if volumes_dir == std::path::Path::new("/srv/v"))
+        );
     }
 
     #[test]
@@ -139,9 +218,27 @@ mod tests {
             (&["--backup-root"][..], "--backup-root"),
             (&["stray"][..], "stray"),
             (&["--bastion-service-type=Magic"][..], "--bastion-service-type"),
+            (&["--registry-mirror=https://10.250.0.1:5000"][..], "--registry-ca-file"),
+            (&["--registry-ca-file=/ca.crt"][..], "--registry-mirror"),
         ] {
             let e = parse(args).expect_err("refused").to_string();
             assert!(e.contains(want), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn the_registry_mirror_is_read_with_its_ca() {
+        assert_eq!(parse(&[]).expect("defaults").registry.mirror(), Ok(None));
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let ca = dir.path().join("ca.crt");
+        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").expect("written");
+        let ca_flag = format!("--registry-ca-file={}", ca.display());
+        let cli = parse(&["--registry-mirror=https://10.250.0.1:5000", &ca_flag]).expect("flags");
+        let mirror = cli.registry.mirror().expect("valid").expect("set");
+        assert_eq!(mirror.url(), "https://10.250.0.1:5000");
+        let cli = parse(&["--registry-mirror=http://10.250.0.1:5000", &ca_flag]).expect("flags");
+        assert!(cli.registry.mirror().unwrap_err().contains("https://"));
+        let cli = parse(&["--registry-mirror=https://r", "--registry-ca-file=/nonexistent/ca.crt"]).expect("flags");
+        assert!(cli.registry.mirror().unwrap_err().contains("/nonexistent/ca.crt"));
     }
 }

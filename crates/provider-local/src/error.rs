@@ -21,6 +21,13 @@ pub enum Error {
         #[source]
         source: extension_sdk::kube::Error,
     },
+    /// An object could not be encoded or decoded as JSON.
+    #[error("{action}")]
+    Json {
+        action: String,
+        #[source]
+        source: serde_json::Error,
+    },
     /// A file-system operation on the seed host failed.
     #[error("{action} {}", path.display())]
     Io {
@@ -46,6 +53,12 @@ impl Error {
         move |source| Self::Kube { action, source }
     }
 
+    /// Wraps a JSON error with what was being done.
+    pub fn json(action: impl Into<String>) -> impl FnOnce(serde_json::Error) -> Self {
+        let action = action.into();
+        move |source| Self::Json { action, source }
+    }
+
     /// Wraps an I/O error with what was being done and the path.
     pub fn io(action: impl Into<String>, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let (action, path) = (action.into(), path.into());
@@ -62,7 +75,7 @@ impl From<Error> for ActuatorError {
             Error::Dependency { .. } => {
                 ActuatorError::context("provider-local", e).with_codes([ErrorCode::RetryableInfraDependencies])
             }
-            Error::Kube { .. } | Error::Io { .. } => ActuatorError::from_error(e),
+            Error::Kube { .. } | Error::Json { .. } | Error::Io { .. } => ActuatorError::from_error(e),
         }
     }
 }

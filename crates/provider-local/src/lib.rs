@@ -12,10 +12,13 @@
 //! | BackupEntry | [`LocalBackupEntry`] | `<root>/<bucket>/<entry>/` |
 //! | OperatingSystemConfig | [`LocalOperatingSystemConfig`] | a provisioning script |
 //! | Worker | [`LocalWorker`] | one Pod per machine |
-//! | ControlPlane | [`LocalControlPlane`] | nothing (recorded as such) |
+//! | ControlPlane | [`LocalControlPlane`] | in the shoot: default StorageClass + volume provisioner |
 //! | Network | [`LocalNetwork`] | nothing (CIDRs recorded) |
 //! | Bastion | [`LocalBastion`] | sshd Pod + Service |
 //! | Extension | [`LocalExtension`] | nothing; observes lifecycle ordering |
+//!
+//! [`shoot`] reaches a shoot's own API server; [`volume_provisioner`] is what the shoot's
+//! provisioner pods run (`gardener-extension-provider-local volume-provisioner`).
 
 /// `Debug` for an actuator holding a `kube::Client` (which has none): the type name only.
 #[macro_export]
@@ -42,6 +45,9 @@ pub mod infrastructure;
 pub mod network;
 pub mod osc;
 pub mod registration;
+pub mod registry;
+pub mod shoot;
+pub mod volume_provisioner;
 pub mod worker;
 
 pub use backup::{BackupConfig, LocalBackupBucket, LocalBackupEntry};
@@ -88,6 +94,12 @@ pub struct Settings {
     /// Machine image for pools whose provider config names none.
     pub machine_image: Option<String>,
     pub bastion: BastionConfig,
+    /// Where machines pull `gardener-rs.local/*` and `registry.k8s.io/*` from (none: they run
+    /// only the images they carry).
+    pub registry_mirror: Option<registry::RegistryMirror>,
+    /// provider-local's own image, run by the volume provisioner the ControlPlane deploys into
+    /// shoots (none: ControlPlane deploys nothing).
+    pub volume_provisioner_image: Option<String>,
 }
 
 impl Default for Settings {
@@ -99,6 +111,8 @@ impl Default for Settings {
             dns_namespace: dns::DEFAULT_DNS_NAMESPACE.into(),
             machine_image: None,
             bastion: BastionConfig::default(),
+            registry_mirror: None,
+            volume_provisioner_image: None,
         }
     }
 }
@@ -132,13 +146,24 @@ pub fn register(runner: &mut Runner, client: &Client, settings: &Settings) {
         add(runner, client, LocalBackupEntry::new(settings.backup.clone()), &local, c);
     }
     if on("operatingsystemconfig") {
-        add(runner, client, LocalOperatingSystemConfig::new(client.clone()), &local, c);
+        add(
+            runner,
+            client,
+            LocalOperatingSystemConfig::new(client.clone(), settings.registry_mirror.clone()),
+            &local,
+            c,
+        );
     }
     if on("worker") {
-        add(runner, client, LocalWorker::new(client.clone(), settings.machine_image.clone()), &local, c);
+        let mut worker = LocalWorker::new(client.clone(), settings.machine_image.clone());
+        if on("backupentry") {
+            worker = worker.with_backup_root(&settings.backup.root);
+        }
+        add(runner, client, worker, &local, c);
     }
     if on("controlplane") {
-        add(runner, client, LocalControlPlane, &local, c);
+        let image = settings.volume_provisioner_image.clone();
+        add(runner, client, LocalControlPlane::new(client.clone(), image), &local, c);
     }
     if on("network") {
         add(runner, client, LocalNetwork, &local, c);

@@ -6,6 +6,7 @@
 //! `gardener-extension-provider-local registration`.
 
 use crate::extension;
+use crate::registry::RegistryMirror;
 use serde_json::{Value, json};
 
 const NAME: &str = "gardener-extension-provider-local";
@@ -21,7 +22,27 @@ pub struct Options {
     /// The machine image for pools that name none (`--machine-image`, the chart's
     /// `machineImage`).
     pub machine_image: Option<String>,
+    /// The machines' registry mirror (`--registry-mirror`, the chart's `registryMirror`): its CA
+    /// goes into the ConfigMap [`REGISTRY_CA_CONFIGMAP`], mounted at [`REGISTRY_CA_DIR`].
+    pub registry_mirror: Option<RegistryMirror>,
+    /// A directory of the seed's node for the backup store (`--backup-host-path`), instead of a
+    /// directory in the pod: gardenlet (final etcd snapshots) and etcd's restore mount the same
+    /// path, which is what makes a control-plane migration carry etcd's data. It must exist,
+    /// writable for UID 65532.
+    pub backup_host_path: Option<String>,
+    /// Whether ControlPlane deploys the volume provisioner into shoots: the deployment gets
+    /// `--volume-provisioner-image` set to [`Options::image`] (the chart's
+    /// `volumeProvisioner.enabled`, which uses the chart's own image), so the shoots run the
+    /// provisioner of the same build.
+    pub volume_provisioner: bool,
 }
+
+/// Where the backup store is when it is not a host directory.
+const BACKUP_ROOT: &str = "/var/lib/provider-local/backup";
+
+/// The ConfigMap with the registry mirror's CA (key `ca.crt`), and where the pod mounts it.
+pub const REGISTRY_CA_CONFIGMAP: &str = "gardener-extension-provider-local-registry-ca";
+pub const REGISTRY_CA_DIR: &str = "/etc/provider-local/registry";
 
 /// The kinds and types provider-local serves.
 pub fn resources() -> Vec<(&'static str, &'static str)> {
@@ -108,21 +129,28 @@ pub fn namespace_rules() -> Value {
     ])
 }
 
-/// The container arguments (the chart's defaults, and its `machineImage` when given).
-pub fn args(machine_image: Option<&str>) -> Vec<String> {
+/// The container arguments (the chart's defaults, its `machineImage` and `registryMirror` when
+/// given).
+pub fn args(o: &Options) -> Vec<String> {
     let mut args: Vec<String> = [
         "--leader-election=true",
         "--metrics-bind-address=0.0.0.0:8080",
         "--log-level=info,kube=warn",
         "--log-format=json",
         "--concurrency=5",
-        "--backup-root=/var/lib/provider-local/backup",
-        "--backup-secret-namespace=garden",
-        "--bastion-service-type=ClusterIP",
     ]
     .map(String::from)
     .to_vec();
-    args.extend(machine_image.map(|m| format!("--machine-image={m}")));
+    args.push(format!("--backup-root={}", o.backup_host_path.as_deref().unwrap_or(BACKUP_ROOT)));
+    args.extend(["--backup-secret-namespace=garden", "--bastion-service-type=ClusterIP"].map(String::from));
+    args.extend(o.machine_image.as_deref().map(|m| format!("--machine-image={m}")));
+    if let Some(mirror) = &o.registry_mirror {
+        args.push(format!("--registry-mirror={}", mirror.url()));
+        args.push(format!("--registry-ca-file={REGISTRY_CA_DIR}/ca.crt"));
+    }
+    if o.volume_provisioner {
+        args.push(format!("--volume-provisioner-image={}", o.image));
+    }
     args
 }
 
@@ -140,7 +168,24 @@ pub fn objects(o: &Options) -> Vec<Value> {
         e["name"] = json!(name);
         env.push(e);
     }
-    vec![
+    let (mut volumes, mut mounts) = match &o.backup_host_path {
+        Some(path) => (
+            vec![json!({"name": "backup", "hostPath": {"path": path, "type": "Directory"}})],
+            vec![json!({"name": "backup", "mountPath": path})],
+        ),
+        None => {
+            (vec![json!({"name": "backup", "emptyDir": {}})], vec![json!({"name": "backup", "mountPath": BACKUP_ROOT})])
+        }
+    };
+    let mut extra = Vec::new();
+    if let Some(mirror) = &o.registry_mirror {
+        volumes
+            .push(json!({"name": "registry-ca", "configMap": {"name": REGISTRY_CA_CONFIGMAP, "defaultMode": 0o444}}));
+        mounts.push(json!({"name": "registry-ca", "mountPath": REGISTRY_CA_DIR, "readOnly": true}));
+        extra.push(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": REGISTRY_CA_CONFIGMAP, "labels": labels},
+                          "data": {"ca.crt": mirror.ca()}}));
+    }
+    let mut objects = vec![
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NAME, "labels": labels}, "automountServiceAccountToken": true}),
         json!({"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": "gardener.cloud:extension:provider-local", "labels": labels}, "rules": cluster_rules()}),
         json!({"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": "gardener.cloud:extension:provider-local", "labels": labels},
@@ -163,20 +208,22 @@ pub fn objects(o: &Options) -> Vec<Value> {
                         "image": o.image,
                         "imagePullPolicy": "IfNotPresent",
                         "command": [format!("/usr/local/bin/{NAME}")],
-                        "args": args(o.machine_image.as_deref()),
+                        "args": args(o),
                         "env": env,
                         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
                         "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "initialDelaySeconds": 5, "periodSeconds": 10, "failureThreshold": 3},
                         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http", "scheme": "HTTP"}, "periodSeconds": 2, "failureThreshold": 3},
                         "resources": {"requests": {"cpu": "20m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}},
                         "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}},
-                        "volumeMounts": [{"name": "backup", "mountPath": "/var/lib/provider-local/backup"}],
+                        "volumeMounts": mounts,
                     }],
-                    "volumes": [{"name": "backup", "emptyDir": {}}],
+                    "volumes": volumes,
                 },
             },
         }}),
-    ]
+    ];
+    objects.extend(extra);
+    objects
 }
 
 /// The registration and deployment as a YAML stream, for `kubectl apply -f -`.
@@ -194,6 +241,9 @@ mod tests {
             replicas: 2,
             policy: "Always".into(),
             machine_image: None,
+            registry_mirror: None,
+            backup_host_path: None,
+            volume_provisioner: true,
         }
     }
 
@@ -219,6 +269,13 @@ mod tests {
         let deployment = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
         assert_eq!(deployment["spec"]["template"]["spec"]["containers"][0]["image"], options().image);
         assert_eq!(deployment["spec"]["replicas"], 2);
+        let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+        let flag = format!("--volume-provisioner-image={}", options().image);
+        assert!(args.as_array().unwrap().iter().any(|a| a == &flag), "the shoots run our own image: {args}");
+        let without = super::objects(&Options { volume_provisioner: false, ..options() });
+        let without = without.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        let args = without["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+        assert!(!args.contains("--volume-provisioner-image"), "{args}");
         let yaml = documents(&options()).unwrap();
         assert_eq!(yaml.matches("\n---\n").count() + usize::from(yaml.starts_with("---")), 1, "two documents");
     }

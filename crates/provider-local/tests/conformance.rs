@@ -152,7 +152,8 @@ async fn operatingsystemconfig_conforms() {
             ..Default::default()
         },
     ));
-    conforms(LocalOperatingSystemConfig::new, sample, move |o| o.spec.files = vec![file("changed\n")]).await;
+    conforms(|c| LocalOperatingSystemConfig::new(c, None), sample, move |o| o.spec.files = vec![file("changed\n")])
+        .await;
 }
 
 #[tokio::test]
@@ -215,7 +216,7 @@ async fn controlplane_conforms() {
             secret_ref: cloudprovider(),
         },
     ));
-    conforms(|_| LocalControlPlane, sample, |c| c.spec.region = "local-2".into()).await;
+    conforms(|client| LocalControlPlane::new(client, None), sample, |c| c.spec.region = "local-2".into()).await;
 }
 
 #[tokio::test]

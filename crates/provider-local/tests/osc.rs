@@ -62,7 +62,7 @@ async fn osc_output_is_deterministic_and_reads_referenced_secrets() {
     bounded(async {
         let tc = TestCluster::start().await.unwrap();
         tc.namespace(NS).await.unwrap();
-        let actuator = LocalOperatingSystemConfig::new(as_provider_local(&tc).await.unwrap());
+        let actuator = LocalOperatingSystemConfig::new(as_provider_local(&tc).await.unwrap(), None);
         let none = ClusterContext::none();
 
         let err = actuator.reconcile(&osc(), &none).await.unwrap_err();

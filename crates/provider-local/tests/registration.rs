@@ -1,16 +1,22 @@
 //! The ControllerDeployment that `registration` prints and the Helm chart install the same
-//! provider-local: the chart is installed by Helm into a real API server with its defaults, and
-//! its ClusterRole and Role rules, and its Deployment's container (command, arguments,
-//! environment, ports, probes, resources, security) are what the registration carries.
+//! provider-local: the chart is installed by Helm into a real API server with its defaults (and
+//! a machine image, registry mirror and backup host directory), and its ClusterRole and Role rules, the registry CA's
+//! ConfigMap, and its Deployment's container (command, arguments, environment, ports, probes,
+//! resources, security) are what the registration carries: the arguments include
+//! `--volume-provisioner-image` with the deployment's own image on both sides.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
 use extension_sdk::k8s_openapi::api::apps::v1::Deployment;
+use extension_sdk::k8s_openapi::api::core::v1::ConfigMap;
 use extension_sdk::k8s_openapi::api::rbac::v1::{ClusterRole, Role};
 use extension_sdk::kube::Api;
 use extension_sdk::testing::{TestCluster, testenv};
 use provider_local::registration::{self, Options};
+use provider_local::registry::RegistryMirror;
 use serde_json::{Value, json};
+
+const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
 #[tokio::test]
 async fn registration_and_chart_install_the_same_controller() {
@@ -21,7 +27,9 @@ async fn registration_and_chart_install_the_same_controller() {
         "gardener-extension-provider-local",
         &chart,
         "garden",
-        &json!({"machineImage": "gardener-rs.local/machine:v1.20.2"}),
+        &json!({"machineImage": "gardener-rs.local/machine:v1.20.2",
+                "registryMirror": {"url": "https://10.250.0.1:5000", "ca": CA},
+                "backup": {"hostPath": "/srv/backup"}}),
         false,
     )
     .await
@@ -32,6 +40,9 @@ async fn registration_and_chart_install_the_same_controller() {
         replicas: 2,
         policy: "OnDemand".into(),
         machine_image: Some("gardener-rs.local/machine:v1.20.2".into()),
+        registry_mirror: Some(RegistryMirror::new("https://10.250.0.1:5000", CA).unwrap()),
+        backup_host_path: Some("/srv/backup".into()),
+        volume_provisioner: true,
     };
     let objects = registration::objects(&options);
     let ours = |kind: &str| objects.iter().find(|o| o["kind"] == kind).unwrap().clone();
@@ -43,6 +54,11 @@ async fn registration_and_chart_install_the_same_controller() {
     let chart_rules =
         serde_json::to_value(Api::<Role>::namespaced(client.clone(), "garden").get(name).await.unwrap().rules).unwrap();
     assert_eq!(chart_rules, ours("Role")["rules"], "Role rules");
+
+    // The registry mirror's CA, mounted for --registry-ca-file.
+    let ca =
+        Api::<ConfigMap>::namespaced(client.clone(), "garden").get(registration::REGISTRY_CA_CONFIGMAP).await.unwrap();
+    assert_eq!(serde_json::to_value(ca.data).unwrap(), ours("ConfigMap")["data"], "registry CA ConfigMap");
 
     let chart =
         Api::<Deployment>::namespaced(client.clone(), "garden").get("gardener-extension-provider-local").await.unwrap();

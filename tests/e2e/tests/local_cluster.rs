@@ -1,7 +1,7 @@
 //! The local cluster as a user meets it: a Ready node, pods that serve each other through a
 //! Service reached by DNS name and ClusterIP, `kubectl logs` and `kubectl exec` through the API
-//! server, Service names resolved from the host, volumes that outlive their pod, and no way
-//! out of the machine.
+//! server, Service names resolved from the host, volumes that outlive their pod, the image
+//! registry the machines pull from, and no way out of the machine.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
@@ -268,4 +268,34 @@ async fn the_control_plane_images_run_under_their_real_names() {
         let logs = completed_logs(&client, &ns, name).await;
         assert!(logs.contains(want), "{image} printed {logs:?}\n{}", ns.describe());
     }
+}
+
+/// The image registry machines pull from: it answers over TLS with a certificate the cluster CA
+/// issued, holds every built image under its registry host's path, refuses plain HTTP, and
+/// listens on the node address only.
+#[test]
+fn the_registry_serves_every_image_over_tls_only() {
+    use std::io::{Read, Write};
+    let ca = std::fs::read(state_dir().join("pki/ca/ca.crt")).expect("the cluster CA");
+    let catalog = local_cluster::registry::request(&ca, "GET", "/v2/_catalog", &[]).expect("the catalog over TLS");
+    assert_eq!(catalog.status, 200, "{catalog:?}");
+    for repository in ["gardener-rs.local/gardenlet", "gardener-rs.local/busybox", "registry.k8s.io/etcd"] {
+        assert!(catalog.body.contains(&format!("\"{repository}\"")), "{repository} in {}", catalog.body);
+    }
+    let tags = local_cluster::registry::request(&ca, "GET", "/v2/registry.k8s.io/etcd/tags/list", &[]).unwrap();
+    assert!(tags.body.contains("\"3.4.23-0\""), "{}", tags.body);
+
+    let address = SocketAddr::from((NODE_IP, local_cluster::settings::REGISTRY_PORT));
+    let mut plain = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2)).expect("connects");
+    plain.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    plain.write_all(b"GET /v2/_catalog HTTP/1.1\r\nHost: registry\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = plain.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.0 400") && !answer.contains("repositories"), "plain HTTP: {answer}");
+
+    let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, local_cluster::settings::REGISTRY_PORT));
+    assert!(
+        std::net::TcpStream::connect_timeout(&loopback, Duration::from_secs(2)).is_err(),
+        "the registry listens on the node address only"
+    );
 }

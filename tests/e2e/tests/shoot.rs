@@ -3,7 +3,8 @@
 //! kubelet and containerd) joins it as a Ready Node by bootstrap token and CSR, a pod runs on
 //! that node and its log is read through the shoot's API server; hibernation scales machines
 //! and control plane to zero and keeps etcd's volume, waking up brings the same cluster back
-//! (a ConfigMap created before is there, the node rejoins); deleting the shoot removes its
+//! (a ConfigMap created before is there, the node rejoins); a pod runs an image the machine does
+//! not carry, pulled from the local cluster's registry; deleting the shoot removes its
 //! namespaces, machines, volumes and Nodes' cgroups on the host. Gardener's e2e "create, use,
 //! delete" test (test/e2e/gardener/shoot) is the model.
 //!
@@ -242,6 +243,63 @@ async fn rotate(operation: &str, phase: &str) -> Duration {
     took
 }
 
+/// The machine carries only pause, busybox, kube-proxy and cluster DNS; anything else comes from
+/// the local cluster's registry (provider-local's `--registry-mirror`): gardenlet's image runs
+/// `gardenlet --version` on the shoot's node.
+async fn a_pod_runs_an_image_the_machine_does_not_carry(shoot: &Client) {
+    let archive = std::fs::read_dir(e2e::images())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|f| f.starts_with("gardener-rs.local_gardenlet_v") && f.ends_with(".tar"))
+        .expect("the gardenlet image in the image cache (hack/images.sh)");
+    let version = archive.trim_start_matches("gardener-rs.local_gardenlet_v").trim_end_matches(".tar").to_string();
+    let pods: Api<Pod> = Api::namespaced(shoot.clone(), "default");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "pulled"},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "gardenlet",
+            "image": format!("gardener-rs.local/gardenlet:v{version}"),
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["/usr/local/bin/gardenlet", "--version"],
+        }]},
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let (phase, took) = wait("the pod with a pulled image runs to completion", STEP_TIMEOUT, || async {
+        let p = pods.get("pulled").await.map_err(|e| e.to_string())?;
+        let status = p.status.unwrap_or_default();
+        let waiting = status.container_statuses.iter().flatten().filter_map(|c| c.state.as_ref()?.waiting.as_ref());
+        if let Some(w) = waiting.into_iter().find(|w| w.reason.as_deref() == Some("ErrImagePull")) {
+            return Err(format!("ErrImagePull: {}", w.message.clone().unwrap_or_default()));
+        }
+        let phase = status.phase.unwrap_or_default();
+        Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
+    })
+    .await;
+    let pulled = pulled_events(shoot, "pulled").await;
+    eprintln!("pod with gardenlet's image (pulled from the registry) completed after {took:?}: {pulled}");
+    assert_eq!(phase, "Succeeded", "pod pulled\n{}", diagnosis());
+    let log = pods.logs("pulled", &Default::default()).await.unwrap();
+    assert_eq!(log.trim(), format!("gardenlet {version}"), "gardenlet --version, from the pulled image");
+    pods.delete("pulled", &Default::default()).await.unwrap();
+}
+
+/// The kubelet's "Pulled" event of a pod (it names the pull's duration).
+async fn pulled_events(shoot: &Client, pod: &str) -> String {
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(shoot.clone(), "default");
+    let list = events.list(&ListParams::default().fields(&format!("involvedObject.name={pod}"))).await;
+    list.map(|l| {
+        l.items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("Pulled"))
+            .filter_map(|e| e.message)
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+    .unwrap_or_else(|e| e.to_string())
+}
+
 /// The Ready Nodes of the shoot, by name.
 async fn ready_nodes(client: &Client) -> Result<Vec<String>, String> {
     let list = Api::<Node>::all(client.clone()).list(&ListParams::default()).await.map_err(|e| e.to_string())?;
@@ -406,6 +464,7 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
     assert_eq!(log.trim(), "hello from hello on the shoot", "the log, read through the shoot's API server");
 
     a_pod_reaches_a_service_by_ip_and_by_name(&shoot).await;
+    a_pod_runs_an_image_the_machine_does_not_carry(&shoot).await;
 
     let configmaps: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
     let cm: ConfigMap =

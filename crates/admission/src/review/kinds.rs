@@ -7,7 +7,7 @@ use crate::shoot::reference::{self, Profile};
 use crate::shoot::{self, DefaultingContext, ShootContext};
 use crate::{
     adminkubeconfigrequest, bastion, cloudprofile, credentialsbinding, exposureclass, internalsecret, managedseed,
-    namespacedcloudprofile, project, secretbinding, seed, workloadidentity,
+    managedseedset, namespacedcloudprofile, project, secretbinding, seed, workloadidentity,
 };
 use api::authentication::AdminKubeconfigRequest;
 use api::core::{
@@ -15,7 +15,8 @@ use api::core::{
 };
 use api::operations::Bastion;
 use api::security::{CredentialsBinding, WorkloadIdentity};
-use api::seedmanagement::ManagedSeed;
+use api::seedmanagement::{ManagedSeed, ManagedSeedSet};
+use kube::ResourceExt;
 use kube::core::admission::Operation;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -31,6 +32,7 @@ pub const VALIDATED: &[&str] = &[
     "namespacedcloudprofiles",
     "bastions",
     "managedseeds",
+    "managedseedsets",
     "secretbindings",
     "credentialsbindings",
     "workloadidentities",
@@ -67,9 +69,27 @@ pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &
         }),
         (Endpoint::Validate, "managedseeds") => validate_with(req, |m: &ManagedSeed, old| {
             let ns = m.metadata.namespace.as_deref().unwrap_or_default();
-            let exists = m.spec.shoot.as_ref().is_some_and(|s| adm.lookup().shoot(ns, &s.name).is_some());
-            managedseed::validate(m, old, exists)
+            let lookup = adm.lookup();
+            let shoot_name = m.spec.shoot.as_ref().map(|s| s.name.as_str());
+            let other_for_shoot = lookup
+                .managed_seeds()
+                .into_iter()
+                .find(|o| {
+                    o.namespace().as_deref() == Some(ns)
+                        && o.name_any() != m.name_any()
+                        && o.spec.shoot.as_ref().map(|s| s.name.as_str()) == shoot_name
+                })
+                .map(|o| format!("{ns}/{}", o.name_any()));
+            let garden = managedseed::Garden {
+                shoot_exists: shoot_name.is_some_and(|s| lookup.shoot(ns, s).is_some()),
+                seed_exists: lookup.seed(&m.name_any()).is_some(),
+                other_for_shoot,
+            };
+            managedseed::validate(m, old, &garden)
         }),
+        (Endpoint::Validate, "managedseedsets") => {
+            validate_with(req, |s: &ManagedSeedSet, old| managedseedset::validate(s, old))
+        }
         (Endpoint::Validate, "secretbindings") => {
             validate_with(req, |b: &SecretBinding, old| secretbinding::validate(b, old))
         }
@@ -153,7 +173,12 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
     let check = |errs: ErrorList| if errs.is_empty() { Ok(()) } else { Err(errs) };
     if req.operation == Operation::Delete {
         let old: Shoot = object(req.old_object.as_ref(), "oldObject")?;
-        return check(shoot::validate_delete(&old));
+        let registered_by = adm.lookup().managed_seeds().into_iter().find(|m| {
+            m.metadata.namespace == old.metadata.namespace
+                && m.spec.shoot.as_ref().is_some_and(|s| Some(&s.name) == old.metadata.name.as_ref())
+        });
+        let registered_by = registered_by.map(|m| format!("{}/{}", m.namespace().unwrap_or_default(), m.name_any()));
+        return check(shoot::validate_delete(&old, registered_by.as_deref()));
     }
     let new: Shoot = object(req.object.as_ref(), "object")?;
     let old: Option<Shoot> = match req.operation {

@@ -3,6 +3,7 @@
 
 use api::core::{CloudProfile, ExposureClass, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
 use api::security::CredentialsBinding;
+use api::seedmanagement::ManagedSeed;
 use kube::ResourceExt;
 use std::sync::Arc;
 
@@ -18,6 +19,8 @@ pub trait Lookup: Send + Sync {
     fn credentials_binding(&self, namespace: &str, name: &str) -> Option<Arc<CredentialsBinding>>;
     fn quota(&self, namespace: &str, name: &str) -> Option<Arc<Quota>>;
     fn exposure_class(&self, name: &str) -> Option<Arc<ExposureClass>>;
+    /// Every ManagedSeed (a shoot registered as a seed must not be deleted under it).
+    fn managed_seeds(&self) -> Vec<Arc<ManagedSeed>>;
 }
 
 /// A [`Lookup`] over fixed lists (tests, benchmarks).
@@ -32,6 +35,7 @@ pub struct StaticLookup {
     pub credentials_bindings: Vec<Arc<CredentialsBinding>>,
     pub quotas: Vec<Arc<Quota>>,
     pub exposure_classes: Vec<Arc<ExposureClass>>,
+    pub managed_seeds: Vec<Arc<ManagedSeed>>,
 }
 
 /// The object named `namespace/name` in `list`.
@@ -83,5 +87,9 @@ impl Lookup for StaticLookup {
 
     fn exposure_class(&self, name: &str) -> Option<Arc<ExposureClass>> {
         cluster(&self.exposure_classes, name)
+    }
+
+    fn managed_seeds(&self) -> Vec<Arc<ManagedSeed>> {
+        self.managed_seeds.clone()
     }
 }

@@ -1,10 +1,12 @@
 //! Watch-fed caches of the objects the rules look up (CloudProfiles, NamespacedCloudProfiles,
-//! Seeds, Shoots, Projects, SecretBindings, CredentialsBindings, Quotas, ExposureClasses),
+//! Seeds, Shoots, Projects, SecretBindings, CredentialsBindings, Quotas, ExposureClasses,
+//! ManagedSeeds),
 //! so that answering a request needs no API round trip.
 
 use crate::review::Lookup;
 use api::core::{CloudProfile, ExposureClass, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
 use api::security::CredentialsBinding;
+use api::seedmanagement::ManagedSeed;
 use futures::StreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -27,6 +29,7 @@ pub struct Caches {
     credentials_bindings: Store<CredentialsBinding>,
     quotas: Store<Quota>,
     exposure_classes: Store<ExposureClass>,
+    managed_seeds: Store<ManagedSeed>,
 }
 
 impl Debug for Caches {
@@ -69,7 +72,8 @@ impl Caches {
             bindings: cache(Api::all(client.clone()), stop.clone()),
             credentials_bindings: cache(Api::all(client.clone()), stop.clone()),
             quotas: cache(Api::all(client.clone()), stop.clone()),
-            exposure_classes: cache(Api::all(client.clone()), stop),
+            exposure_classes: cache(Api::all(client.clone()), stop.clone()),
+            managed_seeds: cache(Api::all(client.clone()), stop),
         }
     }
 
@@ -84,7 +88,8 @@ impl Caches {
             self.bindings.wait_until_ready(),
             self.credentials_bindings.wait_until_ready(),
             self.quotas.wait_until_ready(),
-            self.exposure_classes.wait_until_ready()
+            self.exposure_classes.wait_until_ready(),
+            self.managed_seeds.wait_until_ready()
         );
     }
 }
@@ -128,5 +133,9 @@ impl Lookup for Caches {
 
     fn exposure_class(&self, name: &str) -> Option<Arc<ExposureClass>> {
         self.exposure_classes.get(&ObjectRef::new(name))
+    }
+
+    fn managed_seeds(&self) -> Vec<Arc<ManagedSeed>> {
+        self.managed_seeds.state()
     }
 }

@@ -33,6 +33,8 @@ pub fn rules() -> Vec<PolicyRule> {
             &["list", "watch"],
         ),
         rule("security.gardener.cloud", &["credentialsbindings"], &["list", "watch"]),
+        // A shoot registered as a seed by a ManagedSeed is not deleted under it.
+        rule("seedmanagement.gardener.cloud", &["managedseeds"], &["list", "watch"]),
         rule(
             "admissionregistration.k8s.io",
             &["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],

@@ -33,7 +33,7 @@ fn group_of(resource: &str) -> &'static str {
     match resource {
         "bastions" => "operations.gardener.cloud",
         "adminkubeconfigrequests" => "authentication.gardener.cloud",
-        "managedseeds" => "seedmanagement.gardener.cloud",
+        "managedseeds" | "managedseedsets" => "seedmanagement.gardener.cloud",
         "credentialsbindings" | "workloadidentities" => "security.gardener.cloud",
         _ => "core.gardener.cloud",
     }

@@ -598,13 +598,17 @@ fn update_rules() {
 fn deletion_needs_confirmation() {
     let mut s = fixtures::shoot();
     assert_eq!(
-        validate_delete(&s).to_string(),
+        validate_delete(&s, None).to_string(),
         "metadata.annotations[confirmation.gardener.cloud/deletion]: Forbidden: shoot must be annotated with confirmation.gardener.cloud/deletion=true before it can be deleted"
     );
     s.metadata.annotations = Some([("confirmation.gardener.cloud/deletion".to_string(), "false".to_string())].into());
-    assert!(!validate_delete(&s).is_empty());
+    assert!(!validate_delete(&s, None).is_empty());
     s.metadata.annotations = Some([("confirmation.gardener.cloud/deletion".to_string(), "true".to_string())].into());
-    assert!(validate_delete(&s).is_empty());
+    assert!(validate_delete(&s, None).is_empty());
+    assert_eq!(
+        validate_delete(&s, Some("garden/managed")).to_string(),
+        "metadata.name: Forbidden: shoot is registered as a seed by ManagedSeed garden/managed; delete the ManagedSeed first"
+    );
 }
 
 #[test]

@@ -115,8 +115,17 @@ pub fn validate_seed_name(new: &Shoot, old: Option<&Shoot>, user: &UserInfo, all
 }
 
 /// A shoot is only deleted when it carries `confirmation.gardener.cloud/deletion: "true"`.
-pub fn validate_delete(old: &Shoot) -> ErrorList {
+/// A shoot can be deleted once it is annotated with the deletion confirmation and no ManagedSeed
+/// (`registered_by`, its name) registers it as a seed: deleting the shoot would take the seed and
+/// the control planes it runs with it (Gardener's ManagedSeedShoot admission).
+pub fn validate_delete(old: &Shoot, registered_by: Option<&str>) -> ErrorList {
     let mut errs = ErrorList::default();
+    if let Some(managed_seed) = registered_by {
+        errs.push(FieldError::forbidden(
+            Path::new("metadata").child("name"),
+            format!("shoot is registered as a seed by ManagedSeed {managed_seed}; delete the ManagedSeed first"),
+        ));
+    }
     let confirmed =
         old.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_CONFIRM_DELETION)).is_some_and(|v| v == "true");
     if !confirmed {

@@ -68,8 +68,13 @@ pub fn project_namespace(project: &str) -> String {
     format!("{PROJECT_NAMESPACE_PREFIX}{project}")
 }
 
-/// The project a garden namespace belongs to, when it follows the `garden-<project>` convention.
+/// The project a garden namespace belongs to, when it follows the `garden-<project>` convention,
+/// or `garden` for the garden namespace itself (Gardener's project `garden`, which holds the
+/// shoots of ManagedSeeds: their technical IDs are `shoot--garden--<name>`).
 pub fn project_of_namespace(namespace: &str) -> Option<&str> {
+    if namespace == crate::helpers::constants::GARDEN_NAMESPACE {
+        return Some(namespace);
+    }
     namespace.strip_prefix(PROJECT_NAMESPACE_PREFIX).filter(|p| !p.is_empty())
 }
 
@@ -123,7 +128,7 @@ mod tests {
         assert_eq!(id.as_str(), "shoot--core--crazy-botany");
         assert_eq!(project_namespace("core"), "garden-core");
         assert_eq!(project_of_namespace("garden-core"), Some("core"));
-        assert_eq!(project_of_namespace("garden"), None);
+        assert_eq!(project_of_namespace("garden"), Some("garden"), "the garden project (ManagedSeed shoots)");
         assert_eq!(project_of_namespace("garden-"), None);
     }
 

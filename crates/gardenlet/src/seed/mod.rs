@@ -1,23 +1,30 @@
 //! The seed controller: registers this gardenlet's Seed in the garden, keeps its status
-//! (capacity, allocatable, `GardenletReady`) current, and renews a heartbeat Lease so the
-//! garden can tell a dead gardenlet from a quiet one.
+//! (capacity, allocatable, `GardenletReady`, `BackupBucketsReady`) current, and renews a
+//! heartbeat Lease so the garden can tell a dead gardenlet from a quiet one. For a seed with a
+//! backup configuration it keeps the seed's extension BackupBucket (named after the Seed's UID,
+//! the bucket of every shoot's BackupEntry) in the seed cluster.
 
 pub mod decide;
 
 use crate::config::SeedConfig;
 use api::common::Gardener;
 use api::core::Seed;
+use api::extensions::BackupBucket;
+use api::helpers::extension_operation::check_ready;
 use decide::{SeedFacts, desired_status};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
+use kube::ResourceExt;
 use kube::api::{Patch, PatchParams, PostParams};
 use std::time::Duration;
 
 /// Namespace in the garden holding one heartbeat Lease per seed, named like the seed.
 pub const LEASE_NAMESPACE: &str = "gardener-system-seed-lease";
+/// The label naming the seed on its BackupBucket.
+const LABEL_SEED_NAME: &str = "seed.gardener.cloud/name";
 const FIELD_MANAGER: &str = "gardenlet";
 
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +42,8 @@ pub enum SeedError {
 #[derive(Clone)]
 pub struct SeedController {
     garden: kube::Client,
+    /// The seed cluster, for the backup bucket (absent: no bucket is written).
+    seed: Option<kube::Client>,
     config: SeedConfig,
     heartbeat: Duration,
     gardener: Gardener,
@@ -48,7 +57,13 @@ impl std::fmt::Debug for SeedController {
 
 impl SeedController {
     pub fn new(garden: kube::Client, config: SeedConfig, heartbeat: Duration, gardener: Gardener) -> Self {
-        Self { garden, config, heartbeat, gardener }
+        Self { garden, seed: None, config, heartbeat, gardener }
+    }
+
+    /// Keeps the seed's BackupBucket in `seed` when the Seed has a backup configuration.
+    pub fn with_seed_cluster(mut self, seed: kube::Client) -> Self {
+        self.seed = Some(seed);
+        self
     }
 
     fn err(&self, what: &'static str) -> impl FnOnce(kube::Error) -> SeedError + '_ {
@@ -67,23 +82,78 @@ impl SeedController {
 
     /// Writes the status when it differs from what it should be. Returns whether it wrote.
     pub async fn sync_status(&self) -> Result<bool, SeedError> {
+        self.sync().await.map(|(wrote, _)| wrote)
+    }
+
+    /// [`Self::sync_status`], and whether the seed's backup still needs a closer look (its
+    /// bucket is not ready yet, or is being deleted with the Seed).
+    async fn sync(&self) -> Result<(bool, bool), SeedError> {
         let seeds: Api<Seed> = Api::all(self.garden.clone());
         let seed = seeds.get(&self.config.name).await.map_err(self.err("reading the Seed"))?;
+        let backup = self.backup_bucket(&seed).await?;
+        let deleting_bucket =
+            self.seed.is_some() && seed.spec.backup.is_some() && seed.metadata.deletion_timestamp.is_some();
+        let backup_pending = deleting_bucket || backup.as_ref().is_some_and(|b| b.is_err());
         let facts = SeedFacts {
             generation: seed.metadata.generation,
             capacity_shoots: self.config.capacity_shoots,
             reserved_shoots: self.config.reserved_shoots,
             gardener: &self.gardener,
+            backup,
         };
         let Some(status) = desired_status(seed.status.as_ref(), &facts, &Time(Timestamp::now())) else {
-            return Ok(false);
+            return Ok((false, backup_pending));
         };
         let patch = serde_json::json!({ "status": status });
         seeds
             .patch_status(&self.config.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(self.err("writing the Seed status"))?;
-        Ok(true)
+        Ok((true, backup_pending))
+    }
+
+    /// Applies the seed's BackupBucket when it differs from what the Seed's backup section says
+    /// and reports whether it is ready; `None` for a seed without backup (or without a seed
+    /// cluster to write it to).
+    async fn backup_bucket(&self, seed: &Seed) -> Result<Option<Result<(), String>>, SeedError> {
+        if let (Some(client), Some(_), Some(uid)) = (&self.seed, &seed.metadata.deletion_timestamp, &seed.metadata.uid)
+        {
+            // The Seed goes (its shoots are gone first): so does its bucket, through its
+            // extension, which stays installed while the bucket exists.
+            let buckets: Api<BackupBucket> = Api::all(client.clone());
+            match buckets.delete(uid, &Default::default()).await {
+                Ok(_) => tracing::info!(bucket = %uid, "deleting the seed's BackupBucket with the Seed"),
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(self.err("deleting the seed's BackupBucket")(e)),
+            }
+            return Ok(None);
+        }
+        let (Some(client), Some(desired)) = (&self.seed, crate::shoot::extensions::backup_bucket(seed)) else {
+            return Ok(None);
+        };
+        if desired.spec.secret_ref.name.is_empty() {
+            return Ok(Some(Err(format!("Seed {}: spec.backup.secretRef is required", self.config.name))));
+        }
+        let buckets: Api<BackupBucket> = Api::all(client.clone());
+        let name = desired.name_any();
+        let current = buckets.get_opt(&name).await.map_err(self.err("reading the seed's BackupBucket"))?;
+        let same = current.as_ref().is_some_and(|c| {
+            serde_json::to_value(&c.spec).ok() == serde_json::to_value(&desired.spec).ok()
+                && c.labels().get(LABEL_SEED_NAME) == desired.labels().get(LABEL_SEED_NAME)
+        });
+        let current = match current {
+            Some(c) if same => c,
+            _ => {
+                tracing::info!(bucket = %name, "applying the seed's BackupBucket");
+                buckets
+                    .patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&desired))
+                    .await
+                    .map_err(self.err("applying the seed's BackupBucket"))?
+            }
+        };
+        let ready = check_ready(&current.metadata, current.status.as_ref().map(|s| &s.default))
+            .map_err(|why| format!("BackupBucket {name} {why}"));
+        Ok(Some(ready))
     }
 
     /// Renews (or creates) the heartbeat Lease.
@@ -122,6 +192,7 @@ impl SeedController {
         tokio::pin!(shutdown);
         let mut registered = false;
         loop {
+            let mut backup_pending = false;
             if !registered {
                 match self.register().await {
                     Ok(_) => registered = true,
@@ -135,19 +206,24 @@ impl SeedController {
             // Ready without renewing would flip the condition back and forth with it.
             if registered {
                 match self.renew_lease().await {
-                    Ok(()) => {
-                        if let Err(e) = self.sync_status().await {
-                            tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed status update failed");
+                    Ok(()) => match self.sync().await {
+                        Ok((_, pending)) => backup_pending = pending,
+                        Err(e) => {
+                            tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed status update failed")
                         }
-                    }
+                    },
                     Err(e) => {
                         tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed heartbeat failed; GardenletReady is not renewed either")
                     }
                 }
             }
+            // Until the backup bucket is ready (or gone with the Seed), look again soon: the
+            // scheduler places no shoot on the seed before, and a deleted seed's extensions stay
+            // installed while the bucket exists (a bounded wait either way).
+            let pause = if backup_pending { Duration::from_secs(2).min(self.heartbeat) } else { self.heartbeat };
             tokio::select! {
                 _ = &mut shutdown => return,
-                _ = tokio::time::sleep(self.heartbeat) => {}
+                _ = tokio::time::sleep(pause) => {}
             }
         }
     }

@@ -41,6 +41,31 @@ pub async fn from_kubeconfig(text: &str, timeout: Duration) -> Result<kube::Clie
     build(&config, timeout)
 }
 
+/// A client for a shoot's API server from the admin kubeconfig gardenlet keeps in the shoot's
+/// seed namespace (`namespace`); the error names the Secret.
+pub async fn from_admin_secret(
+    seed: &kube::Client,
+    namespace: &str,
+    timeout: Duration,
+) -> Result<kube::Client, String> {
+    use k8s_openapi::api::core::v1::Secret;
+    let name = pki::shoot_set::names::KUBECONFIG_ADMIN;
+    let secret = kube::Api::<Secret>::namespaced(seed.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("reading Secret {namespace}/{name}: {e}"))?
+        .ok_or_else(|| format!("Secret {namespace}/{name} does not exist"))?;
+    let text = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(pki::data_keys::KUBECONFIG))
+        .and_then(|v| String::from_utf8(v.0.clone()).ok())
+        .ok_or_else(|| format!("Secret {namespace}/{name} has no kubeconfig"))?;
+    from_kubeconfig(&text, timeout)
+        .await
+        .map_err(|e| format!("Secret {namespace}/{name}: {}", extension_sdk::events::error_chain(&e)))
+}
+
 /// A client for `config` whose idle connections close after [`IDLE`].
 pub fn build(config: &kube::Config, timeout: Duration) -> Result<kube::Client, ClientError> {
     pooled(config, timeout, IDLE)

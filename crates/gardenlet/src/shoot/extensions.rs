@@ -13,7 +13,7 @@ use api::extensions::operatingsystemconfig::{
     File, FileContent, FileContentInline, OperatingSystemConfigPurpose, Unit,
 };
 use api::extensions::worker::{MachineImage, WorkerPool};
-use api::extensions::{BackupEntry, BackupEntrySpec};
+use api::extensions::{BackupBucket, BackupBucketSpec, BackupEntry, BackupEntrySpec};
 use api::extensions::{
     Cluster, ClusterSpec, ControlPlane, ControlPlaneSpec, DNSRecord, DNSRecordSpec, DefaultSpec, Extension,
     ExtensionSpec, Infrastructure, InfrastructureSpec, Network, NetworkSpec, OperatingSystemConfig,
@@ -388,6 +388,26 @@ pub fn worker(
 /// of the same name never shares an entry with its predecessor.
 pub fn backup_entry_name(v: &ShootValues, shoot_uid: &str) -> String {
     format!("{}--{shoot_uid}", v.namespace())
+}
+
+/// The seed's extension BackupBucket (named after the seed's UID, as the entries' `bucketName`),
+/// when the seed has a backup configuration. The seed controller keeps it; it is the seed's, so
+/// no shoot operation deletes it.
+pub fn backup_bucket(seed: &Seed) -> Option<BackupBucket> {
+    let backup = seed.spec.backup.as_ref()?;
+    let type_ = backup.provider.clone().or_else(|| backup.type_.clone())?;
+    let name = seed.metadata.uid.clone()?;
+    let mut bucket = BackupBucket::new(
+        &name,
+        BackupBucketSpec {
+            default: default_spec(&type_, backup.provider_config.clone()),
+            region: backup.region.clone().unwrap_or_else(|| seed.spec.provider.region.clone()),
+            secret_ref: backup.secret_ref.clone().unwrap_or_default(),
+        },
+    );
+    bucket.metadata.labels =
+        Some([("seed.gardener.cloud/name".to_string(), seed.metadata.name.clone().unwrap_or_default())].into());
+    Some(bucket)
 }
 
 /// The extension BackupEntry in the seed's backup bucket (named after the seed's UID), when the

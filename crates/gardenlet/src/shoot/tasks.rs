@@ -53,7 +53,8 @@ pub fn contains(live: &serde_json::Value, desired: &serde_json::Value) -> bool {
     }
 }
 
-fn intent_hash(desired: &serde_json::Value) -> String {
+/// A short digest of an intent (what [`INTENT_HASH_ANNOTATION`] records).
+pub fn intent_hash(desired: &serde_json::Value) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, desired.to_string().as_bytes());
     digest.as_ref().iter().take(16).map(|b| format!("{b:02x}")).collect()
 }

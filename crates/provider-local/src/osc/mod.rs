@@ -5,6 +5,9 @@
 //! script itself at `/var/lib/provider-local/osc/<name>.sh` (taken from the cloud-config
 //! Secret) and `provider-local-osc-<name>.service`, a oneshot unit that runs it whenever it
 //! changes. The `provision` purpose is the bootstrap user data and adds nothing.
+//!
+//! With a registry mirror (`--registry-mirror`, [`crate::registry`]) both purposes also write
+//! containerd's `hosts.toml` for the mirrored registries and the mirror's CA.
 
 pub mod render;
 #[cfg(test)]
@@ -12,6 +15,7 @@ mod tests;
 
 use crate::common::describe;
 use crate::error::Error;
+use crate::registry::RegistryMirror;
 use extension_sdk::api::extensions::OperatingSystemConfig;
 use extension_sdk::api::extensions::operatingsystemconfig::{
     File, FileContent, FileContentSecretRef, OperatingSystemConfigPurpose, Unit, UnitCommand,
@@ -33,10 +37,22 @@ pub fn apply_unit_name(osc_name: &str) -> String {
     format!("provider-local-osc-{osc_name}.service")
 }
 
-/// The whole output for an OperatingSystemConfig, given the Secret contents it references.
-pub fn output(osc: &OperatingSystemConfig, secrets: &SecretData) -> Result<OscOutput, RenderError> {
+/// The whole output for an OperatingSystemConfig, given the Secret contents it references. With
+/// a registry mirror, the script also writes the mirror's files (containerd's `hosts.toml`s and
+/// the CA) among the spec's, so before any unit starts; a path the spec writes itself is left
+/// to the spec.
+pub fn output(
+    osc: &OperatingSystemConfig,
+    secrets: &SecretData,
+    mirror: Option<&RegistryMirror>,
+) -> Result<OscOutput, RenderError> {
     let name = osc.name_any();
-    let rendered = render::render(&osc.namespace().unwrap_or_default(), &name, &osc.spec, secrets)?;
+    let mut spec = osc.spec.clone();
+    if let Some(mirror) = mirror {
+        let own: BTreeSet<String> = spec.files.iter().map(|f| f.path.clone()).collect();
+        spec.files.extend(mirror.files().into_iter().filter(|f| !own.contains(&f.path)));
+    }
+    let rendered = render::render(&osc.namespace().unwrap_or_default(), &name, &spec, secrets)?;
     let path = osc.spec.reload_config_file_path.clone().unwrap_or_else(|| script_path(&name));
     let mut out = OscOutput {
         user_data: rendered.script,
@@ -77,13 +93,14 @@ pub fn output(osc: &OperatingSystemConfig, secrets: &SecretData) -> Result<OscOu
 #[derive(Clone)]
 pub struct LocalOperatingSystemConfig {
     client: Client,
+    mirror: Option<RegistryMirror>,
 }
 
 crate::debug_without_client!(LocalOperatingSystemConfig);
 
 impl LocalOperatingSystemConfig {
-    pub fn new(client: Client) -> Self {
-        Self { client }
+    pub fn new(client: Client, mirror: Option<RegistryMirror>) -> Self {
+        Self { client, mirror }
     }
 
     /// Reads every Secret key the spec references (missing ones are left out; the renderer
@@ -120,7 +137,7 @@ impl Actuator<OperatingSystemConfig> for LocalOperatingSystemConfig {
         _: &ClusterContext,
     ) -> Result<Outcome<OperatingSystemConfig>, ActuatorError> {
         let secrets = self.secrets(osc).await?;
-        let out = output(osc, &secrets).map_err(|e| to_error(osc, e))?;
+        let out = output(osc, &secrets, self.mirror.as_ref()).map_err(|e| to_error(osc, e))?;
         tracing::debug!(bytes = out.user_data.len(), "rendered the provisioning script");
         Ok(Outcome::done().with_output(out))
     }

@@ -152,13 +152,13 @@ fn invalid_specs_name_the_field() {
 fn reconcile_purpose_adds_the_apply_unit_and_script_file() {
     let mut osc = OperatingSystemConfig::new("osc-a", spec());
     osc.metadata.namespace = Some("ns".into());
-    let provision = output(&osc, &secrets()).unwrap_or_default();
+    let provision = output(&osc, &secrets(), None).unwrap_or_default();
     assert!(provision.extension_units.is_empty() && provision.extension_files.is_empty());
     assert_eq!(provision.units, vec!["containerd.service", "kubelet.service"]);
     assert_eq!(provision.command.as_deref(), Some("/bin/bash '/var/lib/provider-local/osc/osc-a.sh'"));
 
     osc.spec.purpose = OperatingSystemConfigPurpose::Reconcile;
-    let reconcile = output(&osc, &secrets()).unwrap_or_default();
+    let reconcile = output(&osc, &secrets(), None).unwrap_or_default();
     assert_eq!(reconcile.user_data, provision.user_data);
     assert_eq!(reconcile.extension_units.len(), 1);
     assert_eq!(reconcile.extension_units[0].name, "provider-local-osc-osc-a.service");
@@ -166,4 +166,31 @@ fn reconcile_purpose_adds_the_apply_unit_and_script_file() {
     let secret_ref = reconcile.extension_files[0].content.secret_ref.clone().unwrap_or_default();
     assert_eq!((secret_ref.name.as_str(), secret_ref.data_key.as_str()), ("cloud-config-osc-a", "cloud_config"));
     assert_eq!(reconcile.units, vec!["containerd.service", "kubelet.service", "provider-local-osc-osc-a.service"]);
+}
+
+#[test]
+fn a_registry_mirror_writes_the_hosts_files_and_ca_before_any_unit_starts() {
+    let ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let mirror = crate::registry::RegistryMirror::new("https://10.250.0.1:5000", ca).unwrap();
+    let mut osc = OperatingSystemConfig::new("osc-a", spec());
+    osc.metadata.namespace = Some("ns".into());
+    let without = String::from_utf8(output(&osc, &secrets(), None).unwrap().user_data).unwrap();
+    assert!(!without.contains("certs.d"), "no mirror, no registry configuration");
+    let with = String::from_utf8(output(&osc, &secrets(), Some(&mirror)).unwrap().user_data).unwrap();
+    let first_unit = with.find("systemctl ").unwrap();
+    for path in [
+        "/etc/containerd/certs.d/gardener-rs.local/hosts.toml",
+        "/etc/containerd/certs.d/registry.k8s.io/hosts.toml",
+        "/etc/provider-local/registry-ca.crt",
+    ] {
+        let at = with.find(&format!("# file {path}\n")).unwrap_or_else(|| panic!("{path} is written"));
+        assert!(at < first_unit, "{path} is written before any unit starts");
+    }
+    // The spec's own files are still there, and the result is stable.
+    assert!(with.contains("# file /var/lib/kubelet/ca.crt"));
+    assert_eq!(output(&osc, &secrets(), Some(&mirror)).unwrap().user_data, with.into_bytes());
+    // A path the spec writes itself stays the spec's.
+    osc.spec.files.push(inline("/etc/provider-local/registry-ca.crt", "mine", "", None));
+    let own = String::from_utf8(output(&osc, &secrets(), Some(&mirror)).unwrap().user_data).unwrap();
+    assert_eq!(own.matches("# file /etc/provider-local/registry-ca.crt").count(), 1);
 }

@@ -16,11 +16,17 @@ use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeSet;
 
-/// `providerConfig` of a pool or of its machine image: `{"image": "<container image>"}`.
+/// `providerConfig` of a pool or of its machine image: `{"image": "<container image>"}`, and
+/// for a pool `"backupStore": true` (its machines host a seed, see [`PoolConfig::backup_store`]).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PoolConfig {
     pub image: Option<String>,
+    /// The machines see the provider's backup store (`--backup-root`, at the same path), as a
+    /// cloud VM with object-store credentials would: for pools of a shoot that is a seed
+    /// (ManagedSeed), whose gardenlet and etcd restores read and write backup entries there.
+    #[serde(default)]
+    pub backup_store: bool,
 }
 
 /// `spec.providerConfig` of a Worker: images by machine image name and version.

@@ -72,6 +72,7 @@ pub fn deployment_name(technical_id: &str, pool: &str) -> String {
 pub struct LocalWorker {
     client: Client,
     default_image: Option<String>,
+    backup_root: Option<String>,
 }
 
 crate::debug_without_client!(LocalWorker);
@@ -79,7 +80,14 @@ crate::debug_without_client!(LocalWorker);
 impl LocalWorker {
     /// `default_image` is used for pools whose provider config names no image.
     pub fn new(client: Client, default_image: Option<String>) -> Self {
-        Self { client, default_image }
+        Self { client, default_image, backup_root: None }
+    }
+
+    /// The backup store (`--backup-root`, a directory of the seed host) that pools asking for
+    /// it (`providerConfig.backupStore`) get mounted at the same path.
+    pub fn with_backup_root(mut self, root: &std::path::Path) -> Self {
+        self.backup_root = Some(root.to_string_lossy().into_owned());
+        self
     }
 
     fn machines(&self, worker: &Worker) -> Result<Machines, Error> {
@@ -119,6 +127,17 @@ impl LocalWorker {
             if pool.minimum < 0 || pool.maximum < pool.minimum {
                 return Err(Error::config(&object, &field, "want 0 <= minimum <= maximum"));
             }
+            let backup_store = match (pool_config.backup_store, self.backup_root.as_deref()) {
+                (false, _) => None,
+                (true, Some(root)) => Some(root),
+                (true, None) => {
+                    return Err(Error::config(
+                        &object,
+                        format!("{field}.providerConfig.backupStore"),
+                        "this provider has no backup store to mount (the backupentry controller is off)",
+                    ));
+                }
+            };
             let hash = desired::class_hash(pool, &image);
             let want = if hibernated { 0 } else { pool.minimum as u32 };
             pools.insert(pool.name.clone());
@@ -130,7 +149,7 @@ impl LocalWorker {
             let (surge, unavailable) = desired::rollout_limits(pool, want);
             for step in desired::rollout(want, &pool.name, &hash, &existing, surge, unavailable) {
                 for index in step.create {
-                    machines.create(pool, &hash, index, &image).await?;
+                    machines.create(pool, &hash, index, &image, backup_store).await?;
                 }
                 for name in step.delete {
                     machines.delete(&name).await?;

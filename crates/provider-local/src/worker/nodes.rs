@@ -1,28 +1,15 @@
 //! The shoot side of machines, as Gardener's machine controller sees it: a machine counts as
 //! ready once its Node is Ready in the shoot, and a machine that is deleted takes its Node with
 //! it, so the shoot never keeps Nodes of machines that are gone. The shoot is reached with the
-//! admin kubeconfig gardenlet keeps in the shoot's seed namespace; without that Secret (a
-//! Worker outside a gardenlet-managed shoot) the shoot side is skipped.
+//! admin kubeconfig gardenlet keeps in the shoot's seed namespace ([`crate::shoot`]); without
+//! that Secret (a Worker outside a gardenlet-managed shoot) the shoot side is skipped.
 
 use super::pods::LABEL_POOL;
-use extension_sdk::k8s_openapi::api::core::v1::{Node, Secret};
+use crate::shoot::shoot_client;
+use extension_sdk::k8s_openapi::api::core::v1::Node;
 use extension_sdk::kube::api::{DeleteParams, ListParams};
-use extension_sdk::kube::config::{KubeConfigOptions, Kubeconfig};
-use extension_sdk::kube::{Api, Client, Config, ResourceExt};
+use extension_sdk::kube::{Api, Client, ResourceExt};
 use std::collections::BTreeSet;
-
-/// The Secret with the shoot's admin kubeconfig, in the shoot's seed namespace.
-const KUBECONFIG_SECRET: &str = "kubeconfig-admin";
-
-/// A client for the shoot's API, when its kubeconfig is there.
-pub async fn shoot_client(seed: &Client, technical_id: &str) -> Option<Client> {
-    let secrets: Api<Secret> = Api::namespaced(seed.clone(), technical_id);
-    let secret = secrets.get_opt(KUBECONFIG_SECRET).await.ok()??;
-    let bytes = secret.data?.get("kubeconfig")?.0.clone();
-    let kubeconfig = Kubeconfig::from_yaml(&String::from_utf8(bytes).ok()?).ok()?;
-    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.ok()?;
-    Client::try_from(config).ok()
-}
 
 /// The Nodes of machine pools that are not among `machines`: left by deleted machines.
 pub fn orphans(nodes: &[Node], machines: &BTreeSet<String>) -> Vec<String> {
@@ -47,7 +34,13 @@ fn ready(n: &Node) -> bool {
 /// have no Ready Node yet; `None` when the shoot has no kubeconfig to reach it. An unreachable
 /// API server counts every machine as not ready: the Worker waits for it.
 pub async fn sync(seed: &Client, technical_id: &str, machines: &BTreeSet<String>) -> Option<usize> {
-    let shoot = shoot_client(seed, technical_id).await?;
+    let shoot = match shoot_client(seed, technical_id).await {
+        Ok(shoot) => shoot?,
+        Err(e) => {
+            tracing::info!(error = %e, "no client for the shoot's API server; skipping its Nodes");
+            return None;
+        }
+    };
     let api: Api<Node> = Api::all(shoot);
     let nodes = match api.list(&ListParams::default().labels(LABEL_POOL)).await {
         Ok(list) => list.items,

@@ -10,7 +10,8 @@ use base64::engine::general_purpose::STANDARD;
 use extension_sdk::api::extensions::worker::WorkerPool;
 use extension_sdk::k8s_openapi::ByteString;
 use extension_sdk::k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, Pod, PodSpec, Secret, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, HostPathVolumeSource, Pod, PodSpec, Secret, SecretVolumeSource, SecurityContext,
+    Volume, VolumeMount,
 };
 use extension_sdk::kube::api::{ListParams, ObjectMeta, Patch, PostParams};
 use extension_sdk::kube::{Api, Client, ResourceExt};
@@ -121,9 +122,20 @@ impl Machines {
     }
 
     /// Creates a machine; one that exists already is adopted as it is.
-    pub async fn create(&self, pool: &WorkerPool, hash: &str, index: u32, image: &str) -> Result<(), Error> {
+    pub async fn create(
+        &self,
+        pool: &WorkerPool,
+        hash: &str,
+        index: u32,
+        image: &str,
+        backup_store: Option<&str>,
+    ) -> Result<(), Error> {
         let name = machine_name(&pool.name, hash, index);
-        let pod = machine_pod(&self.technical_id, pool, hash, index, image, &self.class_secret_name(&pool.name, hash));
+        let class = self.class_secret_name(&pool.name, hash);
+        let mut pod = machine_pod(&self.technical_id, pool, hash, index, image, &class);
+        if let Some(root) = backup_store {
+            mount_backup_store(&mut pod, root);
+        }
         match self.pods().create(&PostParams::default(), &pod).await {
             Ok(_) => {
                 tracing::info!(machine = name, image, "created machine");
@@ -293,9 +305,42 @@ pub fn machine_pod(technical_id: &str, pool: &WorkerPool, hash: &str, index: u32
     }
 }
 
+/// Mounts the seed host's backup store into a machine at the same path, so that what runs on
+/// the machine (a seed's gardenlet, etcd's restore) finds backup entries where the provider
+/// publishes them.
+pub fn mount_backup_store(pod: &mut Pod, root: &str) {
+    let Some(spec) = pod.spec.as_mut() else { return };
+    spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+        name: BACKUP_STORE.into(),
+        host_path: Some(HostPathVolumeSource { path: root.into(), type_: Some("DirectoryOrCreate".into()) }),
+        ..Default::default()
+    });
+    for c in &mut spec.containers {
+        c.volume_mounts.get_or_insert_with(Vec::new).push(VolumeMount {
+            name: BACKUP_STORE.into(),
+            mount_path: root.into(),
+            ..Default::default()
+        });
+    }
+}
+
+const BACKUP_STORE: &str = "backup-store";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_backup_store_is_mounted_at_its_own_path() {
+        let pool = WorkerPool { name: "p".into(), ..Default::default() };
+        let mut pod = machine_pod("shoot--garden--seed", &pool, "0123456789", 0, "img:1", "c");
+        mount_backup_store(&mut pod, "/srv/backup");
+        let spec = pod.spec.unwrap();
+        let volume = spec.volumes.unwrap().into_iter().find(|v| v.name == BACKUP_STORE).unwrap();
+        assert_eq!(volume.host_path.unwrap().path, "/srv/backup");
+        let mount = spec.containers[0].volume_mounts.clone().unwrap().into_iter().find(|m| m.name == BACKUP_STORE);
+        assert_eq!(mount.unwrap().mount_path, "/srv/backup", "the same path as on the seed host");
+    }
 
     #[test]
     fn machine_pod_carries_labels_image_and_user_data() {

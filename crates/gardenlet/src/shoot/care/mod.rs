@@ -19,7 +19,6 @@ use crate::shoot::health::{self, Inputs};
 use api::common::LastOperationType;
 use api::core::Shoot;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
@@ -186,21 +185,7 @@ impl Running {
         if let Some(client) = self.clients.fresh(namespace, now) {
             return Ok(client);
         }
-        let name = pki::shoot_set::names::KUBECONFIG_ADMIN;
-        let secret = Api::<Secret>::namespaced(self.settings.seed.clone(), namespace)
-            .get_opt(name)
-            .await
-            .map_err(|e| format!("reading Secret {namespace}/{name}: {e}"))?
-            .ok_or_else(|| format!("Secret {namespace}/{name} does not exist"))?;
-        let text = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get(pki::data_keys::KUBECONFIG))
-            .and_then(|v| String::from_utf8(v.0.clone()).ok())
-            .ok_or_else(|| format!("Secret {namespace}/{name} has no kubeconfig"))?;
-        let client = crate::shoot::client::from_kubeconfig(&text, CHECK_TIMEOUT)
-            .await
-            .map_err(|e| format!("Secret {namespace}/{name}: {}", extension_sdk::events::error_chain(&e)))?;
+        let client = crate::shoot::client::from_admin_secret(&self.settings.seed, namespace, CHECK_TIMEOUT).await?;
         self.clients.keep(namespace, client.clone(), now);
         Ok(client)
     }

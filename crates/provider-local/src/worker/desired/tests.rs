@@ -126,7 +126,7 @@ fn image_resolution_order() {
         },
         ..Default::default()
     };
-    let some = |s: &str| PoolConfig { image: Some(s.into()) };
+    let some = |s: &str| PoolConfig { image: Some(s.into()), ..Default::default() };
     let mapping = WorkerConfig {
         machine_images: vec![
             MachineImageMapping { name: "local".into(), version: Some("2.0".into()), image: "two".into() },

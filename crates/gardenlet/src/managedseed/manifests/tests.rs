@@ -1,0 +1,111 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+use super::*;
+
+fn inputs<'a>(config: &'a str, kubeconfig: &'a str) -> ShootInputs<'a> {
+    ShootInputs {
+        managed_seed: "ms1",
+        config,
+        garden_kubeconfig: kubeconfig,
+        image: "gardener-rs.local/gardenlet:v1",
+        replicas: 1,
+        resources: None,
+        env: vec![],
+        volumes: vec![json!({"name": "backup", "hostPath": {"path": "/srv/backup"}})],
+        volume_mounts: vec![json!({"name": "backup", "mountPath": "/srv/backup"})],
+    }
+}
+
+#[test]
+fn sides_split_the_chart_rules_without_losing_one() {
+    let garden = rules("s", Side::Garden);
+    let seed = rules("s", Side::Seed);
+    let all = rules("s", Side::Both);
+    assert_eq!(all.len(), RULES.len());
+    let both = RULES.iter().filter(|r| r.side == Side::Both).count();
+    assert_eq!(garden.len() + seed.len(), all.len() + both);
+    assert!(garden.iter().any(|r| r["resources"] == json!(["shoots"])));
+    assert!(!seed.iter().any(|r| r["resources"] == json!(["shoots"])), "the shoot gets no garden rights");
+    assert!(seed.iter().any(|r| r["resources"] == json!(["deployments", "statefulsets"])));
+    assert!(!garden.iter().any(|r| r["resources"] == json!(["deployments", "statefulsets"])));
+    let own = garden.iter().find(|r| r["resources"] == json!(["seeds/status"])).unwrap();
+    assert_eq!(own["resourceNames"], json!(["s"]));
+}
+
+#[test]
+fn garden_identity_is_a_service_account_with_a_token_and_the_garden_rules() {
+    let objects = garden_objects("ms1");
+    let kinds: Vec<_> = objects.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Secret"]);
+    assert_eq!(objects[5]["metadata"]["annotations"]["kubernetes.io/service-account.name"], "gardenlet-ms1");
+    assert_eq!(objects[5]["type"], "kubernetes.io/service-account-token");
+    assert_eq!(objects[2]["subjects"][0]["name"], "gardenlet-ms1");
+    assert_eq!(objects[3]["rules"][1]["resourceNames"], json!(["gardenlet-ms1-leader-election"]));
+    for o in &objects {
+        assert_eq!(o["metadata"]["labels"][LABEL_MANAGED_SEED], "ms1");
+    }
+}
+
+#[test]
+fn shoot_objects_mount_config_and_garden_kubeconfig() {
+    let objects = shoot_objects(&inputs("seed: {}", "kubeconfig-text"));
+    assert_eq!(objects[0]["kind"], "Namespace");
+    let crds = objects.iter().filter(|o| o["kind"] == "CustomResourceDefinition").count();
+    assert!(crds >= 8, "the extension CRDs: {crds}");
+    assert!(
+        objects
+            .iter()
+            .filter(|o| o["kind"] == "CustomResourceDefinition")
+            .all(|o| o["spec"]["group"] == "extensions.gardener.cloud")
+    );
+    let deployment = objects.last().unwrap();
+    assert_eq!(deployment["kind"], "Deployment");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "gardener-rs.local/gardenlet:v1");
+    assert_eq!(container["args"][0], "--config=/etc/gardenlet/config/config.yaml");
+    assert_eq!(container["volumeMounts"][1]["mountPath"], "/etc/gardenlet/garden");
+    assert_eq!(container["volumeMounts"][2]["mountPath"], "/srv/backup", "the additional mount after ours");
+    assert_eq!(deployment["spec"]["template"]["spec"]["volumes"][2]["hostPath"]["path"], "/srv/backup");
+    assert!(crate::managedseed::decide::GARDEN_KUBECONFIG_PATH.starts_with("/etc/gardenlet/garden/"));
+    let secret = objects.iter().find(|o| o["kind"] == "Secret").unwrap();
+    assert_eq!(secret["data"]["kubeconfig"], b64("kubeconfig-text"));
+    let role = objects.iter().find(|o| o["kind"] == "ClusterRole").unwrap();
+    assert_eq!(role["rules"], json!(rules("ms1", Side::Seed)));
+}
+
+#[test]
+fn a_changed_config_or_kubeconfig_rolls_the_pods() {
+    let sum = |c, k| {
+        shoot_objects(&inputs(c, k)).last().unwrap()["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+            .clone()
+    };
+    assert_eq!(sum("a", "k"), sum("a", "k"));
+    assert_ne!(sum("a", "k"), sum("b", "k"));
+    assert_ne!(sum("a", "k"), sum("a", "k2"));
+}
+
+#[test]
+fn kubeconfig_parses_and_holds_the_token() {
+    let text = kubeconfig("https://10.250.0.1:6443", "-----BEGIN CERTIFICATE-----\nx\n", "tok");
+    let parsed = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+    assert_eq!(parsed.clusters[0].cluster.as_ref().unwrap().server.as_deref(), Some("https://10.250.0.1:6443"));
+    assert!(text.contains("token: tok"));
+}
+
+#[test]
+fn the_seed_kubeconfig_is_the_service_account_in_cluster() {
+    let parsed = kube::config::Kubeconfig::from_yaml(&in_cluster_kubeconfig()).unwrap();
+    let user = parsed.auth_infos[0].auth_info.as_ref().unwrap();
+    assert_eq!(user.token_file.as_deref(), Some("/var/run/secrets/kubernetes.io/serviceaccount/token"));
+    assert_eq!(parsed.clusters[0].cluster.as_ref().unwrap().server.as_deref(), Some("https://kubernetes.default.svc"));
+    let objects = shoot_objects(&inputs("c", "k"));
+    let secret = objects.iter().find(|o| o["kind"] == "Secret").unwrap();
+    assert!(crate::managedseed::decide::SEED_KUBECONFIG_PATH.ends_with("/seed-kubeconfig"));
+    assert_eq!(secret["data"]["seed-kubeconfig"], b64(&in_cluster_kubeconfig()));
+}
+
+#[test]
+fn debug_keeps_the_secrets_out() {
+    let text = format!("{:?}", inputs("cfg", "secret-kubeconfig"));
+    assert!(!text.contains("secret-kubeconfig"), "{text}");
+}

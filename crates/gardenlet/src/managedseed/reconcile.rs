@@ -1,0 +1,409 @@
+//! One ManagedSeed: the I/O around [`super::decide`] and [`super::manifests`].
+//!
+//! Reconcile (the shoot runs on this seed): finalizer; `ShootReconciled`; the managed
+//! gardenlet's configuration; its identity in the garden (ServiceAccount, token, RBAC); the
+//! objects in the shoot (server-side apply, written only when they differ from what is there);
+//! `SeedRegistered` once the Seed is `GardenletReady`.
+//!
+//! Delete: wait while shoots use the seed; put a finalizer on the Seed and delete it (the
+//! controller-manager then deletes the seed's ControllerInstallations and the managed gardenlet
+//! uninstalls them); wait until none is left; remove gardenlet from the shoot and its identity
+//! from the garden; release the Seed and the ManagedSeed.
+//!
+//! Watches bring shoot and Seed changes; what no watch reports (the token controller filling the
+//! token, objects inside the shoot going away, shoots elsewhere that still use the seed) is
+//! looked at again after `ctx.poll` (5 s in the binary; six times that for shoots that use the seed).
+
+use super::Context;
+use super::decide::{self, Observed};
+use super::manifests::{self, ShootInputs};
+use api::core::{ControllerInstallation, Seed, Shoot};
+use api::helpers::constants::FINALIZER_GARDENER;
+use api::seedmanagement::{ManagedSeed, ManagedSeedStatus};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+const FIELD_MANAGER: &str = "gardenlet-managedseed";
+/// The finalizer the ManagedSeed controller keeps on the Seed it deletes, until the seed's
+/// extensions are uninstalled and gardenlet is gone.
+pub const SEED_FINALIZER: &str = "seedmanagement.gardener.cloud/managedseed";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("ManagedSeed {managed_seed}: {what}")]
+    Kube {
+        managed_seed: String,
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("ManagedSeed {managed_seed}: {what}")]
+    Other { managed_seed: String, what: String },
+}
+
+fn kube_err(ms: &ManagedSeed, what: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
+    let (managed_seed, what) = (ms.name_any(), what.into());
+    move |source| Error::Kube { managed_seed, what, source }
+}
+
+pub async fn reconcile(ms: Arc<ManagedSeed>, ctx: Arc<Context>) -> Result<Action, Error> {
+    reconcile_managed_seed(&ms, &ctx).await
+}
+
+pub fn error_policy(ms: Arc<ManagedSeed>, error: &Error, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(managed_seed = %ms.name_any(), error = %extension_sdk::events::error_chain(error), "managed seed reconcile failed");
+    Action::requeue(Duration::from_secs(10))
+}
+
+fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::now())
+}
+
+#[tracing::instrument(skip_all, fields(managed_seed = %ms.name_any()))]
+async fn reconcile_managed_seed(ms: &ManagedSeed, ctx: &Context) -> Result<Action, Error> {
+    let namespace = ms.namespace().unwrap_or_default();
+    let Some(shoot_name) = ms.spec.shoot.as_ref().map(|s| s.name.clone()) else { return Ok(Action::await_change()) };
+    let shoot = Api::<Shoot>::namespaced(ctx.garden.clone(), &namespace)
+        .get_opt(&shoot_name)
+        .await
+        .map_err(kube_err(ms, format!("reading Shoot {shoot_name}")))?;
+    let ours = shoot.as_ref().and_then(decide::hosting_seed) == Some(ctx.seed_name.as_str());
+    let has_finalizer = ms.finalizers().iter().any(|f| f == FINALIZER_GARDENER);
+    if ms.metadata.deletion_timestamp.is_some() {
+        // A ManagedSeed whose shoot is gone is released by any gardenlet (nothing is left in a
+        // shoot that does not exist; the garden's part is removed idempotently).
+        if has_finalizer && (ours || shoot.is_none()) {
+            return delete(ms, shoot.as_ref(), ctx).await;
+        }
+        return Ok(Action::await_change());
+    }
+    let Some(shoot) = shoot.filter(|_| ours) else { return Ok(Action::await_change()) };
+    set_finalizer(&managed_seeds(ctx, ms), ms, FINALIZER_GARDENER, true)
+        .await
+        .map_err(kube_err(ms, "adding the finalizer"))?;
+    if let Err(why) = decide::shoot_reconciled(&shoot) {
+        write_status(ms, ctx, &Observed { shoot: Err(why), seed: None }).await?;
+        return Ok(Action::await_change());
+    }
+    let config = match decide::gardenlet_config(&ctx.parent, ms) {
+        Ok(c) => c,
+        Err(invalid) => {
+            let observed = Observed { shoot: Ok(()), seed: Some(Err(("InvalidConfiguration", invalid.to_string()))) };
+            write_status(ms, ctx, &observed).await?;
+            return Ok(Action::await_change());
+        }
+    };
+    let seed_name = ms.name_any();
+    // The identity in the garden and its token.
+    for object in manifests::garden_objects(&seed_name) {
+        apply(&ctx.garden, &object)
+            .await
+            .map_err(kube_err(ms, format!("applying {} in the garden", describe(&object))))?;
+    }
+    let Some(token) = token(ctx, &seed_name).await.map_err(kube_err(ms, "reading the garden token"))? else {
+        let observed = Observed {
+            shoot: Ok(()),
+            seed: Some(Err(("Preparing", "waiting for the token of gardenlet's ServiceAccount in the garden".into()))),
+        };
+        write_status(ms, ctx, &observed).await?;
+        return Ok(Action::requeue(Duration::from_secs(2)));
+    };
+    let kubeconfig = manifests::kubeconfig(&ctx.endpoint.server, &ctx.endpoint.ca_pem, &token);
+    let config_yaml = serde_yaml::to_string(&config).map_err(|e| Error::Other {
+        managed_seed: seed_name.clone(),
+        what: format!("writing gardenlet's configuration: {e}"),
+    })?;
+    let deployment = ms.spec.gardenlet.as_ref().and_then(|g| g.deployment.as_ref());
+    let image = image(deployment.and_then(|d| d.image.as_ref()), &ctx.image);
+    let inputs = ShootInputs {
+        managed_seed: &seed_name,
+        config: &config_yaml,
+        garden_kubeconfig: &kubeconfig,
+        image: &image,
+        replicas: deployment.and_then(|d| d.replica_count).unwrap_or(1),
+        resources: deployment.and_then(|d| d.resources.as_ref()).and_then(|r| serde_json::to_value(r).ok()),
+        env: deployment
+            .map(|d| d.env.iter().filter_map(|e| serde_json::to_value(e).ok()).collect())
+            .unwrap_or_default(),
+        volumes: ctx
+            .parent
+            .managed_seeds
+            .additional_volumes
+            .iter()
+            .cloned()
+            .chain(
+                deployment
+                    .iter()
+                    .flat_map(|d| d.additional_volumes.iter())
+                    .filter_map(|v| serde_json::to_value(v).ok()),
+            )
+            .collect(),
+        volume_mounts: ctx
+            .parent
+            .managed_seeds
+            .additional_volume_mounts
+            .iter()
+            .cloned()
+            .chain(
+                deployment
+                    .iter()
+                    .flat_map(|d| d.additional_volume_mounts.iter())
+                    .filter_map(|m| serde_json::to_value(m).ok()),
+            )
+            .collect(),
+    };
+    let shoot_client =
+        shoot_client(ctx, &shoot).await.map_err(|what| Error::Other { managed_seed: seed_name.clone(), what })?;
+    for object in manifests::shoot_objects(&inputs) {
+        apply(&shoot_client, &object)
+            .await
+            .map_err(kube_err(ms, format!("applying {} in the shoot", describe(&object))))?;
+    }
+    let seed =
+        Api::<Seed>::all(ctx.garden.clone()).get_opt(&seed_name).await.map_err(kube_err(ms, "reading the Seed"))?;
+    let registered = decide::seed_registered(&seed_name, seed.as_ref()).map_err(|why| ("SeedNotReady", why));
+    write_status(ms, ctx, &Observed { shoot: Ok(()), seed: Some(registered) }).await?;
+    Ok(Action::await_change())
+}
+
+async fn delete(ms: &ManagedSeed, shoot: Option<&Shoot>, ctx: &Context) -> Result<Action, Error> {
+    let seed_name = ms.name_any();
+    let shoots = Api::<Shoot>::all(ctx.garden.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(kube_err(ms, "listing shoots"))?;
+    let users = decide::seed_users(&seed_name, &shoots.items);
+    if !users.is_empty() {
+        let why =
+            format!("Seed {seed_name} still hosts shoots ({}); it is deleted once they are gone", users.join(", "));
+        tracing::info!(%why, "deletion waits");
+        let observed = Observed { shoot: Ok(()), seed: Some(Err(("SeedInUse", why))) };
+        write_status(ms, ctx, &observed).await?;
+        // Shoots elsewhere are not watched: look again (every 30 s with the binary's poll).
+        return Ok(Action::requeue(ctx.poll * 6));
+    }
+    let seeds = Api::<Seed>::all(ctx.garden.clone());
+    if let Some(seed) = seeds.get_opt(&seed_name).await.map_err(kube_err(ms, "reading the Seed"))? {
+        if seed.metadata.deletion_timestamp.is_none() {
+            // Only the seed's own gardenlet uninstalls its extensions: it must be running.
+            if let Err(why) = decide::seed_registered(&seed_name, Some(&seed)) {
+                let why =
+                    format!("{why}; the seed's gardenlet must run to uninstall its extensions (is the shoot awake?)");
+                write_status(ms, ctx, &Observed { shoot: Ok(()), seed: Some(Err(("GardenletNotReady", why))) }).await?;
+                return Ok(Action::requeue(ctx.poll * 6));
+            }
+            set_finalizer(&seeds, &seed, SEED_FINALIZER, true)
+                .await
+                .map_err(kube_err(ms, "adding the finalizer to the Seed"))?;
+            tracing::info!("deleting the Seed");
+            seeds.delete(&seed_name, &DeleteParams::default()).await.map_err(kube_err(ms, "deleting the Seed"))?;
+        }
+        let installations = Api::<ControllerInstallation>::all(ctx.garden.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(kube_err(ms, "listing ControllerInstallations"))?;
+        let left: Vec<String> = installations
+            .items
+            .iter()
+            .filter(|i| i.spec.seed_ref.as_ref().is_some_and(|s| s.name == seed_name))
+            .map(|i| i.name_any())
+            .collect();
+        if !left.is_empty() {
+            let why = format!("waiting until the seed's extensions are uninstalled ({})", left.join(", "));
+            write_status(ms, ctx, &Observed { shoot: Ok(()), seed: Some(Err(("Deleting", why))) }).await?;
+            return Ok(Action::requeue(ctx.poll));
+        }
+    }
+    // gardenlet leaves the shoot (the Deployment first, so it stops writing), then the garden.
+    if let Some(shoot) = shoot.filter(|s| !s.status.as_ref().is_some_and(|st| st.technical_id.is_empty())) {
+        match shoot_client(ctx, shoot).await {
+            Ok(client) => {
+                let objects = manifests::shoot_objects(&ShootInputs {
+                    managed_seed: &seed_name,
+                    config: "",
+                    garden_kubeconfig: "",
+                    image: "",
+                    replicas: 0,
+                    resources: None,
+                    env: vec![],
+                    volumes: vec![],
+                    volume_mounts: vec![],
+                });
+                for object in objects.iter().rev() {
+                    remove(&client, object)
+                        .await
+                        .map_err(kube_err(ms, format!("deleting {} in the shoot", describe(object))))?;
+                }
+            }
+            // A shoot whose API is gone (hibernated, deleted meanwhile) has nothing to run gardenlet.
+            Err(why) => tracing::info!(%why, "gardenlet is not removed from the shoot"),
+        }
+    }
+    for object in manifests::garden_objects(&seed_name).iter().rev() {
+        remove(&ctx.garden, object)
+            .await
+            .map_err(kube_err(ms, format!("deleting {} in the garden", describe(object))))?;
+    }
+    if let Some(seed) = seeds.get_opt(&seed_name).await.map_err(kube_err(ms, "reading the Seed"))? {
+        set_finalizer(&seeds, &seed, SEED_FINALIZER, false).await.map_err(kube_err(ms, "releasing the Seed"))?;
+    }
+    tracing::info!("gardenlet and its seed are removed; releasing the ManagedSeed");
+    set_finalizer(&managed_seeds(ctx, ms), ms, FINALIZER_GARDENER, false)
+        .await
+        .map_err(kube_err(ms, "removing the finalizer"))?;
+    Ok(Action::await_change())
+}
+
+/// Adds (`present`) or removes `finalizer`, writing only when that changes something.
+async fn set_finalizer<K>(api: &Api<K>, object: &K, finalizer: &str, present: bool) -> Result<(), kube::Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let current = object.finalizers();
+    if current.iter().any(|f| f == finalizer) == present {
+        return Ok(());
+    }
+    let mut finalizers: Vec<String> = current.iter().filter(|f| *f != finalizer).cloned().collect();
+    if present {
+        finalizers.push(finalizer.to_string());
+    }
+    let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": object.resource_version()}});
+    api.patch(&object.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await?;
+    Ok(())
+}
+
+/// The managed gardenlet's image: `spec.gardenlet.deployment.image` where given, each part
+/// defaulting to the one of `default` (repository and tag).
+fn image(given: Option<&api::seedmanagement::Image>, default: &str) -> String {
+    let (repository, tag) = default.rsplit_once(':').unwrap_or((default, "latest"));
+    let repository = given.and_then(|i| i.repository.as_deref()).unwrap_or(repository);
+    let tag = given.and_then(|i| i.tag.as_deref()).unwrap_or(tag);
+    format!("{repository}:{tag}")
+}
+
+fn managed_seeds(ctx: &Context, ms: &ManagedSeed) -> Api<ManagedSeed> {
+    Api::namespaced(ctx.garden.clone(), &ms.namespace().unwrap_or_default())
+}
+
+/// The token of the managed gardenlet's ServiceAccount, once the token controller has filled it.
+async fn token(ctx: &Context, seed: &str) -> Result<Option<String>, kube::Error> {
+    let secret = Api::<Secret>::namespaced(ctx.garden.clone(), manifests::NAMESPACE)
+        .get_opt(&manifests::garden_token_secret(seed))
+        .await?;
+    Ok(secret
+        .and_then(|s| s.data)
+        .and_then(|d| d.get("token").cloned())
+        .and_then(|t| String::from_utf8(t.0).ok())
+        .filter(|t| !t.is_empty()))
+}
+
+/// A client for the shoot's API server from the admin kubeconfig in its seed namespace.
+async fn shoot_client(ctx: &Context, shoot: &Shoot) -> Result<kube::Client, String> {
+    let namespace = shoot.status.as_ref().map(|s| s.technical_id.clone()).unwrap_or_default();
+    crate::shoot::client::from_admin_secret(&ctx.seed, &namespace, crate::shoot::reconcile::SHOOT_REQUEST_TIMEOUT).await
+}
+
+fn describe(object: &Value) -> String {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    match object["metadata"]["namespace"].as_str() {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+/// The API of an object this controller writes (only the kinds of [`manifests`]).
+fn dynamic_api(client: &kube::Client, object: &Value) -> Api<DynamicObject> {
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let plural = match kind {
+        "Namespace" => "namespaces",
+        "CustomResourceDefinition" => "customresourcedefinitions",
+        "PriorityClass" => "priorityclasses",
+        "ServiceAccount" => "serviceaccounts",
+        "ClusterRole" => "clusterroles",
+        "ClusterRoleBinding" => "clusterrolebindings",
+        "Role" => "roles",
+        "RoleBinding" => "rolebindings",
+        "Secret" => "secrets",
+        "ConfigMap" => "configmaps",
+        "Deployment" => "deployments",
+        other => {
+            return Api::all_with(
+                client.clone(),
+                &ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, other)),
+            );
+        }
+    };
+    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    match object["metadata"]["namespace"].as_str() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    }
+}
+
+/// Server-side apply of `object`, unless the live object already is what it says: it carries
+/// the hash of this exact intent (so a field no longer set is still removed by a new apply) and
+/// every field of it (so drift is repaired). The shoot flow's mechanism
+/// ([`crate::shoot::tasks::apply_in`]), for untyped objects.
+async fn apply(client: &kube::Client, object: &Value) -> Result<(), kube::Error> {
+    use crate::shoot::tasks::{INTENT_HASH_ANNOTATION, contains, intent_hash};
+    let api = dynamic_api(client, object);
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let hash = intent_hash(object);
+    if let Some(live) = api.get_opt(name).await? {
+        let same_intent = live.annotations().get(INTENT_HASH_ANNOTATION) == Some(&hash);
+        if same_intent && contains(&serde_json::to_value(&live).unwrap_or(Value::Null), object) {
+            return Ok(());
+        }
+    }
+    let mut desired = object.clone();
+    desired["metadata"]["annotations"][INTENT_HASH_ANNOTATION] = json!(hash);
+    api.patch(name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&desired)).await?;
+    Ok(())
+}
+
+async fn remove(client: &kube::Client, object: &Value) -> Result<(), kube::Error> {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    match dynamic_api(client, object).delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+async fn write_status(ms: &ManagedSeed, ctx: &Context, observed: &Observed) -> Result<(), Error> {
+    let Some(next): Option<ManagedSeedStatus> =
+        decide::status(ms.status.as_ref(), ms.metadata.generation, observed, &now())
+    else {
+        return Ok(());
+    };
+    let body = json!({"status": next});
+    managed_seeds(ctx, ms)
+        .patch_status(&ms.name_any(), &PatchParams::default(), &Patch::Merge(body))
+        .await
+        .map_err(kube_err(ms, "writing its status"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+
+    #[test]
+    fn image_parts_default_to_the_parents() {
+        use api::seedmanagement::Image;
+        let default = "gardener-rs.local/gardenlet:v1";
+        assert_eq!(super::image(None, default), default);
+        let tag = Image { tag: Some("v2".into()), ..Default::default() };
+        assert_eq!(super::image(Some(&tag), default), "gardener-rs.local/gardenlet:v2");
+        let repo = Image { repository: Some("example.org/g".into()), ..Default::default() };
+        assert_eq!(super::image(Some(&repo), default), "example.org/g:v1");
+    }
+}

@@ -1,0 +1,436 @@
+//! ManagedSeed on the local garden (GEP-13): `example/managedseed.yaml` applied as an operator
+//! applies it. Its shoot becomes a real cluster with a node; the local seed's gardenlet deploys a
+//! gardenlet into it (its image pulled from the local registry by the shoot's node), which
+//! registers the Seed `managed`; the ManagedSeed reports `SeedRegistered`. The scheduler places
+//! a shoot that selects managed seeds on it, and the new seed's gardenlet and provider-local
+//! create it there (hibernated: see below); while that shoot is there, deleting the ManagedSeed
+//! keeps the seed (`SeedInUse`); once the shoot is gone the Seed, the seed's extensions,
+//! gardenlet in the shoot and its garden identity are removed; then the shoot is deleted.
+//! Before that, a workerless shoot migrates from the local seed to the managed one with its
+//! etcd data (see [`migrate_a_shoot_from_the_local_seed_to_the_managed_one`]).
+//! Gardener's e2e test "ManagedSeed" (test/e2e/gardener/managedseed) is the model.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+use e2e::{kubectl, repo_root};
+use std::time::{Duration, Instant};
+
+const NS: &str = "garden";
+const NAME: &str = "managed";
+const SEED_NS: &str = "shoot--garden--managed";
+const HOSTED: &str = "hosted";
+const HOSTED_NS: &str = "garden-local";
+
+fn diagnosis() -> String {
+    let mut out = String::new();
+    for (what, args) in [
+        ("managedseed", vec!["-n", NS, "get", "managedseed", NAME, "-o", "jsonpath={.status}"]),
+        ("shoot", vec!["-n", NS, "get", "shoot", NAME, "-o", "jsonpath={.status.lastOperation}"]),
+        ("seed", vec!["get", "seed", NAME, "-o", "jsonpath={.status}"]),
+        (
+            "hosted shoot",
+            vec!["-n", HOSTED_NS, "get", "shoot", HOSTED, "-o", "jsonpath={.spec.seedName} {.status.lastOperation}"],
+        ),
+        ("installations", vec!["get", "controllerinstallations", "-o", "wide"]),
+        ("seed namespace pods", vec!["-n", SEED_NS, "get", "pods", "-o", "wide"]),
+    ] {
+        out.push_str(&format!("{what}: {}\n", kubectl(&args).unwrap_or_else(|e| e)));
+    }
+    out.push_str(&format!(
+        "gardenlet in the shoot: {}\n",
+        shoot_kubectl(&["-n", "garden", "get", "pods", "-o", "wide"])
+    ));
+    out.push_str(&format!("its log: {}\n", shoot_kubectl(&["-n", "garden", "logs", "deploy/gardenlet", "--tail=30"])));
+    out
+}
+
+/// A shoot's admin kubeconfig (hack/shoot-kubeconfig.sh, an AdminKubeconfigRequest), written to a
+/// file that is removed on drop.
+struct ShootKubeconfig(std::path::PathBuf);
+
+impl ShootKubeconfig {
+    fn issue(project: &str, shoot: &str) -> Result<Self, String> {
+        let out = std::process::Command::new(repo_root().join("hack/shoot-kubeconfig.sh"))
+            .args([project, shoot])
+            .env("KUBECTL", e2e::assets().join("kubectl"))
+            .env("KUBECONFIG_FILE", e2e::kubeconfig())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("no kubeconfig for {project}/{shoot}: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        let path = std::env::temp_dir().join(format!("{project}-{shoot}-{}.kubeconfig", std::process::id()));
+        std::fs::write(&path, &out.stdout).map_err(|e| e.to_string())?;
+        Ok(Self(path))
+    }
+
+    fn command(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(e2e::assets().join("kubectl"));
+        c.arg(format!("--kubeconfig={}", self.0.display()));
+        c
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        let out = self.command().args(args).output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!("kubectl {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)))
+        }
+    }
+}
+
+impl Drop for ShootKubeconfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// kubectl against the managed shoot, with its admin kubeconfig; failures come back as text.
+fn shoot_kubectl(args: &[&str]) -> String {
+    match ShootKubeconfig::issue("garden", NAME) {
+        Ok(k) => k.kubectl(args).unwrap_or_else(|e| e),
+        Err(e) => e,
+    }
+}
+
+/// `kubectl port-forward` through the managed shoot's API server and the kubelet of its node to
+/// a Service there; the forward ends on drop.
+struct PortForward {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl PortForward {
+    fn start(shoot: &ShootKubeconfig, namespace: &str, target: &str, remote: u16) -> Self {
+        use std::io::BufRead;
+        let mut child = shoot
+            .command()
+            .args(["-n", namespace, "port-forward", target, &format!(":{remote}")])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("kubectl port-forward starts");
+        let mut line = String::new();
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        // "Forwarding from 127.0.0.1:<port> -> <remote>"
+        let read = out.read_line(&mut line);
+        let port = line
+            .strip_prefix("Forwarding from 127.0.0.1:")
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|p| p.parse().ok());
+        let Some(port) = port else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("port-forward to {namespace}/{target} did not start ({read:?}: {line:?})\n{}", diagnosis());
+        };
+        // Keep reading (and discarding) its output so the pipe never fills.
+        std::thread::spawn(move || for _ in out.lines() {});
+        Self { child, port }
+    }
+}
+
+impl Drop for PortForward {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until `probe` returns `Some`, at most `timeout`; returns the value and how long it took.
+fn wait<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Result<Option<T>, String>) -> (T, Duration) {
+    let start = Instant::now();
+    let mut last = String::new();
+    loop {
+        match probe() {
+            Ok(Some(v)) => return (v, start.elapsed()),
+            Ok(None) => {}
+            Err(e) => last = e,
+        }
+        if start.elapsed() > timeout {
+            panic!("{what}: not within {timeout:?}; last: {last}\n{}", diagnosis());
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+fn field(args: &[&str]) -> Result<String, String> {
+    kubectl(args).map(|s| s.trim().to_string())
+}
+
+fn condition(kind_args: &[&str], type_: &str) -> Result<String, String> {
+    let mut args = kind_args.to_vec();
+    let path = format!(
+        "jsonpath={{.status.conditions[?(@.type==\"{type_}\")].status}} {{.status.conditions[?(@.type==\"{type_}\")].reason}}: {{.status.conditions[?(@.type==\"{type_}\")].message}}"
+    );
+    args.extend(["-o", &path]);
+    field(&args)
+}
+
+fn gone(args: &[&str]) -> Result<Option<()>, String> {
+    match kubectl(args) {
+        Ok(out) if out.trim().is_empty() => Ok(Some(())),
+        Ok(out) => Err(format!("still there: {out}")),
+        Err(e) if e.contains("NotFound") || e.contains("not found") => Ok(Some(())),
+        Err(e) => Err(e),
+    }
+}
+
+fn delete_shoot(namespace: &str, name: &str) {
+    kubectl(&["-n", namespace, "annotate", "shoot", name, "confirmation.gardener.cloud/deletion=true", "--overwrite"])
+        .unwrap();
+    kubectl(&["-n", namespace, "delete", "shoot", name, "--wait=false"]).unwrap();
+}
+
+#[test]
+fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
+    let manifest = std::fs::read_to_string(repo_root().join("example/managedseed.yaml")).unwrap();
+    e2e::apply(NS, &manifest);
+
+    let (_, created) = wait("the managed seed's shoot is created", Duration::from_secs(600), || {
+        let op = field(&[
+            "-n",
+            NS,
+            "get",
+            "shoot",
+            NAME,
+            "-o",
+            "jsonpath={.status.lastOperation.type} {.status.lastOperation.state}",
+        ])?;
+        Ok((op == "Create Succeeded" || op == "Reconcile Succeeded").then_some(()))
+    });
+    println!("shoot {NAME} created with a Ready node in {created:?}");
+
+    let ms = ["-n", NS, "get", "managedseed", NAME];
+    let (_, registered) = wait("SeedRegistered", Duration::from_secs(300), || {
+        let c = condition(&ms, "SeedRegistered")?;
+        Ok(c.starts_with("True").then_some(()))
+    });
+    println!("gardenlet deployed into the shoot and Seed {NAME} registered in {registered:?}");
+    assert!(condition(&ms, "ShootReconciled").unwrap().starts_with("True"));
+    assert!(condition(&["get", "seed", NAME], "GardenletReady").unwrap().starts_with("True"));
+    let pods = shoot_kubectl(&[
+        "-n",
+        "garden",
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/name=gardenlet",
+        "-o",
+        "jsonpath={.items[*].status.phase}",
+    ]);
+    assert_eq!(pods.trim(), "Running", "gardenlet runs in the shoot\n{}", diagnosis());
+
+    // The scheduler places a shoot that selects managed seeds on the new seed, and the new seed's
+    // gardenlet creates it there. It is created hibernated ("never started": namespace, secrets,
+    // extension objects reconciled by the provider-local the new gardenlet installed, control
+    // plane at zero replicas): a shoot's node offers no volumes for etcd yet.
+    let hosted = format!(
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: {HOSTED}\n  namespace: {HOSTED_NS}\nspec:\n  hibernation:\n    enabled: true\n  cloudProfileName: local\n  secretBindingName: local\n  region: local\n  seedSelector:\n    matchLabels:\n      seed.gardener.cloud/managed: \"true\"\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local\n    nodes: 10.12.0.0/16\n    pods: 10.128.0.0/16\n    services: 10.129.0.0/16\n  provider:\n    type: local\n"
+    );
+    e2e::apply(HOSTED_NS, &hosted);
+    let (seed, scheduled) = wait("the hosted shoot is scheduled", Duration::from_secs(120), || {
+        let seed = field(&["-n", HOSTED_NS, "get", "shoot", HOSTED, "-o", "jsonpath={.spec.seedName}"])?;
+        Ok((!seed.is_empty()).then_some(seed))
+    });
+    assert_eq!(seed, NAME, "the only seed the shoot selects");
+    println!("shoot {HOSTED} scheduled to seed {NAME} in {scheduled:?}");
+    let (_, hosted_created) = wait("the hosted shoot is created on the managed seed", Duration::from_secs(600), || {
+        let op = field(&[
+            "-n",
+            HOSTED_NS,
+            "get",
+            "shoot",
+            HOSTED,
+            "-o",
+            "jsonpath={.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}",
+        ])?;
+        Ok((op == format!("{NAME} Create Succeeded")).then_some(()))
+    });
+    println!("shoot {HOSTED} created (hibernated) by the managed seed's gardenlet in {hosted_created:?}");
+    let infrastructure = shoot_kubectl(&[
+        "-n",
+        "shoot--local--hosted",
+        "get",
+        "infrastructure",
+        HOSTED,
+        "-o",
+        "jsonpath={.status.lastOperation.state}",
+    ]);
+    assert_eq!(
+        infrastructure.trim(),
+        "Succeeded",
+        "provider-local in the managed seed reconciled the Infrastructure\n{}",
+        diagnosis()
+    );
+
+    migrate_a_shoot_from_the_local_seed_to_the_managed_one();
+
+    // Deleting the ManagedSeed keeps the seed while a shoot uses it.
+    kubectl(&["-n", NS, "delete", "managedseed", NAME, "--wait=false"]).unwrap();
+    wait("SeedInUse", Duration::from_secs(120), || {
+        let c = condition(&ms, "SeedRegistered")?;
+        Ok(c.contains("SeedInUse").then_some(()))
+    });
+    assert!(kubectl(&["get", "seed", NAME]).is_ok(), "the seed stays while {HOSTED} uses it");
+
+    let start = Instant::now();
+    delete_shoot(HOSTED_NS, HOSTED);
+    let (_, _) = wait("the hosted shoot is deleted", Duration::from_secs(600), || {
+        gone(&["-n", HOSTED_NS, "get", "shoot", HOSTED, "--ignore-not-found", "-o", "name"])
+    });
+    println!("shoot {HOSTED} deleted from the managed seed in {:?}", start.elapsed());
+    let (_, released) = wait("the ManagedSeed is released", Duration::from_secs(300), || {
+        gone(&["-n", NS, "get", "managedseed", NAME, "--ignore-not-found", "-o", "name"])
+    });
+    println!("ManagedSeed released in {released:?} after its last shoot");
+    gone(&["get", "seed", NAME, "--ignore-not-found", "-o", "name"]).unwrap().unwrap();
+    let installations =
+        field(&["get", "controllerinstallations", "-o", "jsonpath={.items[*].spec.seedRef.name}"]).unwrap();
+    assert!(
+        !installations.split_whitespace().any(|s| s == NAME),
+        "the seed's extensions are uninstalled: {installations}"
+    );
+    gone(&["-n", NS, "get", "serviceaccount", "gardenlet-managed", "--ignore-not-found", "-o", "name"])
+        .unwrap()
+        .unwrap();
+    let left = shoot_kubectl(&["-n", "garden", "get", "deployment", "gardenlet", "--ignore-not-found", "-o", "name"]);
+    assert!(left.trim().is_empty(), "gardenlet left the shoot: {left}");
+
+    let start = Instant::now();
+    delete_shoot(NS, NAME);
+    wait("the managed seed's shoot is deleted", Duration::from_secs(600), || {
+        gone(&["-n", NS, "get", "shoot", NAME, "--ignore-not-found", "-o", "name"])
+    });
+    println!("shoot {NAME} deleted in {:?}", start.elapsed());
+}
+
+/// Control-plane migration between two real seeds (docs/migration.md): a workerless shoot created
+/// on `local` gets a ConfigMap through its API; `spec.seedName` is set to `managed`; the local
+/// gardenlet takes the final etcd snapshot into the backup store, the managed seed's gardenlet
+/// restores etcd from it in the shoot `managed`, and the ConfigMap is read back through the
+/// migrated API server with the same UID and resourceVersion. Nothing of the shoot is left in
+/// the local seed. The shoot is workerless: the local machines would have to nest one more
+/// level to be its nodes on the managed seed.
+fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
+    const MOVER: &str = "mover";
+    const MOVER_NS: &str = "shoot--local--mover";
+    let shoot = format!(
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: {MOVER}\n  namespace: {HOSTED_NS}\nspec:\n  seedName: local\n  cloudProfileName: local\n  secretBindingName: local\n  region: local\n  kubernetes:\n    version: 1.20.2\n  networking:\n    services: 10.131.0.0/16\n  provider:\n    type: local\n"
+    );
+    e2e::apply(HOSTED_NS, &shoot);
+    let op = |seed_and_op: &str| {
+        let want = seed_and_op.to_string();
+        move || {
+            let op = field(&[
+                "-n",
+                HOSTED_NS,
+                "get",
+                "shoot",
+                MOVER,
+                "-o",
+                "jsonpath={.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}",
+            ])?;
+            if op.ends_with("Failed") {
+                return Err(format!("failed: {op}"));
+            }
+            Ok((op == want).then_some(()))
+        }
+    };
+    let (_, created) =
+        wait("the workerless shoot is created on local", Duration::from_secs(600), op("local Create Succeeded"));
+    println!("shoot {MOVER} created on seed local in {created:?}");
+
+    let before = ShootKubeconfig::issue("local", MOVER).unwrap();
+    before
+        .kubectl(&["-n", "default", "create", "configmap", "marker", "--from-literal=written=before-the-move"])
+        .unwrap();
+    let identity = |k: &ShootKubeconfig, extra: &[&str]| {
+        let mut args = vec![
+            "-n",
+            "default",
+            "get",
+            "configmap",
+            "marker",
+            "-o",
+            "jsonpath={.metadata.uid} {.metadata.resourceVersion} {.data.written}",
+        ];
+        args.extend_from_slice(extra);
+        k.kubectl(&args)
+    };
+    let written = identity(&before, &[]).unwrap();
+    let ca_before = field(&[
+        "-n",
+        HOSTED_NS,
+        "get",
+        "configmap",
+        &format!("{MOVER}.ca-cluster"),
+        "-o",
+        "jsonpath={.data.ca\\.crt}",
+    ])
+    .unwrap();
+    drop(before);
+
+    let start = Instant::now();
+    kubectl(&[
+        "-n",
+        HOSTED_NS,
+        "patch",
+        "shoot",
+        MOVER,
+        "--type=merge",
+        "-p",
+        &format!("{{\"spec\":{{\"seedName\":\"{NAME}\"}}}}"),
+    ])
+    .unwrap();
+    let (_, migrated) =
+        wait("the migration to the managed seed", Duration::from_secs(900), op(&format!("{NAME} Restore Succeeded")));
+    println!("shoot {MOVER} migrated from local to {NAME} (Migrate, then Restore) in {migrated:?}");
+    assert!(start.elapsed() >= migrated);
+
+    // The source seed let go of everything.
+    gone(&["get", "namespace", MOVER_NS, "--ignore-not-found", "-o", "name"]).unwrap().unwrap();
+    // The same cluster CA, and the marker through the migrated API server: reached through the
+    // managed shoot's API server and its node's kubelet (the API's address in the managed seed is
+    // a Service inside that shoot).
+    let ca_after = field(&[
+        "-n",
+        HOSTED_NS,
+        "get",
+        "configmap",
+        &format!("{MOVER}.ca-cluster"),
+        "-o",
+        "jsonpath={.data.ca\\.crt}",
+    ])
+    .unwrap();
+    assert_eq!(ca_after, ca_before, "the cluster CA moved with the shoot");
+    let managed = ShootKubeconfig::issue("garden", NAME).unwrap();
+    let forward = PortForward::start(&managed, MOVER_NS, "service/kube-apiserver", 443);
+    let after = ShootKubeconfig::issue("local", MOVER).unwrap();
+    let external = field(&[
+        "-n",
+        HOSTED_NS,
+        "get",
+        "shoot",
+        MOVER,
+        "-o",
+        "jsonpath={.status.advertisedAddresses[?(@.name==\"external\")].url}",
+    ])
+    .unwrap();
+    let host = external.trim_start_matches("https://").split([':', '/']).next().unwrap_or_default().to_string();
+    let server = format!("--server=https://127.0.0.1:{}", forward.port);
+    let tls_name = format!("--tls-server-name={host}");
+    let (read, _) = wait("the marker through the migrated API server", Duration::from_secs(120), || {
+        identity(&after, &[&server, &tls_name]).map(Some)
+    });
+    assert_eq!(read, written, "the marker kept its UID, resourceVersion and data");
+    println!("ConfigMap marker read back on {NAME}: {read}");
+    drop(forward);
+
+    let start = Instant::now();
+    delete_shoot(HOSTED_NS, MOVER);
+    wait("the migrated shoot is deleted", Duration::from_secs(600), || {
+        gone(&["-n", HOSTED_NS, "get", "shoot", MOVER, "--ignore-not-found", "-o", "name"])
+    });
+    println!("shoot {MOVER} deleted from {NAME} in {:?}", start.elapsed());
+}
