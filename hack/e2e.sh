@@ -22,11 +22,39 @@ export E2E_ASSETS="$assets" E2E_IMAGES="$images" E2E_LOCAL_CLUSTER="$bin" LOCAL_
 work=$(mktemp -d)
 "$bin" snapshot >"$work/host-before.json"
 
+# On failure: the host components' logs, the garden's controllers' logs, and last (a CI log is
+# often read from its end) the failed tests' own reports.
+collect() {
+  local kubectl="$assets/kubectl --kubeconfig=$PWD/.local/kubeconfig" d
+  log "collecting logs"
+  tail -n 15 .local/logs/*.log >&2 || true
+  for d in garden/gardenlet garden/gardener-controller-manager extension-provider-local-local/gardener-extension-provider-local; do
+    echo "==> logs of deployment ${d#*/} in ${d%%/*} <==" >&2
+    $kubectl -n "${d%%/*}" logs "deploy/${d#*/}" --tail=25 >&2 2>&1 || true
+  done
+  for f in "$work"/*.out; do
+    [ -e "$f" ] || continue
+    grep -q "panicked at" "$f" || continue
+    echo "==> the failure reported by $(basename "$f" .out) <==" >&2
+    grep -A 60 "panicked at" "$f" | head -n 80 >&2
+  done
+}
+
+# Runs one e2e test binary, its output also kept for collect().
+run_test() {
+  local name="$1"; shift
+  if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run -p e2e --test "$name" --no-fail-fast "$@" 2>&1 | tee "$work/$name.out"
+  else
+    cargo test -p e2e --test "$name" -- ${1:+--test-threads=1} 2>&1 | tee "$work/$name.out"
+  fi
+}
+
 finish() {
   local status=$?
   trap - EXIT
   if [ -e .local ]; then
-    [ "$status" = 0 ] || { log "collecting logs"; tail -n 30 .local/logs/*.log >&2 || true; }
+    [ "$status" = 0 ] || collect
     log "tearing down"
     "$bin" down || status=1
   fi
@@ -40,19 +68,11 @@ trap finish EXIT
 "$bin" up --assets "$assets" --images "$images"
 KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.local/kubeconfig"
 cargo build -q -p e2e --tests
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run -p e2e --test local_cluster --no-fail-fast
-  cargo nextest run -p e2e --test garden --no-fail-fast -j 1
-  cargo nextest run -p e2e --test shoot --no-fail-fast -j 1
-  cargo nextest run -p e2e --test managed_seed --no-fail-fast -j 1
-  cargo nextest run -p e2e --test faults --no-fail-fast -j 1
-else
-  cargo test -p e2e --test local_cluster
-  cargo test -p e2e --test garden -- --test-threads=1
-  cargo test -p e2e --test shoot -- --test-threads=1
-  cargo test -p e2e --test managed_seed -- --test-threads=1
-  cargo test -p e2e --test faults -- --test-threads=1
-fi
+run_test local_cluster
+run_test garden -j 1
+run_test shoot -j 1
+run_test managed_seed -j 1
+run_test faults -j 1
 
 log "tearing down"
 "$bin" down
