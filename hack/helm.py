@@ -4,11 +4,12 @@ Debian). Install it with hack/setup-helm.sh.
 
     helm.py lint CHART [--values FILE]... [--set-json K=JSON]...
     helm.py install|upgrade RELEASE CHART [--namespace NS] [--values FILE]... [--set-json K=JSON]...
-                            [--kubeconfig FILE] [--no-wait] [--timeout SECONDS]
+                            [--kubeconfig FILE] [--no-wait] [--timeout SECONDS] [--reuse-values]
     helm.py uninstall RELEASE [--namespace NS] [--kubeconfig FILE]
     helm.py status RELEASE [--namespace NS] [--kubeconfig FILE]
 
-`upgrade` installs when the release does not exist yet. Results go to stdout as JSON, progress
+`upgrade` installs when the release does not exist yet; with `--reuse-values` it keeps the
+release's current values and merges the given ones over them, as `helm upgrade --reuse-values`. Results go to stdout as JSON, progress
 and errors to stderr; the exit code is 0 only on success. `lint` fails on any error or warning
 message Helm reports, not only on errors. With values, `lint` checks them as `helm lint -f` does
 (merged over the chart's own, validated against values.schema.json); helm-sdkpy passes Helm's
@@ -133,6 +134,9 @@ async def main():
         p.add_argument("--values", "-f", action="append")
         p.add_argument("--set-json", action="append")
         p.add_argument("--no-wait", action="store_true")
+        if name == "upgrade":
+            # As `helm upgrade --reuse-values`: the release's current values, these merged over them.
+            p.add_argument("--reuse-values", action="store_true")
         p.add_argument("--timeout", type=int, default=300)
     for name in ("uninstall", "status"):
         p = sub.add_parser(name)
@@ -160,7 +164,9 @@ async def main():
         wait = not args.no_wait
         installed = any(r.get("name") == args.release for r in (await helm.List(config).run(all=True)) or [])
         if args.command == "upgrade" and installed:
-            result = await helm.Upgrade(config).run(args.release, args.chart, values=values, wait=wait, timeout=args.timeout)
+            result = await helm.Upgrade(config).run(
+                args.release, args.chart, values=values, wait=wait, timeout=args.timeout, reuse_values=args.reuse_values
+            )
         else:
             result = await helm.Install(config).run(
                 args.release, args.chart, values=values, wait=wait, timeout=args.timeout, create_namespace=True

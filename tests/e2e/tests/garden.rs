@@ -2,7 +2,8 @@
 //! `charts/` (provider-local through its ControllerRegistration, installed by gardenlet): every
 //! component's pods run our images as an unprivileged user and are Ready, the seed is
 //! registered, each component has exactly one leader that a frozen leader loses to its standby
-//! within the lease duration, a `helm upgrade` with changed values rolls out, a changed
+//! within the lease duration, a `helm upgrade --reuse-values` with a changed value rolls out and
+//! keeps the release's other values, a changed
 //! ControllerDeployment rolls out through gardenlet, and the admission webhooks (served by every
 //! controller-manager replica behind one Service) refuse an invalid Shoot.
 //! These tests change the garden's pods, so they run one at a time (`-j 1`).
@@ -193,7 +194,7 @@ async fn a_helm_upgrade_with_changed_values_rolls_out() {
             .args(["hack/helm.py", "upgrade", name, "charts/gardener/gardenlet", "--namespace", NS])
             .arg("--kubeconfig")
             .arg(&kubeconfig)
-            .args(["--values", "hack/local-values/gardenlet.yaml", "--set-json", &format!("logLevel=\"{level}\"")])
+            .args(["--reuse-values", "--set-json", &format!("logLevel=\"{level}\"")])
             .status()
             .unwrap();
         assert!(status.success(), "helm upgrade {name} --set logLevel={level}");
@@ -201,6 +202,18 @@ async fn a_helm_upgrade_with_changed_values_rolls_out() {
     upgrade("debug,kube=warn");
     let after = Api::<Deployment>::namespaced(client.clone(), NS).get(name).await.unwrap();
     assert!(after.metadata.generation > before.metadata.generation, "the upgrade changed the pod template");
+    // The values hack/local-garden.sh gave on the command line (the backup store's volume) are
+    // kept: an upgrade that changes one value must not drop the others.
+    let volumes = |d: &Deployment| -> Vec<String> {
+        let spec = d.spec.as_ref().and_then(|s| s.template.spec.as_ref());
+        spec.map(|s| s.volumes.iter().flatten().map(|v| v.name.clone()).collect()).unwrap_or_default()
+    };
+    assert!(
+        volumes(&before).contains(&"backup".to_string()),
+        "local-garden.sh mounts the backup store: {:?}",
+        volumes(&before)
+    );
+    assert_eq!(volumes(&after), volumes(&before), "the upgrade kept the release's other values");
     // Helm waited for the rollout: every pod runs the new arguments and is Ready.
     for pod in pods_of(&client, NS, name).await {
         let args = pod.spec.unwrap().containers[0].args.clone().unwrap_or_default();

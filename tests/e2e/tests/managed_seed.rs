@@ -322,19 +322,21 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
     let op = |seed_and_op: &str| {
         let want = seed_and_op.to_string();
         move || {
-            let op = field(&[
+            let out = field(&[
                 "-n",
                 HOSTED_NS,
                 "get",
                 "shoot",
                 MOVER,
                 "-o",
-                "jsonpath={.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}",
+                "jsonpath={.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}|{.status.lastOperation.description}",
             ])?;
-            if op.ends_with("Failed") {
-                return Err(format!("failed: {op}"));
+            let (op, description) = out.split_once('|').unwrap_or((&out, ""));
+            if op == want {
+                return Ok(Some(()));
             }
-            Ok((op == want).then_some(()))
+            // Not there yet: what the shoot reports is the wait's last word if it times out.
+            Err(format!("{op}: {description}"))
         }
     };
     let (_, created) =
@@ -384,7 +386,7 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
     ])
     .unwrap();
     let (_, migrated) =
-        wait("the migration to the managed seed", Duration::from_secs(900), op(&format!("{NAME} Restore Succeeded")));
+        wait("the migration to the managed seed", Duration::from_secs(480), op(&format!("{NAME} Restore Succeeded")));
     println!("shoot {MOVER} migrated from local to {NAME} (Migrate, then Restore) in {migrated:?}");
     assert!(start.elapsed() >= migrated);
 

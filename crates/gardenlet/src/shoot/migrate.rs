@@ -200,6 +200,12 @@ async fn final_snapshot(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
             backup::describe(&entry)
         ))
     })?;
+    if !tokio::fs::metadata(&dir).await.is_ok_and(|m| m.is_dir()) {
+        return Err(TaskError::msg(format!(
+            "{} publishes the directory {dir}, which gardenlet cannot see: mount the seed's backup store into gardenlet at the same path (chart value additionalVolumes)",
+            backup::describe(&entry)
+        )));
+    }
     ensure_etcd_running(&ctx, &sts).await?;
     let services: Api<Service> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
     let ip = services
