@@ -224,7 +224,8 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     // The scheduler places a shoot that selects managed seeds on the new seed, and the new seed's
     // gardenlet creates it there. It is created hibernated ("never started": namespace, secrets,
     // extension objects reconciled by the provider-local the new gardenlet installed, control
-    // plane at zero replicas): a shoot's node offers no volumes for etcd yet.
+    // plane at zero replicas), which keeps this step short; a control plane that runs on the
+    // managed seed, etcd volume included, is the migrated shoot's below.
     let hosted = format!(
         "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: {HOSTED}\n  namespace: {HOSTED_NS}\nspec:\n  hibernation:\n    enabled: true\n  cloudProfileName: local\n  secretBindingName: local\n  region: local\n  seedSelector:\n    matchLabels:\n      seed.gardener.cloud/managed: \"true\"\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local\n    nodes: 10.12.0.0/16\n    pods: 10.128.0.0/16\n    services: 10.129.0.0/16\n  provider:\n    type: local\n"
     );
