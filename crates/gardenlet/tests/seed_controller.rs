@@ -65,8 +65,15 @@ async fn registers_the_seed_and_keeps_it_alive_without_needless_writes() {
     .await
     .expect("the heartbeat Lease exists");
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let later = leases.get("local").await.unwrap().spec.unwrap().renew_time.unwrap();
+    let lease = leases.get("local").await.unwrap();
+    let later = lease.spec.unwrap().renew_time.unwrap();
     assert!(later.0 > first.0, "the heartbeat Lease is renewed");
+    // Owned by the Seed: the garden's garbage collector removes it with the Seed.
+    let owners = lease.metadata.owner_references.unwrap_or_default();
+    assert_eq!(owners.len(), 1, "{owners:?}");
+    assert_eq!((owners[0].kind.as_str(), owners[0].name.as_str()), ("Seed", "local"));
+    assert_eq!(Some(&owners[0].uid), seed.metadata.uid.as_ref(), "the registered Seed's UID");
+    assert_eq!(owners[0].controller, Some(true));
 
     // Several heartbeats later the Seed itself has not been written again.
     let now = seeds.get("local").await.unwrap();

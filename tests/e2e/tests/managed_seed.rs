@@ -286,6 +286,11 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     });
     println!("ManagedSeed released in {released:?} after its last shoot");
     gone(&["get", "seed", NAME, "--ignore-not-found", "-o", "name"]).unwrap().unwrap();
+    // The seed's heartbeat Lease is owned by the Seed: the garden's garbage collector removes it.
+    let (_, collected) = wait("the seed's heartbeat Lease is collected", Duration::from_secs(60), || {
+        gone(&["-n", "gardener-system-seed-lease", "get", "lease", NAME, "--ignore-not-found", "-o", "name"])
+    });
+    println!("the heartbeat Lease of seed {NAME} collected {collected:?} after the release");
     let installations =
         field(&["get", "controllerinstallations", "-o", "jsonpath={.items[*].spec.seedRef.name}"]).unwrap();
     assert!(

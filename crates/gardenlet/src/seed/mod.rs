@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
-use kube::ResourceExt;
 use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Resource, ResourceExt};
 use std::time::Duration;
 
 /// Namespace in the garden holding one heartbeat Lease per seed, named like the seed.
@@ -156,12 +156,22 @@ impl SeedController {
         Ok(Some(ready))
     }
 
-    /// Renews (or creates) the heartbeat Lease.
-    pub async fn renew_lease(&self) -> Result<(), SeedError> {
+    /// Renews (or creates) the heartbeat Lease, owned by `seed` (the registered Seed) so that
+    /// the garden's garbage collector removes it with the Seed, as Gardener's does.
+    pub async fn renew_lease(&self, seed: &Seed) -> Result<(), SeedError> {
         let leases: Api<Lease> = Api::namespaced(self.garden.clone(), LEASE_NAMESPACE);
         let duration = lease_duration_seconds(self.heartbeat);
         let lease = Lease {
-            metadata: ObjectMeta { name: Some(self.config.name.clone()), ..Default::default() },
+            metadata: ObjectMeta {
+                name: Some(self.config.name.clone()),
+                owner_references: seed.controller_owner_ref(&()).map(|mut owner| {
+                    // Deleting the Seed waits for nothing of the Lease (and gardenlet needs no
+                    // permission on seeds/finalizers, which blocking would take).
+                    owner.block_owner_deletion = None;
+                    vec![owner]
+                }),
+                ..Default::default()
+            },
             spec: Some(LeaseSpec {
                 holder_identity: Some(self.config.name.clone()),
                 lease_duration_seconds: Some(duration),
@@ -190,12 +200,12 @@ impl SeedController {
     /// Errors of one round are logged and retried on the next.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
-        let mut registered = false;
+        let mut registered: Option<Seed> = None;
         loop {
             let mut backup_pending = false;
-            if !registered {
+            if registered.is_none() {
                 match self.register().await {
-                    Ok(_) => registered = true,
+                    Ok(seed) => registered = Some(seed),
                     Err(e) => {
                         tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed registration failed; retrying")
                     }
@@ -204,8 +214,8 @@ impl SeedController {
             // The Lease first, and `GardenletReady=True` only after a renewal that worked: the
             // controller-manager judges liveness by the Lease, and a gardenlet that reports
             // Ready without renewing would flip the condition back and forth with it.
-            if registered {
-                match self.renew_lease().await {
+            if let Some(seed) = &registered {
+                match self.renew_lease(seed).await {
                     Ok(()) => match self.sync().await {
                         Ok((_, pending)) => backup_pending = pending,
                         Err(e) => {
