@@ -40,13 +40,13 @@ collect() {
   done
 }
 
-# Runs one e2e test binary, its output also kept for collect().
+# Runs one e2e test binary (`serial`: one test at a time), its output also kept for collect().
 run_test() {
-  local name="$1"; shift
+  local name="$1" serial="${2:-}"
   if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run -p e2e --test "$name" --no-fail-fast "$@" 2>&1 | tee "$work/$name.out"
+    cargo nextest run -p e2e --test "$name" --no-fail-fast ${serial:+-j 1} 2>&1 | tee "$work/$name.out"
   else
-    cargo test -p e2e --test "$name" -- ${1:+--test-threads=1} 2>&1 | tee "$work/$name.out"
+    cargo test -p e2e --test "$name" -- ${serial:+--test-threads=1} 2>&1 | tee "$work/$name.out"
   fi
 }
 
@@ -69,10 +69,10 @@ trap finish EXIT
 KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.local/kubeconfig"
 cargo build -q -p e2e --tests
 run_test local_cluster
-run_test garden -j 1
-run_test shoot -j 1
-run_test managed_seed -j 1
-run_test faults -j 1
+run_test garden serial
+run_test shoot serial
+run_test managed_seed serial
+run_test faults serial
 
 log "tearing down"
 "$bin" down

@@ -9,12 +9,13 @@ Debian). Install it with hack/setup-helm.sh.
     helm.py status RELEASE [--namespace NS] [--kubeconfig FILE]
 
 `upgrade` installs when the release does not exist yet; with `--reuse-values` it keeps the
-release's current values and merges the given ones over them, as `helm upgrade --reuse-values`. Results go to stdout as JSON, progress
-and errors to stderr; the exit code is 0 only on success. `lint` fails on any error or warning
-message Helm reports, not only on errors. With values, `lint` checks them as `helm lint -f` does
-(merged over the chart's own, validated against values.schema.json); helm-sdkpy passes Helm's
-messages on without their text, so when the schema refuses values, the offending fields are
-named with the Python package jsonschema (when it is installed).
+release's current values and merges the given ones over them, as `helm upgrade --reuse-values`.
+Results go to stdout as JSON, progress and errors to stderr; the exit code is 0 only on
+success. `lint` fails on any error or warning message Helm reports, not only on errors. With
+values, `lint` checks them as `helm lint -f` does (merged over the chart's own, validated
+against values.schema.json); helm-sdkpy passes Helm's messages on without their text, so when
+the schema refuses values, the offending fields are named with the Python package jsonschema
+(when it is installed).
 """
 
 import argparse

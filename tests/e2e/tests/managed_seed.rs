@@ -367,19 +367,13 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
         k.kubectl(&args)
     };
     let written = identity(&before, &[]).unwrap();
-    let ca_before = field(&[
-        "-n",
-        HOSTED_NS,
-        "get",
-        "configmap",
-        &format!("{MOVER}.ca-cluster"),
-        "-o",
-        "jsonpath={.data.ca\\.crt}",
-    ])
-    .unwrap();
+    let cluster_ca = || {
+        let configmap = format!("{MOVER}.ca-cluster");
+        field(&["-n", HOSTED_NS, "get", "configmap", &configmap, "-o", "jsonpath={.data.ca\\.crt}"]).unwrap()
+    };
+    let ca_before = cluster_ca();
     drop(before);
 
-    let start = Instant::now();
     kubectl(&[
         "-n",
         HOSTED_NS,
@@ -394,23 +388,13 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
     let (_, migrated) =
         wait("the migration to the managed seed", Duration::from_secs(480), op(&format!("{NAME} Restore Succeeded")));
     println!("shoot {MOVER} migrated from local to {NAME} (Migrate, then Restore) in {migrated:?}");
-    assert!(start.elapsed() >= migrated);
 
     // The source seed let go of everything.
     gone(&["get", "namespace", MOVER_NS, "--ignore-not-found", "-o", "name"]).unwrap().unwrap();
     // The same cluster CA, and the marker through the migrated API server: reached through the
     // managed shoot's API server and its node's kubelet (the API's address in the managed seed is
     // a Service inside that shoot).
-    let ca_after = field(&[
-        "-n",
-        HOSTED_NS,
-        "get",
-        "configmap",
-        &format!("{MOVER}.ca-cluster"),
-        "-o",
-        "jsonpath={.data.ca\\.crt}",
-    ])
-    .unwrap();
+    let ca_after = cluster_ca();
     assert_eq!(ca_after, ca_before, "the cluster CA moved with the shoot");
     let managed = ShootKubeconfig::issue("garden", NAME).unwrap();
     let forward = PortForward::start(&managed, MOVER_NS, "service/kube-apiserver", 443);

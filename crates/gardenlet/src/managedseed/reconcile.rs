@@ -131,32 +131,14 @@ async fn reconcile_managed_seed(ms: &ManagedSeed, ctx: &Context) -> Result<Actio
         env: deployment
             .map(|d| d.env.iter().filter_map(|e| serde_json::to_value(e).ok()).collect())
             .unwrap_or_default(),
-        volumes: ctx
-            .parent
-            .managed_seeds
-            .additional_volumes
-            .iter()
-            .cloned()
-            .chain(
-                deployment
-                    .iter()
-                    .flat_map(|d| d.additional_volumes.iter())
-                    .filter_map(|v| serde_json::to_value(v).ok()),
-            )
-            .collect(),
-        volume_mounts: ctx
-            .parent
-            .managed_seeds
-            .additional_volume_mounts
-            .iter()
-            .cloned()
-            .chain(
-                deployment
-                    .iter()
-                    .flat_map(|d| d.additional_volume_mounts.iter())
-                    .filter_map(|m| serde_json::to_value(m).ok()),
-            )
-            .collect(),
+        volumes: parent_then_own(
+            &ctx.parent.managed_seeds.additional_volumes,
+            deployment.iter().flat_map(|d| d.additional_volumes.iter()),
+        ),
+        volume_mounts: parent_then_own(
+            &ctx.parent.managed_seeds.additional_volume_mounts,
+            deployment.iter().flat_map(|d| d.additional_volume_mounts.iter()),
+        ),
     };
     let shoot_client =
         shoot_client(ctx, &shoot).await.map_err(|what| Error::Other { managed_seed: seed_name.clone(), what })?;
@@ -370,6 +352,12 @@ async fn apply(client: &kube::Client, object: &Value) -> Result<(), kube::Error>
     Ok(())
 }
 
+/// The parent gardenlet's configured entries (every managed gardenlet gets them), then the
+/// ManagedSeed's own.
+fn parent_then_own<'a, T: serde::Serialize + 'a>(parent: &[Value], own: impl Iterator<Item = &'a T>) -> Vec<Value> {
+    parent.iter().cloned().chain(own.filter_map(|v| serde_json::to_value(v).ok())).collect()
+}
+
 async fn remove(client: &kube::Client, object: &Value) -> Result<(), kube::Error> {
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     match dynamic_api(client, object).delete(name, &DeleteParams::background()).await {
@@ -395,6 +383,22 @@ async fn write_status(ms: &ManagedSeed, ctx: &Context, observed: &Observed) -> R
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn volumes_are_the_parents_then_the_managed_seeds_own() {
+        use k8s_openapi::api::core::v1::VolumeMount;
+        let parent = vec![serde_json::json!({"name": "backup", "mountPath": "/backup"})];
+        let own = [VolumeMount { name: "extra".into(), mount_path: "/extra".into(), ..Default::default() }];
+        let merged = super::parent_then_own(&parent, own.iter());
+        assert_eq!(
+            merged,
+            vec![
+                serde_json::json!({"name": "backup", "mountPath": "/backup"}),
+                serde_json::json!({"name": "extra", "mountPath": "/extra"}),
+            ]
+        );
+        assert_eq!(super::parent_then_own::<VolumeMount>(&[], std::iter::empty()), Vec::<serde_json::Value>::new());
+    }
 
     #[test]
     fn image_parts_default_to_the_parents() {
