@@ -70,27 +70,38 @@ trap 'rm -rf "$work"' EXIT
 # Copies a dynamically linked binary and the libraries it loads into a root file system. A
 # library the host lacks would only show at run time in the image: that fails here instead.
 stage_with_libs() {
-  local binary="$1" root="$2" dest="$3" libs lib
-  libs=$(ldd "$binary" 2>/dev/null || true) # a static binary: "not a dynamic executable"
-  if grep -q 'not found' <<<"$libs"; then
-    die "$binary needs libraries this host lacks: $(grep 'not found' <<<"$libs" | awk '{print $1}' | xargs); run hack/setup-local.sh"
-  fi
+  local binary="$1" root="$2" dest="$3"
   install -D -m 0755 "$binary" "$root$dest"
+  stage_libs "$binary" "$root"
+}
+
+# Copies the libraries a binary or library of the host loads into a root file system (not the file
+# itself): for modules loaded at run time, such as iptables' extensions.
+stage_libs() {
+  local file="$1" root="$2" libs lib
+  libs=$(ldd "$file" 2>/dev/null || true) # a static binary: "not a dynamic executable"
+  if grep -q 'not found' <<<"$libs"; then
+    die "$file needs libraries this host lacks: $(grep 'not found' <<<"$libs" | awk '{print $1}' | xargs); run hack/setup-local.sh"
+  fi
   while read -r lib; do
-    install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
+    [ -e "$root$lib" ] || install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
   done < <(grep -o '/[^ ]*' <<<"$libs")
 }
 
 # build NAME CONTEXT CONTAINERFILE [buildah args...]: builds and archives when inputs changed.
 build() {
   local name="$1" context="$2" file="$3"; shift 3
-  local archive digest
+  local archive digest root
   archive="$CACHE/$(echo "$name" | tr '/:' '__').tar"
   # Paths relative to the context: the context is a fresh temporary directory every run.
   digest=$( (cat "$file"; echo "$name $*"; cd "$context" && find . -type f -print0 | sort -z | xargs -0 sha256sum; find . -type l -printf '%p -> %l\n' | sort) | sha256sum | cut -c1-64)
   if [ -f "$archive" ] && [ "$(cat "$archive.inputs" 2>/dev/null)" = "$digest" ]; then
     log "$name: up to date"; return
   fi
+  # Every image is checked for shared libraries its files load but it lacks (hack/check-image-libs.sh).
+  root="$context"
+  [ -d "$context/rootfs" ] && root="$context/rootfs"
+  hack/check-image-libs.sh "$root" "$name" || die "$name lacks shared libraries (listed above); stage them in hack/images.sh"
   log "$name: building"
   "${BUILDAH[@]}" bud --quiet --network none --layers=false -f "$file" -t "$name" "$@" "$context" >/dev/null ||
     die "buildah could not build $name from $file (its error is above); check \`df -h $CACHE\` and that $STORE is writable, then rerun \`make images\`"
@@ -116,10 +127,12 @@ for c in kube-apiserver kube-controller-manager kube-scheduler; do
   build "registry.k8s.io/$c:$K8S_VERSION" "$work/$c" images/kube-component/Containerfile --build-arg "COMPONENT=$c"
 done
 
-# stage_iptables ROOT: Debian's iptables (the backend the host uses) with its libraries and
-# extension modules, and the iptables(-save|-restore) names kube-proxy and CNI call.
+# stage_iptables ROOT: Debian's iptables (the backend the host uses) with its libraries, its
+# extension modules and the libraries those load (libxt_statistic needs libm: without it every
+# kube-proxy sync of a Service with two or more endpoints failed), and the
+# iptables(-save|-restore) names kube-proxy and CNI call.
 stage_iptables() {
-  local root="$1" xtables tool
+  local root="$1" xtables tool module
   xtables=$(readlink -f /usr/sbin/iptables)
   stage_with_libs "$xtables" "$root" "/usr/sbin/$(basename "$xtables")"
   for tool in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
@@ -127,6 +140,7 @@ stage_iptables() {
   done
   if [ -d /usr/lib/x86_64-linux-gnu/xtables ]; then
     mkdir -p "$root/usr/lib/x86_64-linux-gnu" && cp -a /usr/lib/x86_64-linux-gnu/xtables "$root/usr/lib/x86_64-linux-gnu/"
+    for module in /usr/lib/x86_64-linux-gnu/xtables/*.so; do stage_libs "$module" "$root"; done
   fi
 }
 

@@ -5,7 +5,7 @@
 # OpenSSH's client (ssh for the e2e tests; ssh-keygen also goes into the machine and bastion
 # images) and libwrap0, the one library of the images' sshd a host without openssh-server lacks
 # (hack/images.sh unpacks sshd from the openssh-server .deb: installing that package would start
-# an sshd on the host). Also unpacks Debian's docker-registry (CNCF distribution 2.8), the
+# an sshd on the host), and binutils (strip, and readelf for hack/check-image-libs.sh). Also unpacks Debian's docker-registry (CNCF distribution 2.8), the
 # registry `local-cluster up` runs for the machines, into $REGISTRY_DIR (default
 # ~/.cache/gardener-rs/docker-registry): downloaded as a .deb and never installed, since its
 # postinst would start a registry service on the host listening on :5000.
@@ -13,7 +13,7 @@
 set -euo pipefail
 
 PACKAGES=(containerd runc containernetworking-plugins buildah busybox-static iptables nftables iproute2 gcc libc6-dev
-  openssh-client libwrap0)
+  openssh-client libwrap0 binutils)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

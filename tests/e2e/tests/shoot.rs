@@ -105,46 +105,70 @@ fn set_hibernation(enabled: bool) {
     kubectl(&["-n", PROJECT_NS, "patch", "shoot", SHOOT, "--type=merge", "-p", &patch]).unwrap();
 }
 
-/// The system components gardenlet deploys work: a pod reaches another pod through a Service's
-/// cluster IP (kube-proxy) and through its name (the shoot's cluster DNS).
+/// The system components gardenlet deploys work: a pod reaches three pods through a Service's
+/// cluster IP (kube-proxy) and its requests spread over all three (kube-proxy's `statistic`
+/// match, which needs iptables' libxt_statistic and libm in the kube-proxy image: without them
+/// no Service with two or more endpoints worked), and it reaches them through the Service's name
+/// (the shoot's cluster DNS).
 async fn a_pod_reaches_a_service_by_ip_and_by_name(shoot: &Client) {
+    const BACKENDS: [&str; 3] = ["web-0", "web-1", "web-2"];
     let pods: Api<Pod> = Api::namespaced(shoot.clone(), "default");
     let services: Api<Service> = Api::namespaced(shoot.clone(), "default");
-    let web: Pod = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "web", "labels": {"app": "web"}},
-        "spec": {"containers": [{
-            "name": "web",
-            "image": "gardener-rs.local/busybox:1.35.0",
-            "command": ["sh", "-c", "mkdir -p /tmp/www && echo served on the shoot > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"],
-            "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
-        }]},
-    }))
-    .unwrap();
-    pods.create(&PostParams::default(), &web).await.unwrap();
+    for name in BACKENDS {
+        let web: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": {"app": "web"}},
+            "spec": {"containers": [{
+                "name": "web",
+                "image": "gardener-rs.local/busybox:1.35.0",
+                "command": ["sh", "-c", format!("mkdir -p /tmp/www && echo served by {name} > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www")],
+                "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
+            }]},
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &web).await.unwrap();
+    }
     let svc: Service = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "web"},
         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
     }))
     .unwrap();
     let ip = services.create(&PostParams::default(), &svc).await.unwrap().spec.unwrap().cluster_ip.unwrap();
+    let endpoints: Api<k8s_openapi::api::core::v1::Endpoints> = Api::namespaced(shoot.clone(), "default");
+    let (_, ready_after) = wait("Service web has three ready endpoints", STEP_TIMEOUT, || async {
+        let e = endpoints.get_opt("web").await.map_err(|e| e.to_string())?;
+        let ready = e.iter().flat_map(|e| e.subsets.iter().flatten()).flat_map(|s| s.addresses.iter().flatten()).count();
+        Ok((ready == BACKENDS.len()).then_some(()))
+    })
+    .await;
+    eprintln!("Service web has {} ready endpoints after {ready_after:?}", BACKENDS.len());
     let client: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "client"},
         "spec": {"restartPolicy": "Never", "containers": [{
             "name": "client",
             "image": "gardener-rs.local/busybox:1.35.0",
-            // Bounded: 60 tries, 2 s each at most, then the pod fails with what it saw. (`timeout`,
-            // not `wget -T`: Debian's static busybox crashes on `-T`.)
-            // First by cluster IP (kube-proxy), then by the short name (the kubelet's search
-            // path and the shoot's cluster DNS).
+            // Bounded: 80 tries, 2 s each at most. (`timeout`, not `wget -T`: Debian's static
+            // busybox crashes on `-T`.) By cluster IP (kube-proxy) until 30 answers came and
+            // three different backends answered, printing every answer; then once by the short
+            // name (the kubelet's search path and the shoot's cluster DNS).
             "command": ["sh", "-c", format!(
-                "get() {{ for i in $(seq 1 60); do timeout 2 wget -qO- \"$1\" 2>/dev/null && return 0; sleep 1; done; echo \"no answer from $1\"; exit 1; }}; \
-                 get http://{ip}/ && get http://web/"
+                r#"n=0; k=0; seen=''
+                for i in $(seq 1 80); do
+                  a=$(timeout 2 wget -qO- http://{ip}/ 2>/dev/null) || {{ sleep 1; continue; }}
+                  echo "$a"; n=$((n+1))
+                  case "$seen" in *"|$a|"*) ;; *) seen="$seen|$a|"; k=$((k+1)) ;; esac
+                  [ $n -ge 30 ] && [ $k -ge 3 ] && break
+                done
+                for i in $(seq 1 60); do
+                  a=$(timeout 2 wget -qO- http://web/ 2>/dev/null) && {{ echo "by name: $a"; exit 0; }}
+                  sleep 1
+                done
+                echo 'no answer from http://web/'; exit 1"#
             )],
         }]},
     }))
     .unwrap();
     pods.create(&PostParams::default(), &client).await.unwrap();
-    let (phase, took) = wait("a pod reaches the Service's cluster IP", STEP_TIMEOUT, || async {
+    let (phase, took) = wait("a pod reaches the Service's cluster IP and name", STEP_TIMEOUT, || async {
         let p = pods.get("client").await.map_err(|e| e.to_string())?;
         let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
         Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
@@ -152,12 +176,22 @@ async fn a_pod_reaches_a_service_by_ip_and_by_name(shoot: &Client) {
     .await;
     let log = pods.logs("client", &Default::default()).await.unwrap_or_default();
     assert_eq!(phase, "Succeeded", "the client's log: {log}\n{}", diagnosis());
-    assert_eq!(
-        log.lines().collect::<Vec<_>>(),
-        ["served on the shoot", "served on the shoot"],
-        "the page, through Service {ip}, then through the name web"
-    );
-    eprintln!("a pod reached Service web by its cluster IP {ip} and by name after {took:?}");
+    let (by_name, by_ip): (Vec<&str>, Vec<&str>) = log.lines().partition(|l| l.starts_with("by name: "));
+    let mut counts = std::collections::BTreeMap::new();
+    for answer in &by_ip {
+        *counts.entry(*answer).or_insert(0) += 1;
+    }
+    for name in BACKENDS {
+        assert!(
+            counts.contains_key(format!("served by {name}").as_str()),
+            "{name} answered through Service {ip}: the answers were {counts:?}\n{}",
+            diagnosis()
+        );
+    }
+    assert_eq!(counts.len(), BACKENDS.len(), "only the three backends answered: {counts:?}");
+    assert_eq!(by_name.len(), 1, "one answer through the name web: {log}");
+    assert!(by_name[0].starts_with("by name: served by web-"), "the page, through the name web: {log}");
+    eprintln!("a pod reached Service web by its cluster IP {ip} (answers per backend {counts:?}) and by name after {took:?}");
 }
 
 /// The external address in `status.advertisedAddresses` is a DNS name the local seed's DNS
