@@ -51,5 +51,7 @@ local-down:
 	@cargo run -q -p local-cluster -- down
 
 ## End-to-end tests: bring the local cluster up, test it, tear it down, check the host is as before.
+## E2E_CONCURRENCY: how many cases run side by side in the first phase (docs/testing.md).
+E2E_CONCURRENCY ?= 4
 e2e:
-	@hack/e2e.sh
+	@E2E_CONCURRENCY=$(E2E_CONCURRENCY) hack/e2e.sh

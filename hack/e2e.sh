@@ -2,19 +2,38 @@
 # The end-to-end run: records the host, brings the local cluster up, runs tests/e2e against
 # it, tears it down, and fails unless the host is exactly as recorded before. The teardown and
 # the comparison run even when a test fails.
+#
+# The cases run in two phases (docs/testing.md):
+#   1. side by side, at most $E2E_CONCURRENCY at once (default 4): the cases that only use the
+#      garden, each with its own names (local_cluster, shoot, managed_seed);
+#   2. one at a time: the cases that change the garden itself (garden upgrades gardenlet and
+#      freezes leaders; faults kills the kubelet and containerd).
+# Each phase and each case's time is printed at the end, and appended to $CI_TIMES when set
+# (`.ci/run` prints its table from it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+E2E_CONCURRENCY="${E2E_CONCURRENCY:-4}"
 log() { echo "e2e: $*" >&2; }
+times="$(mktemp)"
+trap 'rm -f "$times"' EXIT # until finish() takes over
+# timed NAME COMMAND...: runs COMMAND and records its seconds under NAME.
+timed() {
+  local name="$1" start status=0; shift
+  start=$(date +%s)
+  "$@" || status=$?
+  echo "$name $(( $(date +%s) - start ))" >>"$times"
+  return "$status"
+}
 if [ -e .local ]; then
   log "error: .local exists (a local cluster is up or was not removed); run \`make local-down\` first"
   exit 1
 fi
 
-hack/setup-local.sh
-assets=$(hack/setup-envtest.sh --node)
-images=$(hack/images.sh "$assets")
-cargo build -q -p local-cluster
+timed setup-local hack/setup-local.sh
+assets=$(timed kubernetes-binaries hack/setup-envtest.sh --node)
+images=$(timed images hack/images.sh "$assets")
+timed build-local-cluster cargo build -q -p local-cluster
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 bin="$target_dir/debug/local-cluster"
 export E2E_ASSETS="$assets" E2E_IMAGES="$images" E2E_LOCAL_CLUSTER="$bin" LOCAL_CLUSTER_STATE="$PWD/.local"
@@ -40,19 +59,33 @@ collect() {
   done
 }
 
-# Runs one e2e test binary (`serial`: one test at a time), its output also kept for collect().
-run_test() {
-  local name="$1" serial="${2:-}"
+# run_phase NAME JOBS BINARY...: runs the tests of these e2e test binaries, at most JOBS at once,
+# the output also kept for collect(); every case's time goes to the time table.
+run_phase() {
+  local name="$1" jobs="$2" status=0 t; shift 2
+  local tests=()
+  for t in "$@"; do tests+=(--test "$t"); done
   if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run -p e2e --test "$name" --no-fail-fast ${serial:+-j 1} 2>&1 | tee "$work/$name.out"
+    cargo nextest run -p e2e "${tests[@]}" --no-fail-fast -j "$jobs" 2>&1 | tee "$work/$name.out" || status=1
   else
-    cargo test -p e2e --test "$name" -- ${serial:+--test-threads=1} 2>&1 | tee "$work/$name.out"
+    cargo test -p e2e "${tests[@]}" --no-fail-fast -- --test-threads="$jobs" 2>&1 | tee "$work/$name.out" || status=1
   fi
+  # nextest's result lines, e.g. "        PASS [ 123.456s] (2/5) e2e::shoot a_case" (the count only
+  # in newer releases): "  case shoot::a_case 123 PASS" into the time table.
+  sed -n 's/^ *\(PASS\|FAIL\|TIMEOUT\|SIGKILL\|ABORT\) \[ *\([0-9.]*\)s\] \((.*) \)\{0,1\}e2e::\([^ ]*\) \(.*\)$/\1 \2 \4::\5/p' \
+    "$work/$name.out" | awk '{printf "  case %s %.0f %s\n", $3, $2, $1}' >>"$times" || true
+  return "$status"
 }
 
 finish() {
   local status=$?
   trap - EXIT
+  print_times() {
+    echo "e2e: seconds per phase and case (concurrency $E2E_CONCURRENCY):" >&2
+    column -t "$times" >&2 || cat "$times" >&2
+    if [ -n "${CI_TIMES:-}" ]; then sed 's/^/e2e /' "$times" >>"$CI_TIMES"; fi
+    rm -f "$times"
+  }
   if [ -e .local ]; then
     [ "$status" = 0 ] || collect
     log "tearing down"
@@ -61,22 +94,25 @@ finish() {
   log "comparing the host with its state before local-up"
   "$bin" compare "$work/host-before.json" || status=1
   rm -rf "$work"
+  print_times
   exit "$status"
 }
 trap finish EXIT
 
-"$bin" up --assets "$assets" --images "$images"
-KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.local/kubeconfig"
-cargo build -q -p e2e --tests
-run_test local_cluster
-run_test garden serial
-run_test shoot serial
-run_test managed_seed serial
-run_test faults serial
+timed local-up "$bin" up --assets "$assets" --images "$images"
+timed garden-install env KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.local/kubeconfig"
+timed build-tests cargo build -q -p e2e --tests
+failed=0
+# Phase 1: side by side. Phase 2: alone (they disturb the garden every other case relies on).
+timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" local_cluster shoot managed_seed || failed=1
+timed alone run_phase alone 1 garden faults || failed=1
+[ "$failed" = 0 ] || exit 1
 
 log "tearing down"
-"$bin" down
+timed teardown "$bin" down
 log "a half-finished up (killed after 4 s), then down twice"
-timeout -s KILL 4 "$bin" up --assets "$assets" --images "$images" || true
-"$bin" down
-"$bin" down
+half_up_then_down() {
+  timeout -s KILL 4 "$bin" up --assets "$assets" --images "$images" || true
+  "$bin" down && "$bin" down
+}
+timed half-up-then-down half_up_then_down

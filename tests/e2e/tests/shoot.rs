@@ -1,116 +1,38 @@
 //! The main job, on the local garden: `example/shoot.yaml` applied as a user applies it becomes
 //! a real cluster. Its control plane runs in the seed, its worker machine (a Pod with its own
 //! kubelet and containerd) joins it as a Ready Node by bootstrap token and CSR, a pod runs on
-//! that node and its log is read through the shoot's API server; hibernation scales machines
-//! and control plane to zero and keeps etcd's volume, waking up brings the same cluster back
-//! (a ConfigMap created before is there, the node rejoins); a pod runs an image the machine does
-//! not carry, pulled from the local cluster's registry; deleting the shoot removes its
-//! namespaces, machines, volumes and Nodes' cgroups on the host. Gardener's e2e "create, use,
-//! delete" test (test/e2e/gardener/shoot) is the model.
+//! that node and its log is read through the shoot's API server, a Service spreads requests over
+//! its three endpoints; hibernation scales machines and control plane to zero and keeps etcd's
+//! volume, waking up brings the same cluster back (a ConfigMap created before is there, the node
+//! rejoins); a pod runs an image the machine does not carry, pulled from the local cluster's
+//! registry; credentials rotate on the real node and SSH reaches it through a Bastion; deleting
+//! the shoot removes its namespaces, machines, volumes and Nodes' cgroups on the host. Gardener's
+//! e2e "create, use, delete" test (test/e2e/gardener/shoot) is the model.
 //!
-//! On failure the test prints the Shoot's status, the seed namespaces' pods and events, and the
-//! machine's log.
+//! Each test is an independent case with a shoot of its own ([`e2e::shoot::CaseShoot`]), so the
+//! cases run side by side (`make e2e` runs them concurrently) and one failure hides no other
+//! case. On failure a case prints its Shoot's status, the seed namespaces' pods and events, and
+//! the machine's log.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
 #[path = "shoot/bastion.rs"]
 mod bastion;
 
-use e2e::{kubectl, repo_root};
+use e2e::kubectl;
+use e2e::shoot::{CREATE_TIMEOUT, CaseShoot, PROJECT_NS, STEP_TIMEOUT};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 use kube::api::{Api, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config, ResourceExt};
-use std::time::{Duration, Instant};
-
-const PROJECT_NS: &str = "garden-local";
-const SHOOT: &str = "local";
-const SEED_NS: &str = "shoot--local--local";
-const MACHINE_NS: &str = "shoot--local--local--machines";
-/// Gardener gives its e2e create test 15 minutes on 8 CPUs; ours runs on 2.
-const CREATE_TIMEOUT: Duration = Duration::from_secs(600);
-const DELETE_TIMEOUT: Duration = Duration::from_secs(600);
-const STEP_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// What an operator needs to see when a step fails.
-fn diagnosis() -> String {
-    let shoot = kubectl(&["-n", PROJECT_NS, "get", "shoot", SHOOT, "-o", "jsonpath={.status}"]).unwrap_or_else(|e| e);
-    let mut out = format!("shoot status: {shoot}\n");
-    for ns in [SEED_NS, MACHINE_NS] {
-        let pods = kubectl(&["-n", ns, "get", "pods,pvc", "-o", "wide"]).unwrap_or_else(|e| e);
-        let events = kubectl(&["-n", ns, "get", "events", "--sort-by=.lastTimestamp"]).unwrap_or_else(|e| e);
-        let tail: Vec<&str> = events.lines().rev().take(15).collect();
-        out.push_str(&format!(
-            "{ns}:\n{pods}\nlast events:\n{}\n",
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        ));
-    }
-    let machine =
-        kubectl(&["-n", MACHINE_NS, "logs", "-l", "worker.gardener.cloud/pool", "--tail=40"]).unwrap_or_else(|e| e);
-    let worker = kubectl(&["-n", SEED_NS, "get", "worker", "-o", "jsonpath={.items[*].status.lastOperation}"])
-        .unwrap_or_else(|e| e);
-    out.push_str(&format!("worker: {worker}\nmachine log:\n{machine}\n"));
-    out
-}
-
-async fn wait<T, Fut: std::future::Future<Output = Result<Option<T>, String>>>(
-    what: &str,
-    timeout: Duration,
-    mut probe: impl FnMut() -> Fut,
-) -> (T, Duration) {
-    let start = Instant::now();
-    let mut last = String::new();
-    loop {
-        match probe().await {
-            Ok(Some(v)) => return (v, start.elapsed()),
-            Ok(None) => {}
-            Err(e) => last = e,
-        }
-        if start.elapsed() > timeout {
-            panic!("{what}: not within {timeout:?}; last: {last}\n{}", diagnosis());
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-}
-
-/// The shoot's admin kubeconfig, as `hack/shoot-kubeconfig.sh` prints it.
-fn shoot_kubeconfig() -> Result<String, String> {
-    let out = std::process::Command::new(repo_root().join("hack/shoot-kubeconfig.sh"))
-        .args(["local", SHOOT])
-        .env("KUBECTL", e2e::assets().join("kubectl"))
-        .env("KUBECONFIG_FILE", e2e::kubeconfig())
-        .output()
-        .map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
-}
-
-async fn shoot_client() -> Result<Client, String> {
-    let kubeconfig = Kubeconfig::from_yaml(&shoot_kubeconfig()?).map_err(|e| e.to_string())?;
-    let config =
-        Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.map_err(|e| e.to_string())?;
-    Client::try_from(config).map_err(|e| e.to_string())
-}
-
-fn shoot_field(path: &str) -> Result<String, String> {
-    kubectl(&["-n", PROJECT_NS, "get", "shoot", SHOOT, "-o", &format!("jsonpath={path}")])
-}
-
-/// Hibernates or wakes up the shoot, as a user does.
-fn set_hibernation(enabled: bool) {
-    let patch = format!(r#"{{"spec":{{"hibernation":{{"enabled":{enabled}}}}}}}"#);
-    kubectl(&["-n", PROJECT_NS, "patch", "shoot", SHOOT, "--type=merge", "-p", &patch]).unwrap();
-}
+use std::time::Duration;
 
 /// The system components gardenlet deploys work: a pod reaches three pods through a Service's
 /// cluster IP (kube-proxy) and its requests spread over all three (kube-proxy's `statistic`
 /// match, which needs iptables' libxt_statistic and libm in the kube-proxy image: without them
 /// no Service with two or more endpoints worked), and it reaches them through the Service's name
 /// (the shoot's cluster DNS).
-async fn a_pod_reaches_a_service_by_ip_and_by_name(shoot: &Client) {
+async fn a_pod_reaches_a_service_by_ip_and_by_name(s: &CaseShoot, shoot: &Client) {
     const BACKENDS: [&str; 3] = ["web-0", "web-1", "web-2"];
     let pods: Api<Pod> = Api::namespaced(shoot.clone(), "default");
     let services: Api<Service> = Api::namespaced(shoot.clone(), "default");
@@ -134,12 +56,14 @@ async fn a_pod_reaches_a_service_by_ip_and_by_name(shoot: &Client) {
     .unwrap();
     let ip = services.create(&PostParams::default(), &svc).await.unwrap().spec.unwrap().cluster_ip.unwrap();
     let endpoints: Api<k8s_openapi::api::core::v1::Endpoints> = Api::namespaced(shoot.clone(), "default");
-    let (_, ready_after) = wait("Service web has three ready endpoints", STEP_TIMEOUT, || async {
-        let e = endpoints.get_opt("web").await.map_err(|e| e.to_string())?;
-        let ready = e.iter().flat_map(|e| e.subsets.iter().flatten()).flat_map(|s| s.addresses.iter().flatten()).count();
-        Ok((ready == BACKENDS.len()).then_some(()))
-    })
-    .await;
+    let (_, ready_after) = s
+        .wait("Service web has three ready endpoints", STEP_TIMEOUT, || async {
+            let e = endpoints.get_opt("web").await.map_err(|e| e.to_string())?;
+            let ready =
+                e.iter().flat_map(|e| e.subsets.iter().flatten()).flat_map(|s| s.addresses.iter().flatten()).count();
+            Ok((ready == BACKENDS.len()).then_some(()))
+        })
+        .await;
     eprintln!("Service web has {} ready endpoints after {ready_after:?}", BACKENDS.len());
     let client: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "client"},
@@ -168,14 +92,15 @@ async fn a_pod_reaches_a_service_by_ip_and_by_name(shoot: &Client) {
     }))
     .unwrap();
     pods.create(&PostParams::default(), &client).await.unwrap();
-    let (phase, took) = wait("a pod reaches the Service's cluster IP and name", STEP_TIMEOUT, || async {
-        let p = pods.get("client").await.map_err(|e| e.to_string())?;
-        let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
-        Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
-    })
-    .await;
+    let (phase, took) = s
+        .wait("a pod reaches the Service's cluster IP and name", STEP_TIMEOUT, || async {
+            let p = pods.get("client").await.map_err(|e| e.to_string())?;
+            let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+            Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
+        })
+        .await;
     let log = pods.logs("client", &Default::default()).await.unwrap_or_default();
-    assert_eq!(phase, "Succeeded", "the client's log: {log}\n{}", diagnosis());
+    assert_eq!(phase, "Succeeded", "the client's log: {log}\n{}", s.diagnosis());
     let (by_name, by_ip): (Vec<&str>, Vec<&str>) = log.lines().partition(|l| l.starts_with("by name: "));
     let mut counts = std::collections::BTreeMap::new();
     for answer in &by_ip {
@@ -185,40 +110,43 @@ async fn a_pod_reaches_a_service_by_ip_and_by_name(shoot: &Client) {
         assert!(
             counts.contains_key(format!("served by {name}").as_str()),
             "{name} answered through Service {ip}: the answers were {counts:?}\n{}",
-            diagnosis()
+            s.diagnosis()
         );
     }
     assert_eq!(counts.len(), BACKENDS.len(), "only the three backends answered: {counts:?}");
     assert_eq!(by_name.len(), 1, "one answer through the name web: {log}");
     assert!(by_name[0].starts_with("by name: served by web-"), "the page, through the name web: {log}");
-    eprintln!("a pod reached Service web by its cluster IP {ip} (answers per backend {counts:?}) and by name after {took:?}");
+    eprintln!(
+        "a pod reached Service web by its cluster IP {ip} (answers per backend {counts:?}) and by name after {took:?}"
+    );
 }
 
 /// The external address in `status.advertisedAddresses` is a DNS name the local seed's DNS
 /// answers (from the DNSRecord provider-local reconciled into its zone), and the shoot's API
 /// server behind the answered address proves that name in TLS.
-async fn the_advertised_name_resolves_and_serves_the_shoot() {
-    let url = shoot_field("{.status.advertisedAddresses[?(@.name==\"external\")].url}").unwrap();
+async fn the_advertised_name_resolves_and_serves_the_shoot(s: &CaseShoot) {
+    let url = s.field("{.status.advertisedAddresses[?(@.name==\"external\")].url}").unwrap();
     let host = url.trim_start_matches("https://").split([':', '/']).next().unwrap_or_default().to_string();
     assert!(
         host.parse::<std::net::IpAddr>().is_err() && host.contains('.'),
         "the external address {url:?} is a DNS name"
     );
     let dns = std::net::SocketAddr::from((local_cluster::settings::NODE_IP, local_cluster::settings::DNS_PORT));
-    let (addresses, _) = wait("the local seed's DNS answers the shoot's API name", STEP_TIMEOUT, || async {
-        match local_cluster::dnsclient::query_a(dns, &format!("{host}."), Duration::from_secs(2)) {
-            Ok(local_cluster::dnsclient::Answer::Addresses(a)) if !a.is_empty() => Ok(Some(a)),
-            Ok(_) | Err(_) => Ok(None),
-        }
-    })
-    .await;
-    let service = shoot_field("{.status.advertisedAddresses[?(@.name==\"service\")].url}").unwrap();
+    let (addresses, _) = s
+        .wait("the local seed's DNS answers the shoot's API name", STEP_TIMEOUT, || async {
+            match local_cluster::dnsclient::query_a(dns, &format!("{host}."), Duration::from_secs(2)) {
+                Ok(local_cluster::dnsclient::Answer::Addresses(a)) if !a.is_empty() => Ok(Some(a)),
+                Ok(_) | Err(_) => Ok(None),
+            }
+        })
+        .await;
+    let service = s.field("{.status.advertisedAddresses[?(@.name==\"service\")].url}").unwrap();
     assert_eq!(
         format!("https://{}", addresses[0]),
         service.trim_end_matches(":443"),
         "{host} resolves to the API server's Service address"
     );
-    let kubeconfig = Kubeconfig::from_yaml(&shoot_kubeconfig().unwrap()).unwrap();
+    let kubeconfig = Kubeconfig::from_yaml(&s.kubeconfig().unwrap()).unwrap();
     let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
     config.cluster_url = format!("https://{}", addresses[0]).parse().unwrap();
     config.tls_server_name = Some(host.clone());
@@ -247,13 +175,13 @@ async fn namespaces_status(client: &Client) -> u16 {
     {
         Ok(_) => 200,
         Err(kube::Error::Api(s)) => s.code,
-        Err(e) => panic!("listing namespaces failed below HTTP: {e}\n{}", diagnosis()),
+        Err(e) => panic!("listing namespaces failed below HTTP: {e}"),
     }
 }
 
 /// The phases of the three rotations, and the last operation, as one string.
-fn rotation_state() -> Result<String, String> {
-    shoot_field(
+fn rotation_state(s: &CaseShoot) -> Result<String, String> {
+    s.field(
         "{.status.credentials.rotation.certificateAuthorities.phase}/\
          {.status.credentials.rotation.serviceAccountKey.phase}/\
          {.status.credentials.rotation.etcdEncryptionKey.phase}/\
@@ -264,23 +192,24 @@ fn rotation_state() -> Result<String, String> {
 
 /// Annotates the shoot with `operation` and waits until every rotation reached `phase` in a
 /// successful reconcile; returns how long that took.
-async fn rotate(operation: &str, phase: &str) -> Duration {
+async fn rotate(s: &CaseShoot, operation: &str, phase: &str) -> Duration {
     let annotation = format!("gardener.cloud/operation={operation}");
-    kubectl(&["-n", PROJECT_NS, "annotate", "shoot", SHOOT, &annotation, "--overwrite"]).unwrap();
+    kubectl(&["-n", PROJECT_NS, "annotate", "shoot", &s.name, &annotation, "--overwrite"]).unwrap();
     let want = format!("{phase}/{phase}/{phase}/Reconcile/Succeeded/");
-    let ((), took) = wait(&format!("{operation}: every rotation {phase}"), CREATE_TIMEOUT, || async {
-        let state = rotation_state()?;
-        assert!(!state.contains("/Reconcile/Failed/"), "{operation} failed: {state}\n{}", diagnosis());
-        if state == want { Ok(Some(())) } else { Err(state) }
-    })
-    .await;
+    let ((), took) = s
+        .wait(&format!("{operation}: every rotation {phase}"), CREATE_TIMEOUT, || async {
+            let state = rotation_state(s)?;
+            assert!(!state.contains("/Reconcile/Failed/"), "{operation} failed: {state}\n{}", s.diagnosis());
+            if state == want { Ok(Some(())) } else { Err(state) }
+        })
+        .await;
     took
 }
 
 /// The machine carries only pause, busybox, kube-proxy and cluster DNS; anything else comes from
 /// the local cluster's registry (provider-local's `--registry-mirror`): gardenlet's image runs
 /// `gardenlet --version` on the shoot's node.
-async fn a_pod_runs_an_image_the_machine_does_not_carry(shoot: &Client) {
+async fn a_pod_runs_an_image_the_machine_does_not_carry(s: &CaseShoot, shoot: &Client) {
     let archive = std::fs::read_dir(e2e::images())
         .unwrap()
         .flatten()
@@ -300,20 +229,21 @@ async fn a_pod_runs_an_image_the_machine_does_not_carry(shoot: &Client) {
     }))
     .unwrap();
     pods.create(&PostParams::default(), &pod).await.unwrap();
-    let (phase, took) = wait("the pod with a pulled image runs to completion", STEP_TIMEOUT, || async {
-        let p = pods.get("pulled").await.map_err(|e| e.to_string())?;
-        let status = p.status.unwrap_or_default();
-        let waiting = status.container_statuses.iter().flatten().filter_map(|c| c.state.as_ref()?.waiting.as_ref());
-        if let Some(w) = waiting.into_iter().find(|w| w.reason.as_deref() == Some("ErrImagePull")) {
-            return Err(format!("ErrImagePull: {}", w.message.clone().unwrap_or_default()));
-        }
-        let phase = status.phase.unwrap_or_default();
-        Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
-    })
-    .await;
+    let (phase, took) = s
+        .wait("the pod with a pulled image runs to completion", STEP_TIMEOUT, || async {
+            let p = pods.get("pulled").await.map_err(|e| e.to_string())?;
+            let status = p.status.unwrap_or_default();
+            let waiting = status.container_statuses.iter().flatten().filter_map(|c| c.state.as_ref()?.waiting.as_ref());
+            if let Some(w) = waiting.into_iter().find(|w| w.reason.as_deref() == Some("ErrImagePull")) {
+                return Err(format!("ErrImagePull: {}", w.message.clone().unwrap_or_default()));
+            }
+            let phase = status.phase.unwrap_or_default();
+            Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
+        })
+        .await;
     let pulled = pulled_events(shoot, "pulled").await;
     eprintln!("pod with gardenlet's image (pulled from the registry) completed after {took:?}: {pulled}");
-    assert_eq!(phase, "Succeeded", "pod pulled\n{}", diagnosis());
+    assert_eq!(phase, "Succeeded", "pod pulled\n{}", s.diagnosis());
     let log = pods.logs("pulled", &Default::default()).await.unwrap();
     assert_eq!(log.trim(), format!("gardenlet {version}"), "gardenlet --version, from the pulled image");
     pods.delete("pulled", &Default::default()).await.unwrap();
@@ -343,7 +273,7 @@ async fn ready_nodes(client: &Client) -> Result<Vec<String>, String> {
 /// Runs a pod to completion on the shoot and reads its log through the API server (the API
 /// server reaches the kubelet with its client certificate; the kubelet reached the API server
 /// with its own).
-async fn a_pod_runs_and_its_log_is_read(client: &Client, name: &str) {
+async fn a_pod_runs_and_its_log_is_read(s: &CaseShoot, client: &Client, name: &str) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let pod: Pod = serde_json::from_value(serde_json::json!({
         "metadata": {"name": name},
@@ -353,20 +283,21 @@ async fn a_pod_runs_and_its_log_is_read(client: &Client, name: &str) {
     }))
     .unwrap();
     pods.create(&PostParams::default(), &pod).await.unwrap();
-    let (phase, _) = wait(&format!("pod {name} runs to completion"), STEP_TIMEOUT, || async {
-        let p = pods.get(name).await.map_err(|e| e.to_string())?;
-        let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
-        Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
-    })
-    .await;
-    assert_eq!(phase, "Succeeded", "pod {name}\n{}", diagnosis());
+    let (phase, _) = s
+        .wait(&format!("pod {name} runs to completion"), STEP_TIMEOUT, || async {
+            let p = pods.get(name).await.map_err(|e| e.to_string())?;
+            let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+            Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
+        })
+        .await;
+    assert_eq!(phase, "Succeeded", "pod {name}\n{}", s.diagnosis());
     assert_eq!(pods.logs(name, &Default::default()).await.unwrap().trim(), name, "the log of pod {name}");
 }
 
 /// All credentials at once (`rotate-credentials-start`, then `-complete`), on the shoot with its
 /// real node: the CA, the service-account key and the etcd encryption key.
-async fn credentials_rotate_on_the_real_node() {
-    let before = shoot_kubeconfig().unwrap();
+async fn credentials_rotate_on_the_real_node(s: &CaseShoot) {
+    let before = s.kubeconfig().unwrap();
     let old_admin: kube::config::AuthInfo = Kubeconfig::from_yaml(&before).unwrap().auth_infos[0]
         .auth_info
         .clone()
@@ -374,63 +305,67 @@ async fn credentials_rotate_on_the_real_node() {
     // A token issued before the rotation: the default ServiceAccount's token Secret.
     let admin = client_from(&before, None).await;
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(admin.clone(), "default");
-    let (token, _) = wait("the default ServiceAccount has a token", STEP_TIMEOUT, || async {
-        let list = secrets.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
-        Ok(list
-            .items
-            .into_iter()
-            .filter(|s| s.type_.as_deref() == Some("kubernetes.io/service-account-token"))
-            .find_map(|s| s.data.and_then(|d| d.get("token").map(|t| String::from_utf8_lossy(&t.0).into_owned()))))
-    })
-    .await;
+    let (token, _) = s
+        .wait("the default ServiceAccount has a token", STEP_TIMEOUT, || async {
+            let list = secrets.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+            Ok(list
+                .items
+                .into_iter()
+                .filter(|s| s.type_.as_deref() == Some("kubernetes.io/service-account-token"))
+                .find_map(|s| s.data.and_then(|d| d.get("token").map(|t| String::from_utf8_lossy(&t.0).into_owned()))))
+        })
+        .await;
     let token_text = token.clone();
     let old_token: kube::config::AuthInfo = serde_json::from_value(serde_json::json!({"token": token})).unwrap();
     assert_eq!(namespaces_status(&client_from(&before, Some(&old_token)).await).await, 403, "the token before");
     let nodes_before = ready_nodes(&admin).await.unwrap();
 
-    let prepared = rotate("rotate-credentials-start", "Prepared").await;
+    let prepared = rotate(s, "rotate-credentials-start", "Prepared").await;
     eprintln!("rotation phase one (rotate-credentials-start) took {prepared:?}");
-    let between = shoot_kubeconfig().unwrap();
+    let between = s.kubeconfig().unwrap();
     let admin = client_from(&between, None).await;
-    let (nodes, _) = wait("a Ready node after phase one", STEP_TIMEOUT, || async {
-        Ok(Some(ready_nodes(&admin).await?).filter(|n| !n.is_empty()))
-    })
-    .await;
+    let (nodes, _) = s
+        .wait("a Ready node after phase one", STEP_TIMEOUT, || async {
+            Ok(Some(ready_nodes(&admin).await?).filter(|n| !n.is_empty()))
+        })
+        .await;
     eprintln!("Ready nodes before the rotation {nodes_before:?}, after phase one {nodes:?}");
     assert_eq!(namespaces_status(&client_from(&between, Some(&old_admin)).await).await, 200, "old admin, phase one");
     assert_eq!(namespaces_status(&client_from(&between, Some(&old_token)).await).await, 403, "old token, phase one");
     // The default ServiceAccount's first token is now one of the new key (what new pods mount).
-    let (new_token, _) = wait("a token of the new key for the default ServiceAccount", STEP_TIMEOUT, || async {
-        let sa = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), "default")
-            .get("default")
-            .await
-            .map_err(|e| e.to_string())?;
-        let first = sa.secrets.unwrap_or_default().into_iter().next().and_then(|r| r.name).unwrap_or_default();
-        let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "default")
-            .get_opt(&first)
-            .await
-            .map_err(|e| e.to_string())?;
-        let token = secret.and_then(|s| s.data).and_then(|d| d.get("token").map(|t| t.0.clone()));
-        Ok(token.map(|t| String::from_utf8_lossy(&t).into_owned()).filter(|t| *t != token_text))
-    })
-    .await;
+    let (new_token, _) = s
+        .wait("a token of the new key for the default ServiceAccount", STEP_TIMEOUT, || async {
+            let sa = Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), "default")
+                .get("default")
+                .await
+                .map_err(|e| e.to_string())?;
+            let first = sa.secrets.unwrap_or_default().into_iter().next().and_then(|r| r.name).unwrap_or_default();
+            let secret = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "default")
+                .get_opt(&first)
+                .await
+                .map_err(|e| e.to_string())?;
+            let token = secret.and_then(|s| s.data).and_then(|d| d.get("token").map(|t| t.0.clone()));
+            Ok(token.map(|t| String::from_utf8_lossy(&t).into_owned()).filter(|t| *t != token_text))
+        })
+        .await;
     let new_token: kube::config::AuthInfo = serde_json::from_value(serde_json::json!({"token": new_token})).unwrap();
     assert_eq!(namespaces_status(&client_from(&between, Some(&new_token)).await).await, 403, "new token, phase one");
-    a_pod_runs_and_its_log_is_read(&admin, "after-phase-one").await;
+    a_pod_runs_and_its_log_is_read(s, &admin, "after-phase-one").await;
 
-    let completed = rotate("rotate-credentials-complete", "Completed").await;
+    let completed = rotate(s, "rotate-credentials-complete", "Completed").await;
     eprintln!("rotation phase two (rotate-credentials-complete) took {completed:?}");
-    let after = shoot_kubeconfig().unwrap();
+    let after = s.kubeconfig().unwrap();
     let admin = client_from(&after, None).await;
     assert_eq!(namespaces_status(&client_from(&after, Some(&old_admin)).await).await, 401, "old admin, phase two");
     assert_eq!(namespaces_status(&client_from(&after, Some(&old_token)).await).await, 401, "old token, phase two");
     assert_eq!(namespaces_status(&client_from(&after, Some(&new_token)).await).await, 403, "new token, phase two");
-    let (nodes, _) = wait("a Ready node after phase two", STEP_TIMEOUT, || async {
-        Ok(Some(ready_nodes(&admin).await?).filter(|n| !n.is_empty()))
-    })
-    .await;
+    let (nodes, _) = s
+        .wait("a Ready node after phase two", STEP_TIMEOUT, || async {
+            Ok(Some(ready_nodes(&admin).await?).filter(|n| !n.is_empty()))
+        })
+        .await;
     eprintln!("Ready nodes after phase two {nodes:?}");
-    a_pod_runs_and_its_log_is_read(&admin, "after-phase-two").await;
+    a_pod_runs_and_its_log_is_read(s, &admin, "after-phase-two").await;
     let kept = Api::<ConfigMap>::namespaced(admin, "default").get("kept").await.unwrap();
     assert_eq!(kept.data.unwrap_or_default().get("k").map(String::as_str), Some("v"), "the ConfigMap, re-encrypted");
 }
@@ -439,33 +374,57 @@ fn node_ready(n: &Node) -> bool {
     n.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
-#[tokio::test]
-async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_without_leftovers() {
-    kubectl(&["apply", "-f", &repo_root().join("example/shoot.yaml").display().to_string()]).unwrap();
-
-    let ((), created) = wait("the shoot's creation succeeds", CREATE_TIMEOUT, || async {
-        let op = shoot_field("{.status.lastOperation.type}/{.status.lastOperation.state}")?;
-        if op.ends_with("/Failed") {
-            return Err(format!("lastOperation {op}"));
-        }
-        Ok((op == "Create/Succeeded").then_some(()))
-    })
-    .await;
-    eprintln!("shoot created after {created:?}");
-    // Created means usable: the Worker waits for its machines' Nodes, so every condition holds.
+/// Created means usable: the Worker waits for its machines' Nodes, so every condition holds.
+fn every_condition_holds(s: &CaseShoot) {
     for condition in ["APIServerAvailable", "ControlPlaneHealthy", "EveryNodeReady", "SystemComponentsHealthy"] {
-        let status = shoot_field(&format!("{{.status.conditions[?(@.type==\"{condition}\")].status}}")).unwrap();
-        assert_eq!(status, "True", "condition {condition} of the created shoot\n{}", diagnosis());
+        let status = s.field(&format!("{{.status.conditions[?(@.type==\"{condition}\")].status}}")).unwrap();
+        assert_eq!(status, "True", "condition {condition} of the created shoot\n{}", s.diagnosis());
     }
+}
 
-    let (shoot, _) = wait("a client for the shoot", STEP_TIMEOUT, || async { shoot_client().await.map(Some) }).await;
-    the_advertised_name_resolves_and_serves_the_shoot().await;
+/// A ConfigMap in the shoot, to find again after hibernation or a rotation.
+async fn keep_a_config_map(shoot: &Client) {
+    let configmaps: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
+    let cm: ConfigMap =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}, "data": {"k": "v"}})).unwrap();
+    configmaps.create(&PostParams::default(), &cm).await.unwrap();
+    assert_eq!(configmaps.get("kept").await.unwrap().data.unwrap()["k"], "v");
+}
+
+/// Deletes the shoot and checks that nothing of it is left: its namespaces, volumes and its
+/// machines' cgroups on the host (the cgroups of other cases' machines may be there).
+async fn delete_without_leftovers(s: &mut CaseShoot) {
+    let machines = s.machine_pod_uids();
+    let deleted = s.delete().await;
+    eprintln!("shoot {} deleted after {deleted:?}", s.name);
+    let claims =
+        kubectl(&["get", "pv", "-o", "jsonpath={range .items[*]}{.spec.claimRef.namespace}{\"\\n\"}{end}"]).unwrap();
+    let left: Vec<&str> = claims.lines().filter(|ns| *ns == s.seed_ns || *ns == s.machine_ns).collect();
+    assert!(left.is_empty(), "no volume of the shoot is left: {left:?}");
+    let cgroups = walk_cgroups(std::path::Path::new("/sys/fs/cgroup/memory/kubepods"));
+    let leftovers: Vec<&String> = cgroups
+        .iter()
+        .filter(|path| machines.iter().any(|uid| path.contains(uid) || path.contains(&uid.replace('-', "_"))))
+        .collect();
+    assert!(leftovers.is_empty(), "the machines' cgroups {machines:?} are gone from the host: {leftovers:?}");
+}
+
+#[tokio::test]
+async fn a_shoot_gets_a_real_node_runs_workloads_and_is_deleted_without_leftovers() {
+    let mut s = CaseShoot::apply("use", 21);
+    let created = s.created().await;
+    eprintln!("shoot {} created after {created:?}", s.name);
+    every_condition_holds(&s);
+
+    let shoot = s.ready_client().await;
+    the_advertised_name_resolves_and_serves_the_shoot(&s).await;
     let nodes: Api<Node> = Api::all(shoot.clone());
-    let (node, ready_after) = wait("the worker's Node is Ready", Duration::from_secs(30), || async {
-        let list = nodes.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
-        Ok(list.items.into_iter().find(node_ready))
-    })
-    .await;
+    let (node, ready_after) = s
+        .wait("the worker's Node is Ready", Duration::from_secs(30), || async {
+            let list = nodes.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+            Ok(list.items.into_iter().find(node_ready))
+        })
+        .await;
     eprintln!("node {} Ready {ready_after:?} after the shoot was created", node.name_any());
     let labels = node.labels();
     assert_eq!(labels.get("worker.gardener.cloud/pool").map(String::as_str), Some("local"), "the pool label");
@@ -484,12 +443,13 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
     }))
     .unwrap();
     pods.create(&PostParams::default(), &pod).await.unwrap();
-    let (phase, ran) = wait("the pod runs to completion on the node", STEP_TIMEOUT, || async {
-        let p = pods.get("hello").await.map_err(|e| e.to_string())?;
-        let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
-        Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
-    })
-    .await;
+    let (phase, ran) = s
+        .wait("the pod runs to completion on the node", STEP_TIMEOUT, || async {
+            let p = pods.get("hello").await.map_err(|e| e.to_string())?;
+            let phase = p.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default();
+            Ok(matches!(phase.as_str(), "Succeeded" | "Failed").then_some(phase))
+        })
+        .await;
     eprintln!("pod completed after {ran:?}");
     let scheduled = pods.get("hello").await.unwrap().spec.and_then(|s| s.node_name).unwrap_or_default();
     assert_eq!(scheduled, node.name_any(), "the pod ran on the worker's node");
@@ -497,91 +457,73 @@ async fn a_shoot_gets_a_real_node_runs_a_pod_hibernates_wakes_up_and_is_deleted_
     assert_eq!(phase, "Succeeded", "log: {log}");
     assert_eq!(log.trim(), "hello from hello on the shoot", "the log, read through the shoot's API server");
 
-    a_pod_reaches_a_service_by_ip_and_by_name(&shoot).await;
-    a_pod_runs_an_image_the_machine_does_not_carry(&shoot).await;
+    a_pod_reaches_a_service_by_ip_and_by_name(&s, &shoot).await;
+    a_pod_runs_an_image_the_machine_does_not_carry(&s, &shoot).await;
+    delete_without_leftovers(&mut s).await;
+}
 
-    let configmaps: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
-    let cm: ConfigMap =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}, "data": {"k": "v"}})).unwrap();
-    configmaps.create(&PostParams::default(), &cm).await.unwrap();
-    assert_eq!(configmaps.get("kept").await.unwrap().data.unwrap()["k"], "v");
-
-    credentials_rotate_on_the_real_node().await;
-    bastion::ssh_through_a_bastion_reaches_the_node(&shoot_client().await.unwrap()).await;
+#[tokio::test]
+async fn a_shoot_hibernates_keeps_its_data_and_wakes_up() {
+    let mut s = CaseShoot::apply("hib", 22);
+    let created = s.created().await;
+    eprintln!("shoot {} created after {created:?}", s.name);
+    keep_a_config_map(&s.ready_client().await).await;
 
     // Hibernation: machines and control plane scaled to zero, etcd's volume kept.
-    set_hibernation(true);
-    let ((), hibernated) = wait("the shoot hibernates", CREATE_TIMEOUT, || async {
-        let state = shoot_field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
-        let pods = kubectl(&["-n", SEED_NS, "get", "pods", "-o", "name"])?
-            + &kubectl(&["-n", MACHINE_NS, "get", "pods", "-o", "name"])?;
-        Ok((state == "true/Reconcile/Succeeded" && pods.trim().is_empty()).then_some(()))
-    })
-    .await;
+    s.set_hibernation(true);
+    let ((), hibernated) = s
+        .wait("the shoot hibernates", CREATE_TIMEOUT, || async {
+            let state = s.field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
+            let pods = kubectl(&["-n", &s.seed_ns, "get", "pods", "-o", "name"])?
+                + &kubectl(&["-n", &s.machine_ns, "get", "pods", "-o", "name"])?;
+            Ok((state == "true/Reconcile/Succeeded" && pods.trim().is_empty()).then_some(()))
+        })
+        .await;
     eprintln!("shoot hibernated after {hibernated:?}");
-    let claims = kubectl(&["-n", SEED_NS, "get", "pvc", "-o", "name"]).unwrap();
+    let claims = kubectl(&["-n", &s.seed_ns, "get", "pvc", "-o", "name"]).unwrap();
     assert!(claims.contains("data-etcd-main-0"), "etcd's volume is kept while hibernated: {claims}");
 
     // Waking up brings the same cluster back: the ConfigMap is there, the node rejoins.
-    set_hibernation(false);
-    let (kept, woken) = wait("the shoot wakes up with its data and a Ready node", CREATE_TIMEOUT, || async {
-        let state = shoot_field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
-        if state != "false/Reconcile/Succeeded" {
-            return Ok(None);
-        }
-        let client = shoot_client().await?;
-        let ready = Api::<Node>::all(client.clone())
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| e.to_string())?
-            .items
-            .iter()
-            .any(node_ready);
-        let cm = Api::<ConfigMap>::namespaced(client, "default").get_opt("kept").await.map_err(|e| e.to_string())?;
-        Ok(ready.then_some(cm))
-    })
-    .await;
+    s.set_hibernation(false);
+    let (kept, woken) = s
+        .wait("the shoot wakes up with its data and a Ready node", CREATE_TIMEOUT, || async {
+            let state = s.field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
+            if state != "false/Reconcile/Succeeded" {
+                return Ok(None);
+            }
+            let client = s.client().await?;
+            let ready = Api::<Node>::all(client.clone())
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .any(node_ready);
+            let cm =
+                Api::<ConfigMap>::namespaced(client, "default").get_opt("kept").await.map_err(|e| e.to_string())?;
+            Ok(ready.then_some(cm))
+        })
+        .await;
     eprintln!("shoot woke up with a Ready node after {woken:?}");
     assert_eq!(
         kept.and_then(|c| c.data).unwrap_or_default().get("k").map(String::as_str),
         Some("v"),
         "the ConfigMap survived"
     );
+    delete_without_leftovers(&mut s).await;
+}
 
-    kubectl(&[
-        "-n",
-        PROJECT_NS,
-        "annotate",
-        "shoot",
-        SHOOT,
-        "confirmation.gardener.cloud/deletion=true",
-        "--overwrite",
-    ])
-    .unwrap();
-    kubectl(&["-n", PROJECT_NS, "delete", "shoot", SHOOT, "--wait=false"]).unwrap();
-    let ((), deleted) = wait("the shoot is gone", DELETE_TIMEOUT, || async {
-        match kubectl(&["-n", PROJECT_NS, "get", "shoot", SHOOT, "-o", "name"]) {
-            Ok(_) => Ok(None),
-            Err(e) if e.contains("NotFound") => Ok(Some(())),
-            Err(e) => Err(e),
-        }
-    })
-    .await;
-    eprintln!("shoot deleted after {deleted:?}");
-    for ns in [SEED_NS, MACHINE_NS] {
-        let (_, _) = wait(&format!("namespace {ns} is gone"), STEP_TIMEOUT, || async move {
-            match kubectl(&["get", "namespace", ns, "-o", "name"]) {
-                Ok(_) => Ok(None),
-                Err(e) if e.contains("NotFound") => Ok(Some(())),
-                Err(e) => Err(e),
-            }
-        })
-        .await;
-    }
-    let volumes = kubectl(&["get", "pv", "-o", "name"]).unwrap();
-    assert!(volumes.trim().is_empty(), "no volume is left: {volumes}");
-    let leftovers: Vec<String> = walk_cgroups(std::path::Path::new("/sys/fs/cgroup/memory/kubepods"));
-    assert!(leftovers.is_empty(), "the machine's cgroups are gone from the host: {leftovers:?}");
+/// The SSH part comes after the rotation on purpose: the rotation renews the shoot's key pair,
+/// and the bastion step checks that the previous pair is still accepted.
+#[tokio::test]
+async fn credentials_rotate_on_the_real_node_and_ssh_reaches_it_through_a_bastion() {
+    let mut s = CaseShoot::apply("rot", 23);
+    let created = s.created().await;
+    eprintln!("shoot {} created after {created:?}", s.name);
+    keep_a_config_map(&s.ready_client().await).await;
+    credentials_rotate_on_the_real_node(&s).await;
+    bastion::ssh_through_a_bastion_reaches_the_node(&s, &s.ready_client().await).await;
+    delete_without_leftovers(&mut s).await;
 }
 
 /// cgroup directories named `machine` (a machine's kubelet root) below `dir`.

@@ -4,17 +4,13 @@
 //! the project namespace. A connection from a source outside the Bastion's ingress range is
 //! refused; deleting the Bastion removes its Pod.
 
-use super::{PROJECT_NS, SEED_NS, SHOOT, STEP_TIMEOUT, wait};
 use e2e::kubectl;
+use e2e::shoot::{CaseShoot, PROJECT_NS, STEP_TIMEOUT};
 use k8s_openapi::api::core::v1::Node;
 use kube::{Api, Client, ResourceExt};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-
-const BASTION: &str = "e2e";
-/// Where the refusal is tried from: a pod in the seed, outside the admitted range.
-const PROBE_NS: &str = "e2e-bastion-probe";
 
 fn run(cmd: &mut Command) -> Result<String, String> {
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
@@ -81,11 +77,16 @@ fn host_address_towards_pods() -> String {
     words.next().unwrap_or_else(|| panic!("no source address in {route:?}")).to_string()
 }
 
-fn bastion_field(path: &str) -> Result<String, String> {
-    kubectl(&["-n", PROJECT_NS, "get", "bastion.operations.gardener.cloud", BASTION, "-o", &format!("jsonpath={path}")])
+fn bastion_field(bastion: &str, path: &str) -> Result<String, String> {
+    kubectl(&["-n", PROJECT_NS, "get", "bastion.operations.gardener.cloud", bastion, "-o", &format!("jsonpath={path}")])
 }
 
-pub async fn ssh_through_a_bastion_reaches_the_node(shoot: &Client) {
+pub async fn ssh_through_a_bastion_reaches_the_node(s: &CaseShoot, shoot: &Client) {
+    // The case's own names: its Bastions, and where the refusal is tried from (a pod in the
+    // seed, outside the admitted range).
+    let bastion_name = format!("{}-bastion", s.name);
+    let elsewhere_name = format!("{}-elsewhere", s.name);
+    let probe_ns = format!("{}-bastion-probe", s.name);
     let dir = tempfile::tempdir().unwrap();
     let user_key = key_pair(dir.path(), "user");
     let public = std::fs::read_to_string(dir.path().join("user.pub")).unwrap();
@@ -93,24 +94,28 @@ pub async fn ssh_through_a_bastion_reaches_the_node(shoot: &Client) {
     use base64::Engine;
     let bastion = serde_json::json!({
         "apiVersion": "operations.gardener.cloud/v1alpha1", "kind": "Bastion",
-        "metadata": {"name": BASTION, "namespace": PROJECT_NS},
-        "spec": {"shootRef": {"name": SHOOT},
+        "metadata": {"name": bastion_name, "namespace": PROJECT_NS},
+        "spec": {"shootRef": {"name": s.name},
                  "sshPublicKey": base64::engine::general_purpose::STANDARD.encode(public.trim()),
                  "ingress": [{"ipBlock": {"cidr": format!("{source}/32")}}]},
     });
     let file = dir.path().join("bastion.json");
     std::fs::write(&file, bastion.to_string()).unwrap();
     kubectl(&["apply", "-f", &file.display().to_string()]).unwrap();
-    let (address, ready) = wait("the Bastion is ready", STEP_TIMEOUT, || async {
-        let state = bastion_field("{.status.conditions[?(@.type==\"BastionReady\")].status}/{.status.ingress.ip}")?;
-        match state.split_once('/') {
-            Some(("True", ip)) if !ip.is_empty() => Ok(Some(ip.to_string())),
-            _ => Err(format!("BastionReady/ip: {state}")),
-        }
-    })
-    .await;
+    let (address, ready) = s
+        .wait("the Bastion is ready", STEP_TIMEOUT, || async {
+            let state = bastion_field(
+                &bastion_name,
+                "{.status.conditions[?(@.type==\"BastionReady\")].status}/{.status.ingress.ip}",
+            )?;
+            match state.split_once('/') {
+                Some(("True", ip)) if !ip.is_empty() => Ok(Some(ip.to_string())),
+                _ => Err(format!("BastionReady/ip: {state}")),
+            }
+        })
+        .await;
     eprintln!("bastion ready at {address} after {ready:?} (admitting {source}/32)");
-    let creator = bastion_field("{.metadata.annotations.gardener\\.cloud/created-by}").unwrap();
+    let creator = bastion_field(&bastion_name, "{.metadata.annotations.gardener\\.cloud/created-by}").unwrap();
     assert!(!creator.is_empty(), "admission records who created the Bastion");
 
     let node: Node = Api::<Node>::all(shoot.clone())
@@ -128,12 +133,13 @@ pub async fn ssh_through_a_bastion_reaches_the_node(shoot: &Client) {
         .find(|a| a.type_ == "InternalIP")
         .map(|a| a.address.clone())
         .expect("the node's InternalIP");
-    let current = shoot_key(dir.path(), &format!("{SHOOT}.ssh-keypair"));
+    let current = shoot_key(dir.path(), &format!("{}.ssh-keypair", s.name));
     // sshd on a node that just turned Ready may still be generating its host keys.
-    let (hostname, took) = wait("ssh through the bastion to the node", Duration::from_secs(60), || async {
-        ssh_through(&address, &user_key, &node_ip, &current, "hostname; id -un").map(Some)
-    })
-    .await;
+    let (hostname, took) = s
+        .wait("ssh through the bastion to the node", Duration::from_secs(60), || async {
+            ssh_through(&address, &user_key, &node_ip, &current, "hostname; id -un").map(Some)
+        })
+        .await;
     eprintln!("ssh to node {} ({node_ip}) through the bastion: {:?} after {took:?}", node.name_any(), hostname.trim());
     let mut lines = hostname.lines();
     assert_eq!(lines.next(), Some(node.name_any().as_str()), "the command ran on the node");
@@ -141,7 +147,7 @@ pub async fn ssh_through_a_bastion_reaches_the_node(shoot: &Client) {
 
     // rotate-credentials-start renewed the key pair: the previous one is accepted until the
     // next rotation; a key that is no shoot key is not.
-    let previous = shoot_key(dir.path(), &format!("{SHOOT}.ssh-keypair.old"));
+    let previous = shoot_key(dir.path(), &format!("{}.ssh-keypair.old", s.name));
     ssh_through(&address, &user_key, &node_ip, &previous, "true")
         .unwrap_or_else(|e| panic!("the previous key pair is still accepted: {e}"));
     let stranger = key_pair(dir.path(), "stranger");
@@ -162,51 +168,53 @@ pub async fn ssh_through_a_bastion_reaches_the_node(shoot: &Client) {
     assert!(on_bastion.contains("rc=1") && on_bastion.contains("refused"), "egress is closed: {on_bastion}");
 
     // From outside the admitted range the bastion refuses the connection.
-    kubectl(&["create", "namespace", PROBE_NS]).unwrap();
+    kubectl(&["create", "namespace", &probe_ns]).unwrap();
     let probe = format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  namespace: {PROBE_NS}\nspec:\n  restartPolicy: Never\n  automountServiceAccountToken: false\n  containers:\n  - name: probe\n    image: gardener-rs.local/busybox:1.35.0\n    command: [\"sh\", \"-c\", \"/bin/busybox nc -w 5 {address} 22 </dev/null; echo rc=$?\"]\n"
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: probe\n  namespace: {probe_ns}\nspec:\n  restartPolicy: Never\n  automountServiceAccountToken: false\n  containers:\n  - name: probe\n    image: gardener-rs.local/busybox:1.35.0\n    command: [\"sh\", \"-c\", \"/bin/busybox nc -w 5 {address} 22 </dev/null; echo rc=$?\"]\n"
     );
-    e2e::apply(PROBE_NS, &probe);
-    let (log, _) = wait("the probe pod ran", STEP_TIMEOUT, || async {
-        let phase = kubectl(&["-n", PROBE_NS, "get", "pod", "probe", "-o", "jsonpath={.status.phase}"])?;
-        if phase != "Succeeded" {
-            return Err(format!("phase {phase}"));
-        }
-        kubectl(&["-n", PROBE_NS, "logs", "probe"]).map(Some)
-    })
-    .await;
-    let probe_ip = kubectl(&["-n", PROBE_NS, "get", "pod", "probe", "-o", "jsonpath={.status.podIP}"]).unwrap();
+    e2e::apply(&probe_ns, &probe);
+    let (log, _) = s
+        .wait("the probe pod ran", STEP_TIMEOUT, || async {
+            let phase = kubectl(&["-n", &probe_ns, "get", "pod", "probe", "-o", "jsonpath={.status.phase}"])?;
+            if phase != "Succeeded" {
+                return Err(format!("phase {phase}"));
+            }
+            kubectl(&["-n", &probe_ns, "logs", "probe"]).map(Some)
+        })
+        .await;
+    let probe_ip = kubectl(&["-n", &probe_ns, "get", "pod", "probe", "-o", "jsonpath={.status.podIP}"]).unwrap();
     eprintln!("from {probe_ip}, outside {source}/32: {}", log.trim());
     assert!(log.contains("Connection refused") && !log.contains("SSH-2.0"), "refused from outside: {log}");
-    kubectl(&["delete", "namespace", PROBE_NS, "--wait=false"]).unwrap();
+    kubectl(&["delete", "namespace", &probe_ns, "--wait=false"]).unwrap();
 
     // A Bastion for someone elsewhere: ready all the same (its readiness does not depend on the
     // admitted range), and this host is refused.
     let remote = serde_json::json!({
         "apiVersion": "operations.gardener.cloud/v1alpha1", "kind": "Bastion",
-        "metadata": {"name": "e2e-elsewhere", "namespace": PROJECT_NS},
-        "spec": {"shootRef": {"name": SHOOT},
+        "metadata": {"name": elsewhere_name, "namespace": PROJECT_NS},
+        "spec": {"shootRef": {"name": s.name},
                  "sshPublicKey": base64::engine::general_purpose::STANDARD.encode(public.trim()),
                  "ingress": [{"ipBlock": {"cidr": "203.0.113.0/24"}}]},
     });
     std::fs::write(&file, remote.to_string()).unwrap();
     kubectl(&["apply", "-f", &file.display().to_string()]).unwrap();
-    let (elsewhere, _) = wait("the Bastion for 203.0.113.0/24 is ready", STEP_TIMEOUT, || async {
-        let state = kubectl(&[
-            "-n",
-            PROJECT_NS,
-            "get",
-            "bastion.operations.gardener.cloud",
-            "e2e-elsewhere",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"BastionReady\")].status}/{.status.ingress.ip}",
-        ])?;
-        match state.split_once('/') {
-            Some(("True", ip)) if !ip.is_empty() => Ok(Some(ip.to_string())),
-            _ => Err(format!("BastionReady/ip: {state}")),
-        }
-    })
-    .await;
+    let (elsewhere, _) = s
+        .wait("the Bastion for 203.0.113.0/24 is ready", STEP_TIMEOUT, || async {
+            let state = kubectl(&[
+                "-n",
+                PROJECT_NS,
+                "get",
+                "bastion.operations.gardener.cloud",
+                &elsewhere_name,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"BastionReady\")].status}/{.status.ingress.ip}",
+            ])?;
+            match state.split_once('/') {
+                Some(("True", ip)) if !ip.is_empty() => Ok(Some(ip.to_string())),
+                _ => Err(format!("BastionReady/ip: {state}")),
+            }
+        })
+        .await;
     let refused = run(Command::new("ssh")
         .args(SSH_OPTIONS)
         .arg("-i")
@@ -215,25 +223,26 @@ pub async fn ssh_through_a_bastion_reaches_the_node(shoot: &Client) {
         .arg("true"));
     eprintln!("this host to the bastion for 203.0.113.0/24: {refused:?}");
     assert!(refused.is_err_and(|e| e.contains("refused") || e.contains("reset")), "the host is outside its range");
-    kubectl(&["-n", PROJECT_NS, "delete", "bastion.operations.gardener.cloud", "e2e-elsewhere", "--wait=false"])
+    kubectl(&["-n", PROJECT_NS, "delete", "bastion.operations.gardener.cloud", &elsewhere_name, "--wait=false"])
         .unwrap();
 
     // Deleting the Bastion removes the bastion host.
-    kubectl(&["-n", PROJECT_NS, "delete", "bastion.operations.gardener.cloud", BASTION, "--wait=false"]).unwrap();
-    let ((), gone) = wait("the Bastion and its Pod are gone", STEP_TIMEOUT, || async {
-        let left = kubectl(&[
-            "-n",
-            SEED_NS,
-            "get",
-            "pods,bastions.extensions.gardener.cloud",
-            "-l",
-            "bastion.provider-local.gardener.cloud/name",
-            "-o",
-            "name",
-        ])?;
-        let op = kubectl(&["-n", PROJECT_NS, "get", "bastion.operations.gardener.cloud", "-o", "name"])?;
-        Ok((left.trim().is_empty() && op.trim().is_empty()).then_some(()))
-    })
-    .await;
+    kubectl(&["-n", PROJECT_NS, "delete", "bastion.operations.gardener.cloud", &bastion_name, "--wait=false"]).unwrap();
+    let ((), gone) = s
+        .wait("the Bastion and its Pod are gone", STEP_TIMEOUT, || async {
+            let left = kubectl(&[
+                "-n",
+                &s.seed_ns,
+                "get",
+                "pods,bastions.extensions.gardener.cloud",
+                "-l",
+                "bastion.provider-local.gardener.cloud/name",
+                "-o",
+                "name",
+            ])?;
+            let op = kubectl(&["-n", PROJECT_NS, "get", "bastion.operations.gardener.cloud", "-o", "name"])?;
+            Ok((left.trim().is_empty() && op.trim().is_empty()).then_some(()))
+        })
+        .await;
     eprintln!("bastion removed after {gone:?}");
 }
