@@ -57,6 +57,14 @@ pub enum Error {
         #[source]
         source: serde_yaml::Error,
     },
+    #[error("{what}")]
+    Toml {
+        what: String,
+        #[source]
+        source: toml::ser::Error,
+    },
+    #[error("the bring-up's plan names {0}, which is not in its table of components")]
+    UnknownComponent(String),
     #[error("the image registry: {0}")]
     Registry(String),
     #[error("cluster DNS")]

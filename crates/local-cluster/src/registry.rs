@@ -10,19 +10,21 @@
 //! (`ctr images push <mirrored> <local>`); an image whose manifest the registry already holds
 //! under that tag, with the same digest, is skipped.
 //!
-//! * [`config`] and [`mirror_reference`] are pure;
-//! * [`request`] is a small blocking HTTPS client for the registry's API (readiness, the digest
-//!   check, tests), trusting the cluster CA only.
+//! * [`config`] (the registry's configuration file) and [`mirror_reference`] are pure;
+//! * [`client`] speaks the registry's API over HTTPS (readiness, the digest check, tests),
+//!   trusting the cluster CA only.
+
+pub mod client;
+pub mod config;
+
+pub use client::{Client, Response, request};
+pub use config::config;
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::process::run;
 use crate::settings::{NODE_IP, REGISTRY_PORT};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
 /// The registry's address as clients name it (`10.250.0.1:5000`).
 pub fn address() -> String {
@@ -39,42 +41,6 @@ pub fn default_binary() -> PathBuf {
         cache.join("gardener-rs").join("docker-registry")
     });
     dir.join("root/usr/bin/docker-registry")
-}
-
-/// distribution's configuration: TLS on the node address only, no debug server (it would also
-/// serve metrics and pprof), no authentication (the node network is the cluster's own), storage
-/// on the filesystem, no upload purging (a repeated `up` keeps the content).
-pub fn config(storage: &Path, cert: &Path, key: &Path) -> String {
-    format!(
-        r#"# Written by `local-cluster up`; docs/local-setup.md, "The image registry".
-version: 0.1
-log:
-  level: info
-  formatter: text
-storage:
-  filesystem:
-    rootdirectory: {storage}
-  maintenance:
-    uploadpurging:
-      enabled: false
-http:
-  addr: {address}
-  net: tcp
-  tls:
-    certificate: {cert}
-    key: {key}
-    minimumtls: tls1.2
-  headers:
-    X-Content-Type-Options: [nosniff]
-health:
-  storagedriver:
-    enabled: false
-"#,
-        storage = storage.display(),
-        address = address(),
-        cert = cert.display(),
-        key = key.display(),
-    )
 }
 
 /// An image reference split into repository (with its registry host) and tag or digest,
@@ -156,8 +122,9 @@ const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, applic
 
 /// Pushes the image of every archive in `dir` (already imported into the node's containerd)
 /// whose manifest the registry does not hold under its mirrored name with the same digest.
-pub fn push_all(layout: &Layout, dir: &Path, ca: &Path) -> Result<Pushed> {
+pub async fn push_all(layout: &Layout, dir: &Path, ca: &Path) -> Result<Pushed> {
     let ca_pem = std::fs::read(ca).map_err(Error::io("reading", ca))?;
+    let registry = Client::new(&ca_pem)?;
     let entries = std::fs::read_dir(dir).map_err(Error::io("reading the image cache (run `make images`)", dir))?;
     let mut archives: Vec<_> =
         entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "tar")).collect();
@@ -172,7 +139,7 @@ pub fn push_all(layout: &Layout, dir: &Path, ca: &Path) -> Result<Pushed> {
             Error::Registry(format!("{} names the image {name:?}, not a reference", archive.display()))
         })?;
         let manifest = format!("/v2/{}/manifests/{}", reference.repository, &reference.suffix[1..]);
-        let held = request(&ca_pem, "HEAD", &manifest, &[("Accept", MANIFEST_TYPES)])?;
+        let held = registry.request("HEAD", &manifest, &[("Accept", MANIFEST_TYPES)]).await?;
         if held.status == 200 && held.header("docker-content-digest") == Some(digest.as_str()) {
             out.unchanged.push(name);
             continue;
@@ -182,71 +149,6 @@ pub fn push_all(layout: &Layout, dir: &Path, ca: &Path) -> Result<Pushed> {
         out.pushed.push(name);
     }
     Ok(out)
-}
-
-/// A response of the registry.
-#[derive(Debug)]
-pub struct Response {
-    pub status: u16,
-    /// Header names in lower case.
-    pub headers: Vec<(String, String)>,
-    pub body: String,
-}
-
-impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
-    }
-}
-
-/// One HTTPS request to the registry (HTTP/1.1, `Connection: close`), verifying its certificate
-/// against `ca_pem` (the cluster CA) and nothing else.
-pub fn request(ca_pem: &[u8], method: &str, path: &str, headers: &[(&str, &str)]) -> Result<Response> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, ServerName};
-    let fail = |what: String| Error::Registry(format!("{method} https://{}{path}: {what}", address()));
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem) {
-        let cert = cert.map_err(|e| fail(format!("reading the CA: {e}")))?;
-        roots.add(cert).map_err(|e| fail(format!("trusting the CA: {e}")))?;
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| fail(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let server = ServerName::from(std::net::IpAddr::V4(NODE_IP));
-    let conn = rustls::ClientConnection::new(Arc::new(config), server).map_err(|e| fail(e.to_string()))?;
-    let tcp = TcpStream::connect_timeout(&SocketAddr::from((NODE_IP, REGISTRY_PORT)), Duration::from_secs(2))
-        .map_err(|e| fail(e.to_string()))?;
-    let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
-    let _ = tcp.set_write_timeout(Some(Duration::from_secs(10)));
-    let mut tls = rustls::StreamOwned::new(conn, tcp);
-    let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", address());
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    tls.write_all(head.as_bytes()).map_err(|e| fail(e.to_string()))?;
-    let mut raw = Vec::new();
-    match tls.read_to_end(&mut raw) {
-        Ok(_) => {}
-        // Go closes without close_notify after `Connection: close`; what arrived is complete.
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
-        Err(e) => return Err(fail(e.to_string())),
-    }
-    parse_response(&String::from_utf8_lossy(&raw)).ok_or_else(|| fail("not an HTTP response".into()))
-}
-
-fn parse_response(raw: &str) -> Option<Response> {
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((raw, ""));
-    let mut lines = head.split("\r\n");
-    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    Some(Response { status, headers, body: body.to_string() })
 }
 
 #[cfg(test)]
@@ -271,30 +173,5 @@ mod tests {
         for bad in ["", "a b", ":tag", "x:"] {
             assert_eq!(mirror_reference(bad), None, "{bad:?}");
         }
-    }
-
-    #[test]
-    fn the_config_serves_tls_on_the_node_address_only_without_a_debug_server() {
-        let text = config(Path::new("/s/registry"), Path::new("/p/tls.crt"), Path::new("/p/tls.key"));
-        let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-        assert_eq!(yaml["http"]["addr"].as_str(), Some("10.250.0.1:5000"));
-        assert_eq!(yaml["http"]["tls"]["certificate"].as_str(), Some("/p/tls.crt"));
-        assert_eq!(yaml["http"]["tls"]["key"].as_str(), Some("/p/tls.key"));
-        assert!(yaml["http"].get("debug").is_none(), "no debug server");
-        assert!(yaml.get("auth").is_none() && yaml.get("proxy").is_none(), "no auth, not a pull-through cache");
-        assert_eq!(yaml["storage"]["filesystem"]["rootdirectory"].as_str(), Some("/s/registry"));
-        assert_eq!(yaml["version"].as_f64(), Some(0.1));
-    }
-
-    #[test]
-    fn responses_are_parsed_with_lower_case_header_names() {
-        let r = parse_response(
-            "HTTP/1.1 200 OK\r\nDocker-Content-Digest: sha256:1\r\nContent-Length: 2\r\n\r\n{\"repositories\":[]}",
-        )
-        .unwrap();
-        assert_eq!(r.status, 200);
-        assert_eq!(r.header("docker-content-digest"), Some("sha256:1"));
-        assert_eq!(r.body, "{\"repositories\":[]}");
-        assert!(parse_response("garbage").is_none());
     }
 }

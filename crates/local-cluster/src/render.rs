@@ -1,5 +1,18 @@
 //! Pure rendering of every configuration file and command line of the local cluster, from the
 //! [`Layout`] and the binaries' directory. Nothing here touches the host.
+//!
+//! The command lines, the CNI configuration and `resolv.conf` are here; the configuration files
+//! with a schema of their own are typed structs serialized with serde, one module each:
+//! [`containerd`] (TOML: the daemon's configuration and the registry hosts),
+//! [`kubelet`] (`KubeletConfiguration`) and [`kube_proxy`] (`KubeProxyConfiguration`).
+
+pub mod containerd;
+pub mod kube_proxy;
+pub mod kubelet;
+
+pub use containerd::{containerd_config, registry_hosts};
+pub use kube_proxy::kube_proxy_config;
+pub use kubelet::kubelet_config;
 
 use crate::layout::Layout;
 use crate::pki::{self, Files};
@@ -110,64 +123,6 @@ pub fn scheduler_args(layout: &Layout) -> Vec<String> {
     args
 }
 
-/// containerd: private root, state, socket and runc root; the CRI with the settings this kind
-/// of machine needs (`restrict_oom_score_adj`, netns under the state directory), the project's
-/// own CNI configuration directory, and a registry configuration that sends every pull to a
-/// closed local port so that nothing is ever fetched from outside.
-pub fn containerd_config(layout: &Layout) -> String {
-    let dir = layout.containerd();
-    let d = |sub: &str| p(dir.join(sub));
-    format!(
-        r#"version = 2
-root = "{root}"
-state = "{state}"
-[grpc]
-  address = "{sock}"
-[ttrpc]
-  address = "{sock}.ttrpc"
-[debug]
-  level = "warn"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "{opt}"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{SANDBOX_IMAGE}"
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  disable_apparmor = true
-  enable_selinux = false
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "{cni}"
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "{certs}"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-    runtime_type = "io.containerd.runc.v2"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-      BinaryName = "/usr/sbin/runc"
-      Root = "{runc}"
-      SystemdCgroup = false
-"#,
-        root = d("root"),
-        state = d("state"),
-        sock = p(layout.containerd_socket()),
-        opt = d("opt"),
-        cni = p(layout.cni_conf()),
-        certs = d("certs.d"),
-        runc = d("runc"),
-    )
-}
-
-/// `hosts.toml` for `certs.d/_default`: every registry resolves to a closed loopback port, so
-/// a missing image fails at once with a clear error instead of leaving the machine.
-pub fn registry_hosts() -> String {
-    "server = \"http://127.0.0.1:1\"\n\n[host.\"http://127.0.0.1:1\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
-        .into()
-}
-
 /// One bridge for every pod, host-local IPAM, no masquerade (pods talk to the node address and
 /// to each other only), hairpin so a pod reaches itself through its Service.
 pub fn cni_config(layout: &Layout) -> String {
@@ -194,56 +149,6 @@ pub fn cni_config(layout: &Layout) -> String {
     .to_string()
 }
 
-/// The kubelet's configuration: serving certificate (so the API server can reach it for logs
-/// and exec), webhook authentication and authorization, cgroupfs, no swap check, fast status
-/// updates, cluster DNS, a `resolv.conf` that resolves nothing outward, and image GC off (the
-/// images are built locally and cannot be pulled again).
-pub fn kubelet_config(layout: &Layout, pki: &Files) -> String {
-    format!(
-        r#"apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: {NODE_IP}
-port: {KUBELET_PORT}
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: {KUBELET_HEALTHZ_PORT}
-authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    enabled: true
-  x509:
-    clientCAFile: {ca}
-authorization:
-  mode: Webhook
-tlsCertFile: {cert}
-tlsPrivateKeyFile: {key}
-cgroupDriver: cgroupfs
-failSwapOn: false
-nodeStatusUpdateFrequency: 2s
-nodeStatusReportFrequency: 10s
-clusterDNS:
-- {DNS_SERVICE_IP}
-clusterDomain: {CLUSTER_DOMAIN}
-resolvConf: {resolv}
-podCIDR: {POD_CIDR}
-evictionHard:
-  memory.available: 100Mi
-  nodefs.available: "1%"
-  nodefs.inodesFree: "1%"
-  imagefs.available: "1%"
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-serializeImagePulls: false
-maxPods: 110
-"#,
-        ca = p(pki.path(pki::CA, "ca.crt")),
-        cert = p(pki.path(pki::KUBELET_SERVING, "tls.crt")),
-        key = p(pki.path(pki::KUBELET_SERVING, "tls.key")),
-        resolv = p(layout.resolv_conf()),
-    )
-}
-
 pub fn kubelet_args(layout: &Layout) -> Vec<String> {
     let sock = p(layout.containerd_socket());
     vec![
@@ -258,31 +163,6 @@ pub fn kubelet_args(layout: &Layout) -> Vec<String> {
         format!("--pod-infra-container-image={SANDBOX_IMAGE}"),
         "--v=1".into(),
     ]
-}
-
-/// kube-proxy in iptables mode; it leaves the conntrack sysctls alone.
-pub fn kube_proxy_config(layout: &Layout) -> String {
-    format!(
-        r#"apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-clientConnection:
-  kubeconfig: {kubeconfig}
-mode: iptables
-bindAddress: {NODE_IP}
-hostnameOverride: {NODE_NAME}
-clusterCIDR: {CLUSTER_CIDR}
-healthzBindAddress: 127.0.0.1:{KUBE_PROXY_HEALTHZ_PORT}
-metricsBindAddress: 127.0.0.1:{KUBE_PROXY_METRICS_PORT}
-nodePortAddresses:
-- {NODE_CIDR}
-conntrack:
-  maxPerCore: 0
-  min: 0
-  tcpEstablishedTimeout: 0s
-  tcpCloseWaitTimeout: 0s
-"#,
-        kubeconfig = p(layout.config_file("kube-proxy.kubeconfig")),
-    )
 }
 
 pub fn kube_proxy_args(layout: &Layout) -> Vec<String> {
@@ -302,16 +182,17 @@ mod tests {
     fn configs_parse_and_name_our_paths() {
         let layout = Layout::new("/s");
         let pki = Files::new("/s/pki");
-        let kubelet: serde_yaml::Value = serde_yaml::from_str(&kubelet_config(&layout, &pki)).expect("kubelet yaml");
+        let kubelet: serde_yaml::Value =
+            serde_yaml::from_str(&kubelet_config(&layout, &pki).unwrap()).expect("kubelet yaml");
         assert_eq!(kubelet["address"].as_str(), Some("10.250.0.1"));
         assert_eq!(kubelet["readOnlyPort"].as_u64(), Some(0));
         assert_eq!(kubelet["authentication"]["anonymous"]["enabled"].as_bool(), Some(false));
-        let proxy: serde_yaml::Value = serde_yaml::from_str(&kube_proxy_config(&layout)).expect("proxy yaml");
+        let proxy: serde_yaml::Value = serde_yaml::from_str(&kube_proxy_config(&layout).unwrap()).expect("proxy yaml");
         assert_eq!(proxy["conntrack"]["maxPerCore"].as_u64(), Some(0));
         let cni: serde_json::Value = serde_json::from_str(&cni_config(&layout)).expect("cni json");
         assert_eq!(cni["plugins"][0]["ipMasq"], serde_json::json!(false));
         assert_eq!(cni["plugins"][0]["ipam"]["dataDir"], "/s/cni/ipam");
-        let containerd = containerd_config(&layout);
+        let containerd = containerd_config(&layout).unwrap();
         assert!(containerd.contains("restrict_oom_score_adj = true"));
         assert!(containerd.contains(r#"address = "/s/containerd/containerd.sock""#));
     }
