@@ -10,7 +10,9 @@
 pub mod common;
 pub mod conversion;
 pub mod field;
+#[cfg(any(test, feature = "testing"))]
 pub mod fixtures;
+#[cfg(any(test, feature = "testing"))]
 pub mod fuzz;
 pub mod identity;
 pub mod shoot;

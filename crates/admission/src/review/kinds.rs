@@ -1,9 +1,10 @@
 //! Dispatch by resource: which decoding, lookups and rules apply to each kind and operation.
 
 use super::decode::decode;
+use super::profiles::{self, Profile};
 use super::{Admission, Endpoint, Outcome, Request, quotas};
 use crate::field::{ErrorList, FieldError, Path};
-use crate::shoot::reference::{self, Profile};
+use crate::shoot::reference;
 use crate::shoot::{self, DefaultingContext, ShootContext};
 use crate::{
     adminkubeconfigrequest, bastion, cloudprofile, credentialsbinding, exposureclass, internalsecret, managedseed,
@@ -64,7 +65,7 @@ pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &
             let lookup = adm.lookup();
             cloudprofile::validate_in_hierarchy(p, old, &lookup.shoots(), |s| {
                 let ns = s.metadata.namespace.as_deref().unwrap_or_default();
-                reference::reference(&s.spec).and_then(|r| reference::root_of(lookup, ns, &r))
+                reference::reference(&s.spec).and_then(|r| profiles::root_of(lookup, ns, &r))
             })
         }),
         (Endpoint::Validate, "managedseeds") => validate_with(req, |m: &ManagedSeed, old| {
@@ -147,7 +148,7 @@ fn default_shoot(adm: &Admission, s: &mut Shoot) {
     // profile that cannot be resolved leaves the profile defaults out; validation refuses it).
     let mut synced = s.spec.clone();
     reference::sync(&mut synced);
-    let profile = reference::resolve(adm.lookup(), &namespace, &synced).ok().flatten();
+    let profile = profiles::resolve(adm.lookup(), &namespace, &synced).ok().flatten();
     let seed = s.spec.seed_name.as_deref().and_then(|n| adm.lookup().seed(n));
     let ctx = DefaultingContext {
         profile: profile.as_ref().and_then(Profile::spec),
@@ -208,7 +209,7 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
     }
     let lookup = adm.lookup();
     let namespace = new.metadata.namespace.clone().unwrap_or_default();
-    let resolved = reference::resolve(lookup, &namespace, &new.spec);
+    let resolved = profiles::resolve(lookup, &namespace, &new.spec);
     let (profile, profile_error) = match &resolved {
         Ok(p) => (p.as_ref(), None),
         Err(e) => (None, Some(e)),
@@ -218,10 +219,10 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
     let old_root = old
         .as_ref()
         .and_then(|o| reference::reference(&o.spec))
-        .and_then(|r| reference::root_of(lookup, &namespace, &r));
+        .and_then(|r| profiles::root_of(lookup, &namespace, &r));
     let new_root = match profile {
         Some(p) => Some(p.root().to_string()),
-        None => reference::reference(&new.spec).and_then(|r| reference::root_of(lookup, &namespace, &r)),
+        None => reference::reference(&new.spec).and_then(|r| profiles::root_of(lookup, &namespace, &r)),
     };
     let exposure = new.spec.exposure_class_name.as_deref().and_then(|n| lookup.exposure_class(n));
     let ctx = ShootContext {

@@ -5,6 +5,7 @@
 pub mod decode;
 pub mod kinds;
 pub mod lookup;
+pub mod profiles;
 mod quotas;
 
 pub use lookup::{Lookup, StaticLookup};

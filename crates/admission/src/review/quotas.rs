@@ -4,7 +4,7 @@
 //! shoots in the shoot's namespace; `Secret`: the shoots whose binding (of either kind) refers
 //! to the same credentials.
 
-use super::Lookup;
+use super::lookup::Lookup;
 use crate::field::ErrorList;
 use crate::quota;
 use api::common::ObjectReference;

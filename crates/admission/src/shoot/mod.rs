@@ -24,13 +24,13 @@ use k8s_openapi::jiff::Timestamp;
 #[derive(Clone, Copy, Debug)]
 pub struct ShootContext<'a> {
     /// The spec of the profile the shoot refers to: a CloudProfile's, or a
-    /// NamespacedCloudProfile's `status.cloudProfileSpec` ([`reference::resolve`]); `None` when
+    /// NamespacedCloudProfile's `status.cloudProfileSpec` ([`crate::review::profiles::resolve`]); `None` when
     /// the shoot names none or it could not be resolved.
     pub profile: Option<&'a CloudProfileSpec>,
     /// Why the profile reference could not be resolved (reported instead of the rules against
     /// the profile).
     pub profile_error: Option<&'a FieldError>,
-    /// The root CloudProfiles of the new and of the old reference ([`reference::root_of`]),
+    /// The root CloudProfiles of the new and of the old reference ([`crate::review::profiles::root_of`]),
     /// for an update that changes the reference.
     pub profile_roots: (Option<&'a str>, Option<&'a str>),
     /// The ExposureClass `spec.exposureClassName` names, when it exists.

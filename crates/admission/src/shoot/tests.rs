@@ -350,7 +350,7 @@ fn unknown_profile_is_not_found() {
     let ids = Identities::default();
     let shoot = defaulted(fixtures::shoot());
     let lookup = crate::review::StaticLookup::default();
-    let missing = reference::resolve(&lookup, "garden-dev", &shoot.spec).unwrap_err();
+    let missing = crate::review::profiles::resolve(&lookup, "garden-dev", &shoot.spec).unwrap_err();
     let user = alice();
     let ctx = ShootContext {
         profile_error: Some(&missing),

@@ -1,6 +1,6 @@
 //! The per-seed filters, one function each, in the order [`super::decide`] applies them. A seed
-//! is dropped for the first filter it fails, and that filter's [`DropReason`] is what the
-//! refusal counts; so the order goes from "this seed cannot take any shoot" (deleting,
+//! is dropped for the first filter it fails, and that filter's [`DropReason`] (defined beside
+//! the [`Refusal`] that counts it) is what the refusal counts; so the order goes from "this seed cannot take any shoot" (deleting,
 //! invisible, not ready) through "this seed is not meant for this shoot" (selectors, provider,
 //! region) to "this seed cannot take this shoot right now" (networks, taints, capacity).
 //!
@@ -11,9 +11,8 @@
 //! Gardener's ExposureClass admission merges them into the shoot. The network filter lives in
 //! [`super::networks`] with the CIDR handling it needs.
 
-use super::networks::NetworkSet;
 pub use super::networks::{NetworkMemo, ShootNetworks, networks_disjoint};
-use super::refusal::Refusal;
+use super::refusal::{DropReason, Refusal};
 use api::common::ConditionStatus;
 use api::core::cloudprofile::CloudProfileSpec;
 use api::core::seed::{RESOURCE_SHOOTS, TAINT_INVISIBLE};
@@ -24,66 +23,6 @@ use api::helpers::constants::conditions::{BACKUP_BUCKETS_READY, GARDENLET_READY}
 use kube::core::{Selector, SelectorExt};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
-
-/// Why a seed was not chosen. The `Display` text is the label the refusal counts under, so
-/// seeds dropped for the same reason are grouped ("2 tainted (seed.gardener.cloud/protected)").
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DropReason {
-    /// The seed is being deleted.
-    Deleting,
-    /// The seed is hidden from scheduling (`settings.scheduling.visible: false`, or the legacy
-    /// `seed.gardener.cloud/invisible` taint).
-    Invisible,
-    /// `GardenletReady` is not `True`.
-    NotReady,
-    /// The seed has a backup configured and `BackupBucketsReady` is not `True`.
-    BackupNotReady,
-    /// The CloudProfile's seed selector does not match the seed's labels.
-    CloudProfileSelector,
-    /// The shoot's seed selector does not match the seed's labels.
-    ShootSelector,
-    /// The seed selector of the shoot's ExposureClass does not match the seed's labels.
-    ExposureClassSelector,
-    /// The seed's provider type is not allowed for the shoot.
-    ProviderType,
-    /// The seed is in another region (strategy `SameRegion`).
-    Region,
-    /// One of the seed's own network CIDRs cannot be parsed.
-    InvalidSeedNetworks,
-    /// The shoot leaves these networks to the seed's defaults, and the seed has none.
-    NoDefaultNetworks(NetworkSet),
-    /// These shoot networks overlap a network of the seed.
-    NetworksOverlap(NetworkSet),
-    /// Taint keys the shoot does not tolerate, comma-separated.
-    Tainted(String),
-    /// The seed already holds as many shoots as it allows.
-    Full { allocatable: u64 },
-    /// `status.allocatable.shoots` (or `capacity.shoots`) cannot be read as a number.
-    UnreadableAllocatable(String),
-}
-
-impl fmt::Display for DropReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Deleting => f.write_str("being deleted"),
-            Self::Invisible => f.write_str("invisible"),
-            Self::NotReady => f.write_str("not ready"),
-            Self::BackupNotReady => f.write_str("backup not ready"),
-            Self::CloudProfileSelector => f.write_str("not selected by the CloudProfile"),
-            Self::ShootSelector => f.write_str("not selected by the shoot"),
-            Self::ExposureClassSelector => f.write_str("not selected by the ExposureClass"),
-            Self::ProviderType => f.write_str("other provider type"),
-            Self::Region => f.write_str("other region"),
-            Self::InvalidSeedNetworks => f.write_str("invalid seed networks"),
-            Self::NoDefaultNetworks(n) => write!(f, "no default shoot networks ({n})"),
-            Self::NetworksOverlap(n) => write!(f, "networks overlap ({n})"),
-            Self::Tainted(keys) => write!(f, "tainted ({keys})"),
-            Self::Full { allocatable } => write!(f, "full (allocatable shoots {allocatable})"),
-            Self::UnreadableAllocatable(q) => write!(f, "unreadable allocatable shoots ({q:?})"),
-        }
-    }
-}
 
 /// Which seed provider types a shoot may use: a type every seed selector that lists types
 /// (CloudProfile, shoot, ExposureClass) allows (`*` for any); when none lists types, only the
@@ -289,7 +228,7 @@ pub fn parse_count(quantity: &str) -> Option<u64> {
 mod tests {
     use super::*;
     use crate::decide::fixtures::*;
-    use crate::decide::networks::NetworkKind;
+    use crate::decide::network_set::{NetworkKind, NetworkSet};
     use api::core::seed::SeedTaint;
 
     #[test]

@@ -7,8 +7,13 @@
 //! fixed order; the first failing filter is recorded as the seed's [`DropReason`]. The seeds
 //! that pass are ranked by [`strategy::Ranker`]. One pass over the seeds, no allocation per
 //! passing seed, and the shoot-side work (CIDR parsing, selector compilation) done once.
+//!
+//! The network filter and its CIDR handling are in [`networks`]; what a refusal says is in
+//! [`refusal`] ([`Refusal`] and the per-seed [`DropReason`]), with the network names both carry
+//! in the leaf [`network_set`], so the filters depend on the refusal and never the reverse.
 
 pub mod filters;
+pub mod network_set;
 pub mod networks;
 pub mod references;
 pub mod refusal;
@@ -17,9 +22,8 @@ pub mod strategy;
 #[cfg(test)]
 pub(crate) mod fixtures;
 
-pub use filters::DropReason;
-pub use networks::{NetworkKind, NetworkSet};
-pub use refusal::Refusal;
+pub use network_set::{NetworkKind, NetworkSet};
+pub use refusal::{DropReason, Refusal};
 
 use crate::config::Config;
 use api::core::cloudprofile::CloudProfileSpec;

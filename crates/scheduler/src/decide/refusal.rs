@@ -1,16 +1,76 @@
-//! Why a shoot could not be scheduled, in words a user can act on. Either the shoot itself is
-//! unusable (a malformed CIDR or selector, a missing or not yet merged profile, a missing
-//! ExposureClass), or no seed passed the
-//! filters; then every seed is accounted for under the first filter it failed:
+//! Why a shoot could not be scheduled, in words a user can act on, and why each seed was not
+//! chosen ([`DropReason`], the first filter of [`super::filters`] it failed). Either the shoot
+//! itself is unusable (a malformed CIDR or selector, a missing or not yet merged profile, a
+//! missing ExposureClass), or no seed passed the filters; then every seed is accounted for
+//! under the first filter it failed:
 //! "0/7 seeds fit: 3 other region, 2 tainted (seed.gardener.cloud/protected), 1 full (allocatable
 //! shoots 50), 1 not ready". Groups are ordered by size, then alphabetically, so the text is
 //! stable for the same situation and the most common obstacle comes first.
 
-use super::filters::DropReason;
+use super::network_set::NetworkSet;
 use api::helpers::cloudprofile_ref::ProfileRefError;
 use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::fmt;
+
+/// Why a seed was not chosen. The `Display` text is the label the refusal counts under, so
+/// seeds dropped for the same reason are grouped ("2 tainted (seed.gardener.cloud/protected)").
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The seed is being deleted.
+    Deleting,
+    /// The seed is hidden from scheduling (`settings.scheduling.visible: false`, or the legacy
+    /// `seed.gardener.cloud/invisible` taint).
+    Invisible,
+    /// `GardenletReady` is not `True`.
+    NotReady,
+    /// The seed has a backup configured and `BackupBucketsReady` is not `True`.
+    BackupNotReady,
+    /// The CloudProfile's seed selector does not match the seed's labels.
+    CloudProfileSelector,
+    /// The shoot's seed selector does not match the seed's labels.
+    ShootSelector,
+    /// The seed selector of the shoot's ExposureClass does not match the seed's labels.
+    ExposureClassSelector,
+    /// The seed's provider type is not allowed for the shoot.
+    ProviderType,
+    /// The seed is in another region (strategy `SameRegion`).
+    Region,
+    /// One of the seed's own network CIDRs cannot be parsed.
+    InvalidSeedNetworks,
+    /// The shoot leaves these networks to the seed's defaults, and the seed has none.
+    NoDefaultNetworks(NetworkSet),
+    /// These shoot networks overlap a network of the seed.
+    NetworksOverlap(NetworkSet),
+    /// Taint keys the shoot does not tolerate, comma-separated.
+    Tainted(String),
+    /// The seed already holds as many shoots as it allows.
+    Full { allocatable: u64 },
+    /// `status.allocatable.shoots` (or `capacity.shoots`) cannot be read as a number.
+    UnreadableAllocatable(String),
+}
+
+impl fmt::Display for DropReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Deleting => f.write_str("being deleted"),
+            Self::Invisible => f.write_str("invisible"),
+            Self::NotReady => f.write_str("not ready"),
+            Self::BackupNotReady => f.write_str("backup not ready"),
+            Self::CloudProfileSelector => f.write_str("not selected by the CloudProfile"),
+            Self::ShootSelector => f.write_str("not selected by the shoot"),
+            Self::ExposureClassSelector => f.write_str("not selected by the ExposureClass"),
+            Self::ProviderType => f.write_str("other provider type"),
+            Self::Region => f.write_str("other region"),
+            Self::InvalidSeedNetworks => f.write_str("invalid seed networks"),
+            Self::NoDefaultNetworks(n) => write!(f, "no default shoot networks ({n})"),
+            Self::NetworksOverlap(n) => write!(f, "networks overlap ({n})"),
+            Self::Tainted(keys) => write!(f, "tainted ({keys})"),
+            Self::Full { allocatable } => write!(f, "full (allocatable shoots {allocatable})"),
+            Self::UnreadableAllocatable(q) => write!(f, "unreadable allocatable shoots ({q:?})"),
+        }
+    }
+}
 
 /// A refused scheduling decision.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

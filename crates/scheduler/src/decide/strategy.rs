@@ -10,7 +10,8 @@
 //! Among equally good candidates the seed with the fewest shoots wins, then the seed whose name
 //! sorts first, so the same inputs always give the same seed.
 
-use super::filters::{DropReason, ShootView};
+use super::filters::ShootView;
+use super::refusal::DropReason;
 use crate::config::{Config, Strategy};
 use api::core::Seed;
 use std::collections::HashMap;
