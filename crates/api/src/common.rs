@@ -1,6 +1,7 @@
 //! Types shared by many kinds: last operation and last error, conditions, error codes, and
 //! small reference types. Their JSON spelling follows the reference API exactly.
 
+use k8s_openapi::api::networking::v1::IPBlock;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -214,6 +215,13 @@ pub struct SecretReference {
 #[serde(rename_all = "camelCase")]
 pub struct LocalObjectReference {
     pub name: String,
+}
+
+/// A source range allowed to connect to the bastion.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BastionIngressPolicy {
+    pub ip_block: IPBlock,
 }
 
 /// A reference to an object of any kind (the `ObjectReference` of the reference API, reduced

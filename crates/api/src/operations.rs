@@ -5,9 +5,9 @@
 //! keeps it alive with the `gardener.cloud/operation: keepalive` annotation until
 //! `status.expirationTimestamp`.
 
+pub use crate::common::BastionIngressPolicy;
 use crate::common::{Condition, LocalObjectReference};
 use k8s_openapi::api::core::v1::LoadBalancerIngress;
-use k8s_openapi::api::networking::v1::IPBlock;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{CustomResource, CustomResourceExt};
@@ -47,13 +47,6 @@ pub struct BastionSpec {
     pub ingress: Vec<BastionIngressPolicy>,
 }
 
-/// A source range allowed to connect to the bastion.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BastionIngressPolicy {
-    pub ip_block: IPBlock,
-}
-
 /// Observed state of a Bastion.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -82,6 +75,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::networking::v1::IPBlock;
 
     #[test]
     fn crd_has_group_plural_and_scope() {

@@ -5,6 +5,7 @@
 //! accepted (`spec.secretRef`, `spec.blockCIDRs`, `dns.ingressDomain`, `dns.secretName`, a string
 //! `dns.provider`, `backup.type`, `backup.secretRef`).
 
+pub use super::shared::DnsIncludeExclude;
 use super::shared::{Extension, ExternalTrafficPolicy, IpFamily, any_value_schema};
 use crate::common::{Condition, Gardener, LastOperation, NamedResourceReference, ObjectReference, SecretReference};
 use crate::opaque::Opaque;
@@ -187,16 +188,6 @@ pub struct SeedDnsProvider {
     /// Hosted zones to include or exclude.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<DnsIncludeExclude>,
-}
-
-/// Lists of names to include and exclude.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DnsIncludeExclude {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub include: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exclude: Vec<String>,
 }
 
 /// A DNS provider configuration for a domain.

@@ -108,6 +108,16 @@ pub fn any_value_schema(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// Lists of names to include and exclude.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DnsIncludeExclude {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,10 +1,10 @@
 //! `Bastion` (seed side): a provider-specific jump host that gives SSH access to a shoot's
 //! machines. gardenlet creates it from an `operations.gardener.cloud` Bastion.
 
+pub use crate::common::BastionIngressPolicy;
 use super::common::{DefaultSpec, DefaultStatus};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::LoadBalancerIngress;
-use k8s_openapi::api::networking::v1::IPBlock;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -34,13 +34,6 @@ pub struct BastionSpec {
     pub user_data: String,
     /// Who may connect to the bastion.
     pub ingress: Vec<BastionIngressPolicy>,
-}
-
-/// A source range allowed to connect to the bastion.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BastionIngressPolicy {
-    pub ip_block: IPBlock,
 }
 
 /// Observed state of a Bastion.

@@ -1,6 +1,7 @@
 //! The smaller parts of a Shoot's spec: addons, DNS, hibernation, maintenance, networking,
 //! monitoring, system components and control plane settings.
 
+pub use crate::core::shared::DnsIncludeExclude;
 use crate::core::shared::{ExternalTrafficPolicy, IpFamily};
 use crate::opaque::Opaque;
 use schemars::JsonSchema;
@@ -100,16 +101,6 @@ pub struct DnsProvider {
     /// Hosted zones to include or exclude.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<DnsIncludeExclude>,
-}
-
-/// Lists of names to include and exclude.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DnsIncludeExclude {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub include: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exclude: Vec<String>,
 }
 
 /// Whether and when a shoot is hibernated.
