@@ -4,8 +4,13 @@
 //! [`namespacedcloudprofile`], [`bastion`], [`managedseed`], [`managedseedset`], [`secretbinding`],
 //! [`credentialsbinding`], [`workloadidentity`], [`exposureclass`], [`internalsecret`],
 //! [`adminkubeconfigrequest`]); every refusal is a list of field errors
-//! ([`field`]). The webhook server ([`server`]) decodes AdmissionReviews, looks the related
-//! objects up in watch-fed caches and applies the rules.
+//! ([`field`]). [`review`] decodes AdmissionReviews, looks the related objects up
+//! ([`review::lookup`], a Shoot's profile reference by [`review::profiles`]) and applies the
+//! rules; the webhook server ([`server`]) serves it over HTTPS with watch-fed caches behind the
+//! lookup. [`common`], [`identity`] and [`conversion`] hold what several rules share.
+//!
+//! With the `testing` feature (tests and benchmarks only), `fixtures` has valid example objects
+//! and `fuzz` the input generators and property of the fuzz test and benchmark.
 
 pub mod common;
 pub mod conversion;

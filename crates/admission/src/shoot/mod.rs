@@ -1,6 +1,6 @@
 //! Shoot admission: defaulting ([`defaults`]) and validation on create, update and delete. The
 //! rules are split by what they need: the shoot alone ([`spec`]), its profile reference
-//! ([`reference`]), its CloudProfile ([`offered`]), the previous object and the requester
+//! ([`mod@reference`]), its CloudProfile ([`offered`]), the previous object and the requester
 //! ([`update`]).
 
 pub mod defaults;
