@@ -71,9 +71,10 @@ run_phase() {
     cargo test -p e2e "${tests[@]}" --no-fail-fast -- --test-threads="$jobs" 2>&1 | tee "$work/$name.out" || status=1
   fi
   # nextest's result lines, e.g. "        PASS [ 123.456s] (2/5) e2e::shoot a_case" (the count only
-  # in newer releases): "  case shoot::a_case 123 PASS" into the time table.
+  # in newer releases; a failure is listed again in the summary): "  case shoot::a_case 123 PASS"
+  # into the time table, once per case.
   sed -n 's/^ *\(PASS\|FAIL\|TIMEOUT\|SIGKILL\|ABORT\) \[ *\([0-9.]*\)s\] \((.*) \)\{0,1\}e2e::\([^ ]*\) \(.*\)$/\1 \2 \4::\5/p' \
-    "$work/$name.out" | awk '{printf "  case %s %.0f %s\n", $3, $2, $1}' >>"$times" || true
+    "$work/$name.out" | awk '!seen[$3]++ {printf "  case %s %.0f %s\n", $3, $2, $1}' >>"$times" || true
   return "$status"
 }
 
