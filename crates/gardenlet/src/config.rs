@@ -1,7 +1,6 @@
 //! gardenlet's configuration file.
 
 use crate::components::Images;
-use crate::components::kube_apiserver::ServiceType;
 use api::core::SeedSpec;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -86,6 +85,14 @@ impl ManagedSeedSettings {
     pub fn concurrent_syncs(&self) -> u16 {
         self.concurrent_syncs.unwrap_or(2)
     }
+}
+
+/// How the API server is exposed: a LoadBalancer where the seed has a load-balancer
+/// implementation, a ClusterIP otherwise (local seeds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum ServiceType {
+    LoadBalancer,
+    ClusterIP,
 }
 
 /// One ExposureClass handler, as in Gardener's gardenlet configuration, limited to what a seed

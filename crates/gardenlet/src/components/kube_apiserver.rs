@@ -3,6 +3,7 @@
 
 use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
 use super::etcd;
+pub use crate::config::ServiceType;
 use crate::config::ExposureClassHandler;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Service, ServicePort, ServiceSpec};
@@ -29,14 +30,6 @@ pub const DEFAULT_ADMISSION_PLUGINS: &[&str] = &[
     "MutatingAdmissionWebhook",
     "ValidatingAdmissionWebhook",
 ];
-
-/// How the API server is exposed: a LoadBalancer where the seed has a load-balancer
-/// implementation, a ClusterIP otherwise (local seeds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-pub enum ServiceType {
-    LoadBalancer,
-    ClusterIP,
-}
 
 fn labels() -> BTreeMap<String, String> {
     component_labels(APP, ROLE)

@@ -1,35 +1,9 @@
 //! Building and validating a flow graph.
 
-use super::run::TaskError;
-use futures::future::BoxFuture;
+use super::task::{Task, TaskError, TaskFn, TaskId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
-
-/// The name of a task; it is also the ID recorded in `status.lastErrors[].taskID`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TaskId(pub String);
-
-impl fmt::Display for TaskId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<&str> for TaskId {
-    fn from(value: &str) -> Self {
-        Self(value.to_string())
-    }
-}
-
-pub(crate) type TaskFn = Arc<dyn Fn() -> BoxFuture<'static, Result<(), TaskError>> + Send + Sync>;
-
-pub(crate) struct Task {
-    pub(crate) id: TaskId,
-    pub(crate) deps: Vec<usize>,
-    pub(crate) skip: bool,
-    pub(crate) run: TaskFn,
-}
 
 /// Why a graph cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

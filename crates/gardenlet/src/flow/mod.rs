@@ -11,14 +11,19 @@
 //!
 //! The graph is validated when built (unknown dependencies, duplicates and cycles are errors),
 //! so a flow that compiles and builds always terminates.
+//!
+//! `task` (a task's name, work and error) is the leaf that `graph` (building and validating)
+//! and `run` (running) both use; `helpers` has timeouts and retries for task bodies.
 
 mod graph;
 mod helpers;
 mod run;
+mod task;
 
-pub use graph::{Flow, FlowBuilder, GraphError, TaskId};
+pub use graph::{Flow, FlowBuilder, GraphError};
 pub use helpers::{RetryError, retry_until_timeout, with_timeout};
-pub use run::{FlowResult, Progress, RedactFn, RunOptions, TaskError, TaskFailure};
+pub use run::{FlowResult, Progress, RedactFn, RunOptions, TaskFailure};
+pub use task::{TaskError, TaskId};
 
 #[cfg(test)]
 mod tests;

@@ -1,72 +1,13 @@
 //! Running a flow: maximum parallelism, no fail-fast, panics captured per task.
 
-use super::graph::{Flow, TaskId};
+use super::graph::Flow;
+use super::task::{TaskError, TaskId};
 use api::common::ErrorCode;
-use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use tracing::Instrument;
-
-/// The error of one task: the cause, plus the error codes that decide whether a shoot keeps
-/// retrying (taken from extension objects' `lastError.codes`).
-#[derive(Debug, Clone)]
-pub struct TaskError {
-    message: String,
-    codes: Vec<ErrorCode>,
-}
-
-impl TaskError {
-    /// Wraps any error; the message is the whole `source()` chain joined with ": ".
-    pub fn new(err: &(dyn StdError + 'static)) -> Self {
-        let mut message = err.to_string();
-        let mut source = err.source();
-        while let Some(s) = source {
-            let text = s.to_string();
-            if !message.ends_with(&text) {
-                message.push_str(": ");
-                message.push_str(&text);
-            }
-            source = s.source();
-        }
-        Self { message, codes: Vec::new() }
-    }
-
-    /// An error from a plain message.
-    pub fn msg(message: impl Into<String>) -> Self {
-        Self { message: message.into(), codes: Vec::new() }
-    }
-
-    /// Attaches error codes.
-    pub fn with_codes(mut self, codes: impl IntoIterator<Item = ErrorCode>) -> Self {
-        self.codes.extend(codes);
-        self.codes.sort();
-        self.codes.dedup();
-        self
-    }
-
-    pub fn codes(&self) -> &[ErrorCode] {
-        &self.codes
-    }
-
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// The same error with its message passed through `redact`.
-    pub fn redacted(self, redact: &(dyn Fn(&str) -> String + Send + Sync)) -> Self {
-        Self { message: redact(&self.message), codes: self.codes }
-    }
-}
-
-impl fmt::Display for TaskError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl StdError for TaskError {}
 
 /// A failed task and its error.
 #[derive(Debug, Clone)]
