@@ -1,8 +1,8 @@
 //! `Bastion` (seed side): a provider-specific jump host that gives SSH access to a shoot's
 //! machines. gardenlet creates it from an `operations.gardener.cloud` Bastion.
 
-pub use crate::common::BastionIngressPolicy;
 use super::common::{DefaultSpec, DefaultStatus};
+pub use crate::common::BastionIngressPolicy;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::LoadBalancerIngress;
 use kube::CustomResource;

@@ -3,8 +3,8 @@
 
 use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
 use super::etcd;
-pub use crate::config::ServiceType;
 use crate::config::ExposureClassHandler;
+pub use crate::config::ServiceType;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
