@@ -101,8 +101,8 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         gardenlet::managedseed::run(managed_seed_ctx, managed_seed_concurrency, stop, ready)
     });
     // One cache of this seed's Shoots, filled by the shoot controller's watch, read by both.
-    let caches = gardenlet::shoot::controller::SharedCaches::default();
-    let care = gardenlet::shoot::care::CareController {
+    let caches = gardenlet::shoot::caches::SharedCaches::default();
+    let care = gardenlet::shoot::health::care::CareController {
         garden: garden.clone(),
         seed: seed.clone(),
         seed_name: config.seed.name.clone(),

@@ -5,7 +5,7 @@
 #[tokio::test]
 async fn flow_docs_are_current() {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/gardenlet-flows.md");
-    let want = gardenlet::shoot::docs::document().unwrap();
+    let want = gardenlet::shoot::flows::docs::document().unwrap();
     if std::env::var_os("UPDATE_FLOW_DOCS").is_some() {
         std::fs::write(&path, &want).unwrap();
     }

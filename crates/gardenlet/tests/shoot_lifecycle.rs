@@ -46,7 +46,7 @@ struct Harness {
     worker: TestActuator,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// The started gardenlet's garden caches.
-    caches: gardenlet::shoot::controller::SharedCaches,
+    caches: gardenlet::shoot::caches::SharedCaches,
 }
 
 impl Drop for Harness {
@@ -759,7 +759,7 @@ async fn care_reports_a_broken_control_plane_between_reconciles() {
 
     let offset = Arc::new(AtomicI64::new(0));
     let clock_offset = offset.clone();
-    let care = gardenlet::shoot::care::CareController {
+    let care = gardenlet::shoot::health::care::CareController {
         garden: h.gardenlet.clone(),
         seed: h.gardenlet.clone(),
         seed_name: "local".into(),
@@ -994,7 +994,7 @@ async fn credentials_rotate_in_two_phases() {
         .unwrap();
     let annotations = proxy.spec.unwrap().template.metadata.unwrap().annotations.unwrap_or_default();
     assert_eq!(
-        annotations.get(gardenlet::shoot::service_account_tokens::RESTARTED_FOR),
+        annotations.get(gardenlet::shoot::credentials::service_account_tokens::RESTARTED_FOR),
         Some(&sa_started.0.to_string()),
         "kube-proxy is restarted onto the new tokens"
     );

@@ -288,7 +288,12 @@ async fn token(ctx: &Context, seed: &str) -> Result<Option<String>, kube::Error>
 /// A client for the shoot's API server from the admin kubeconfig in its seed namespace.
 async fn shoot_client(ctx: &Context, shoot: &Shoot) -> Result<kube::Client, String> {
     let namespace = shoot.status.as_ref().map(|s| s.technical_id.clone()).unwrap_or_default();
-    crate::shoot::client::from_admin_secret(&ctx.seed, &namespace, crate::shoot::reconcile::SHOOT_REQUEST_TIMEOUT).await
+    crate::shoot::operation::clients::from_admin_secret(
+        &ctx.seed,
+        &namespace,
+        crate::shoot::operation::clients::SHOOT_REQUEST_TIMEOUT,
+    )
+    .await
 }
 
 fn describe(object: &Value) -> String {
@@ -334,9 +339,9 @@ fn dynamic_api(client: &kube::Client, object: &Value) -> Api<DynamicObject> {
 /// Server-side apply of `object`, unless the live object already is what it says: it carries
 /// the hash of this exact intent (so a field no longer set is still removed by a new apply) and
 /// every field of it (so drift is repaired). The shoot flow's mechanism
-/// ([`crate::shoot::tasks::apply_in`]), for untyped objects.
+/// ([`crate::shoot::operation::apply::apply_in`]), for untyped objects.
 async fn apply(client: &kube::Client, object: &Value) -> Result<(), kube::Error> {
-    use crate::shoot::tasks::{INTENT_HASH_ANNOTATION, contains, intent_hash};
+    use crate::shoot::operation::apply::{INTENT_HASH_ANNOTATION, contains, intent_hash};
     let api = dynamic_api(client, object);
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     let hash = intent_hash(object);

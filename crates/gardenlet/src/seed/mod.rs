@@ -128,7 +128,7 @@ impl SeedController {
             }
             return Ok(None);
         }
-        let (Some(client), Some(desired)) = (&self.seed, crate::shoot::extensions::backup_bucket(seed)) else {
+        let (Some(client), Some(desired)) = (&self.seed, crate::shoot::objects::extensions::backup_bucket(seed)) else {
             return Ok(None);
         };
         if desired.spec.secret_ref.name.is_empty() {

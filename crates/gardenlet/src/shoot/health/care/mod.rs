@@ -5,17 +5,17 @@
 //!
 //! It reads this seed's Shoots from the shoot controller's cache (one copy in memory, filled by
 //! one watch that selects on the seed's label), and on every tick checks the shoots it cares for
-//! ([`cared_for`]) a few at a time: the checks of [`crate::shoot::health`] against the seed
+//! ([`cared_for`]) a few at a time: the checks of [`crate::shoot::health::checks`] against the seed
 //! namespace and the shoot's API server (with the admin kubeconfig gardenlet keeps in the seed),
-//! folded into the conditions by [`decide`]. The seed side of a tick is read from watches and
+//! folded into the conditions by [`conditions`]. The seed side of a tick is read from watches and
 //! kept clients ([`cache`]), so a tick of an unchanged shoot costs the seed no request. The
 //! status is written only when a condition changed, with the resourceVersion that was read (a
 //! concurrent write wins; the next tick looks again). The clock is injectable.
 
 pub mod cache;
-pub mod decide;
 
-use crate::shoot::health::{self, Inputs};
+use crate::shoot::health::checks::{self, Inputs};
+use crate::shoot::status::conditions;
 use api::common::LastOperationType;
 use api::core::Shoot;
 use futures::StreamExt;
@@ -48,7 +48,7 @@ pub struct CareController {
     pub clock: Clock,
     /// The shoot controller's caches: the care controller reads this seed's Shoots from the
     /// same store instead of keeping a second copy.
-    pub shoots: crate::shoot::controller::SharedCaches,
+    pub shoots: crate::shoot::caches::SharedCaches,
 }
 
 impl std::fmt::Debug for CareController {
@@ -151,7 +151,7 @@ impl Running {
             shoot: if status.hibernated { Err(String::new()) } else { self.shoot_client(namespace).await },
             workloads: Some(&self.workloads),
         };
-        let checks = health::conditions_of(&inputs).await;
+        let checks = checks::conditions_of(&inputs).await;
         let unreachable = checks.iter().any(|c| {
             c.type_ == api::helpers::constants::conditions::API_SERVER_AVAILABLE
                 && c.status != api::common::ConditionStatus::True
@@ -161,7 +161,7 @@ impl Running {
             self.clients.forget(namespace);
         }
         let now = (settings.clock)();
-        let (conditions, changed) = decide::next_conditions(&status.conditions, &checks, settings.threshold, &now);
+        let (conditions, changed) = conditions::next_conditions(&status.conditions, &checks, settings.threshold, &now);
         if !changed {
             return Ok(false);
         }
@@ -185,7 +185,8 @@ impl Running {
         if let Some(client) = self.clients.fresh(namespace, now) {
             return Ok(client);
         }
-        let client = crate::shoot::client::from_admin_secret(&self.settings.seed, namespace, CHECK_TIMEOUT).await?;
+        let client =
+            crate::shoot::operation::clients::from_admin_secret(&self.settings.seed, namespace, CHECK_TIMEOUT).await?;
         self.clients.keep(namespace, client.clone(), now);
         Ok(client)
     }

@@ -52,7 +52,7 @@ pub fn reencrypt(rotation: Option<&ShootCredentialsRotation>) -> bool {
 }
 
 /// Where a service-account key rotation needs work on the shoot's token Secrets (see
-/// [`super::service_account_tokens`]): its phase (`Preparing` or `Completing`, until that phase
+/// [`crate::shoot::credentials::service_account_tokens`]): its phase (`Preparing` or `Completing`, until that phase
 /// has succeeded once) and when the rotation began.
 pub fn token_secrets(rotation: Option<&ShootCredentialsRotation>) -> Option<(RotationPhase, &Time)> {
     of(rotation, Credential::ServiceAccountKey)

@@ -10,6 +10,7 @@
 //! kube's per-read one of five minutes: a shoot API server that hangs must not hold up the
 //! care tick or the flow task that asked it.
 
+use super::context::OperationContext;
 use kube::client::ConfigExt;
 use std::time::Duration;
 
@@ -102,6 +103,16 @@ fn pooled(config: &kube::Config, timeout: Duration, idle: Duration) -> Result<ku
         .service(pool);
     Ok(kube::Client::new(service, config.default_namespace.clone()))
 }
+
+/// A client for the shoot's API from the admin kubeconfig gardenlet generated; a request to it
+/// may take [`SHOOT_REQUEST_TIMEOUT`] (a list of every Secret of the shoot included).
+pub async fn shoot_client(ctx: &OperationContext) -> Result<kube::Client, crate::flow::TaskError> {
+    let text = super::context::secret_value(ctx, pki::shoot_set::names::KUBECONFIG_ADMIN, pki::data_keys::KUBECONFIG)?;
+    from_kubeconfig(&text, SHOOT_REQUEST_TIMEOUT).await.map_err(|e| crate::flow::TaskError::new(&e))
+}
+
+/// How long one request of a flow task to the shoot's API server may take.
+pub const SHOOT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[cfg(test)]
 mod tests {

@@ -4,10 +4,10 @@
 //! every node. A hibernated shoot reports
 //! its conditions as healthy with reason `Hibernated`: being asleep is not a failure.
 
-use super::care::cache::Workloads;
-use super::checks;
-use super::context::OperationContext;
 use crate::components::{cluster_dns, etcd, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler};
+use crate::shoot::health::care::cache::Workloads;
+use crate::shoot::operation::readiness as checks;
+use crate::shoot::status::conditions::Check;
 use api::common::ConditionStatus;
 use api::helpers::constants::conditions::{
     API_SERVER_AVAILABLE, CONTROL_PLANE_HEALTHY, EVERY_NODE_READY, SYSTEM_COMPONENTS_HEALTHY,
@@ -17,15 +17,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Api;
 use kube::api::ListParams;
-
-/// One computed condition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
-    pub type_: &'static str,
-    pub status: ConditionStatus,
-    pub reason: String,
-    pub message: String,
-}
 
 fn check(type_: &'static str, ok: bool, reason_ok: &str, reason_bad: &str, message: String) -> Check {
     let (status, reason) = if ok { (ConditionStatus::True, reason_ok) } else { (ConditionStatus::False, reason_bad) };
@@ -122,23 +113,6 @@ async fn control_plane(seed: &kube::Client, namespace: &str, cached: Option<&Wor
     let message =
         if problems.is_empty() { "All control plane components are healthy.".to_string() } else { problems.join("; ") };
     check(CONTROL_PLANE_HEALTHY, problems.is_empty(), "ControlPlaneRunning", "ControlPlaneUnhealthy", message)
-}
-
-/// Computes every condition of the shoot an operation works on.
-pub async fn conditions(ctx: &OperationContext) -> Vec<Check> {
-    let shoot = match ctx.values.hibernated {
-        true => Err(String::new()),
-        false => super::reconcile::shoot_client(ctx).await.map_err(|e| e.to_string()),
-    };
-    conditions_of(&Inputs {
-        seed: &ctx.seed,
-        namespace: ctx.values.namespace(),
-        hibernated: ctx.values.hibernated,
-        expected_nodes: ctx.shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
-        shoot,
-        workloads: None,
-    })
-    .await
 }
 
 /// Computes every condition (never fails: an unreachable API is itself the finding).

@@ -2,7 +2,7 @@
 //! ShootState in the garden **before** they are written to the seed (so a CA is never lost, and
 //! a restarted or migrated gardenlet finds the same bytes), then applied as Secrets.
 
-use super::values::ShootValues;
+use crate::shoot::operation::values::ShootValues;
 use api::AnyJson;
 use api::core::ShootState;
 use api::core::shoot::credentials::ShootCredentialsRotation;
@@ -81,7 +81,7 @@ pub fn entries_from_shootstate(state: &ShootState) -> Vec<ShootStateEntry> {
         .spec
         .gardener
         .iter()
-        .filter(|g| g.type_ != super::backup::RECORD_TYPE)
+        .filter(|g| g.type_ != crate::shoot::backup::RECORD_TYPE)
         .filter_map(|g| {
             let data: BTreeMap<String, String> = serde_json::from_value(g.data.0.clone()).ok()?;
             Some(ShootStateEntry { name: g.name.clone(), type_: g.type_.clone(), data })
@@ -146,7 +146,7 @@ pub fn existing(seed_secrets: &[Secret], state: Option<&ShootState>) -> Result<S
 }
 
 /// Plans, persists and applies the shoot's secrets, taking the rotation steps `rotation` asks
-/// for (see [`super::rotation`]). Returns the full set.
+/// for (see [`crate::shoot::credentials::rotation`]). Returns the full set.
 pub async fn reconcile(
     garden: &kube::Client,
     seed: &kube::Client,
@@ -171,7 +171,7 @@ pub async fn reconcile(
     let existing =
         existing(&listed.items, state.as_ref()).map_err(|source| SecretsError::Pki { shoot: shoot.clone(), source })?;
     let pki_err = |source| SecretsError::Pki { shoot: shoot.clone(), source };
-    let steps = super::rotation::steps(rotation, configs, &existing).map_err(pki_err)?;
+    let steps = crate::shoot::credentials::rotation::steps(rotation, configs, &existing).map_err(pki_err)?;
     let now = std::time::SystemTime::now();
     let plan = if steps.is_empty() {
         pki::manager::plan(configs, &existing, now)

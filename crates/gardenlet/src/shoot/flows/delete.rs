@@ -3,10 +3,10 @@
 //! A shoot whose creation never got far deletes cleanly too: every step tolerates objects
 //! that were never created.
 
-use super::context::OperationContext;
-use super::tasks::{deploy_err, t, task_err};
 use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
+use crate::shoot::operation::apply::{deploy_err, t, task_err};
+use crate::shoot::operation::context::OperationContext;
 use api::core::ShootState;
 use api::extensions::{
     Cluster, ControlPlane, DNSRecord, Extension, Infrastructure, Network, OperatingSystemConfig, Worker,
@@ -112,7 +112,7 @@ async fn delete_shootstate(ctx: Arc<OperationContext>) -> Result<(), TaskError> 
 /// grace period).
 pub(crate) async fn delete_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let Some(uid) = ctx.shoot.metadata.uid.as_deref() else { return Ok(()) };
-    let name = super::extensions::backup_entry_name(&ctx.values, uid);
+    let name = crate::shoot::objects::extensions::backup_entry_name(&ctx.values, uid);
     ctx.deployer.delete_and_wait::<api::extensions::BackupEntry>(None, &name).await.map_err(deploy_err)
 }
 

@@ -1,12 +1,19 @@
 //! The reconcile flow: every step of bringing a shoot's control plane and extension objects
 //! to their desired state, as a task graph (see `describe` for the generated list).
 
-use super::context::OperationContext;
-use super::extensions as ext;
-use super::tasks::{apply, deploy_extension, t, task_err, wait_for, wait_in};
-use super::{backup, checks, etcd_snapshot, references, secrets, system};
 use crate::components::{cluster_dns, etcd, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
+use crate::shoot::backup::{self, etcd_snapshot};
+use crate::shoot::credentials::secrets;
+use crate::shoot::health::checks as health;
+use crate::shoot::objects::extensions as ext;
+use crate::shoot::objects::system_resources as system;
+use crate::shoot::operation::apply::{apply, deploy_extension, t, task_err, wait_for, wait_in};
+use crate::shoot::operation::clients::shoot_client;
+use crate::shoot::operation::context::OperationContext;
+use crate::shoot::operation::context::secret_value;
+use crate::shoot::operation::readiness as checks;
+use crate::shoot::operation::references;
 use api::Opaque;
 use api::core::SecretBinding;
 use api::core::controller::ControllerResourceLifecycleStrategy as Stage;
@@ -63,7 +70,7 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let worker = f.task_if("Deploying Worker", &[&osc, &infra, &control_plane], has_workers, t(ctx, deploy_worker));
     let after_worker =
         f.task("Deploying extensions after worker", &[&worker], t(ctx, |c| deploy_extensions(c, Stage::AfterWorker)));
-    let token_phase = super::rotation::token_secrets(ctx.rotation.as_ref()).map(|(phase, _)| phase);
+    let token_phase = crate::shoot::credentials::rotation::token_secrets(ctx.rotation.as_ref()).map(|(phase, _)| phase);
     let new_tokens = f.task_if(
         "Issuing service-account tokens of the new key",
         &[&kcm, &system_resources],
@@ -85,7 +92,7 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
     let reencrypt = f.task_if(
         "Rewriting Secrets with the new etcd encryption key",
         &[&apiserver],
-        running && super::rotation::reencrypt(ctx.rotation.as_ref()),
+        running && crate::shoot::credentials::rotation::reencrypt(ctx.rotation.as_ref()),
         t(ctx, rewrite_secrets),
     );
     let health = f.task(
@@ -142,17 +149,19 @@ async fn wait_system_components(ctx: Arc<OperationContext>) -> Result<(), TaskEr
 /// The token Secrets of a service-account key rotation: new ones in phase one, the old ones
 /// deleted in phase two.
 async fn service_account_tokens(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    let Some((phase, since)) = super::rotation::token_secrets(ctx.rotation.as_ref()) else {
+    let Some((phase, since)) = crate::shoot::credentials::rotation::token_secrets(ctx.rotation.as_ref()) else {
         return Ok(());
     };
     let since = since.clone();
     let client = shoot_client(&ctx).await?;
     let shoot = &ctx.values.technical_id;
     if phase == RotationPhase::Preparing {
-        let created = super::service_account_tokens::prepare(&client, &since).await.map_err(task_err)?;
+        let created =
+            crate::shoot::credentials::service_account_tokens::prepare(&client, &since).await.map_err(task_err)?;
         tracing::info!(shoot = %shoot, created, "service-account token Secrets of the new key requested");
     } else {
-        let deleted = super::service_account_tokens::complete(&client, &since).await.map_err(task_err)?;
+        let deleted =
+            crate::shoot::credentials::service_account_tokens::complete(&client, &since).await.map_err(task_err)?;
         tracing::info!(shoot = %shoot, deleted, "service-account token Secrets of the old key deleted");
     }
     Ok(())
@@ -186,8 +195,25 @@ async fn rewrite_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     Ok(())
 }
 
+/// Computes every condition of the shoot an operation works on.
+async fn conditions(ctx: &OperationContext) -> Vec<crate::shoot::status::conditions::Check> {
+    let shoot = match ctx.values.hibernated {
+        true => Err(String::new()),
+        false => shoot_client(ctx).await.map_err(|e| e.to_string()),
+    };
+    health::conditions_of(&health::Inputs {
+        seed: &ctx.seed,
+        namespace: ctx.values.namespace(),
+        hibernated: ctx.values.hibernated,
+        expected_nodes: ctx.shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
+        shoot,
+        workloads: None,
+    })
+    .await
+}
+
 async fn check_health(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    let conditions = super::health::conditions(&ctx).await;
+    let conditions = conditions(&ctx).await;
     ctx.found().conditions = conditions;
     Ok(())
 }
@@ -207,7 +233,7 @@ async fn deploy_namespace(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
         ..Default::default()
     };
     // Written only when it is not yet as wanted: a resync of an unchanged shoot writes nothing.
-    super::tasks::apply_in(namespaces, &ns).await?;
+    crate::shoot::operation::apply::apply_in(namespaces, &ns).await?;
     Ok(())
 }
 
@@ -221,7 +247,7 @@ pub fn embedded_shoot(shoot: &api::core::Shoot) -> serde_json::Value {
             meta.remove(k);
         }
     }
-    let failed = super::status::is_failed(shoot);
+    let failed = crate::shoot::status::last_operation::is_failed(shoot);
     if let Some(obj) = v.as_object_mut() {
         let last = obj.get("status").and_then(|s| s.get("lastOperation")).cloned();
         match (failed, last) {
@@ -259,7 +285,7 @@ pub(crate) async fn deploy_cluster(ctx: Arc<OperationContext>) -> Result<(), Tas
         Opaque(seed.unwrap_or_else(|| serde_json::json!({}))),
         Opaque(profile),
     );
-    let applied = super::tasks::apply_in(Api::<Cluster>::all(ctx.seed.clone()), &cluster).await?;
+    let applied = crate::shoot::operation::apply::apply_in(Api::<Cluster>::all(ctx.seed.clone()), &cluster).await?;
     ctx.found().cluster_owner = applied.controller_owner_ref(&()).map(|mut o| {
         o.controller = Some(false);
         o.block_owner_deletion = Some(false);
@@ -355,19 +381,35 @@ async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Result<(), Task
 async fn deploy_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let address = ctx.found().address.clone();
     let mut inputs = ctx.values.pki_inputs(address.as_deref());
-    inputs.ssh_keypair =
-        ctx.shoot.spec.provider.ssh_access().then(|| super::rotation::ssh_keypair(ctx.rotation.as_ref()));
+    inputs.ssh_keypair = ctx
+        .shoot
+        .spec
+        .provider
+        .ssh_access()
+        .then(|| crate::shoot::credentials::rotation::ssh_keypair(ctx.rotation.as_ref()));
     let configs = pki::shoot_set::shoot_set(&inputs);
     let set =
         secrets::reconcile(&ctx.garden, &ctx.seed, &ctx.values, &configs, ctx.rotation.as_ref(), ctx.shoot_owner())
             .await
             .map_err(task_err)?;
-    super::garden_ca::publish(&ctx.garden, &ctx.values.garden_namespace, &ctx.values.name, &set, ctx.shoot_owner())
-        .await
-        .map_err(task_err)?;
-    super::garden_ssh::publish(&ctx.garden, &ctx.values.garden_namespace, &ctx.values.name, &set, ctx.shoot_owner())
-        .await
-        .map_err(task_err)?;
+    crate::shoot::credentials::garden_ca::publish(
+        &ctx.garden,
+        &ctx.values.garden_namespace,
+        &ctx.values.name,
+        &set,
+        ctx.shoot_owner(),
+    )
+    .await
+    .map_err(task_err)?;
+    crate::shoot::credentials::garden_ssh::publish(
+        &ctx.garden,
+        &ctx.values.garden_namespace,
+        &ctx.values.name,
+        &set,
+        ctx.shoot_owner(),
+    )
+    .await
+    .map_err(task_err)?;
     ctx.add_secrets(set.iter().flat_map(|s| s.data.values()));
     ctx.found().secrets = Some(set);
     Ok(())
@@ -544,22 +586,6 @@ async fn deploy_network(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
         None => Ok(()),
     }
 }
-
-fn secret_value(ctx: &OperationContext, name: &str, key: &str) -> Result<String, TaskError> {
-    ctx.found().secrets.as_ref().and_then(|s| s.value(name, key)).map(str::to_string).ok_or_else(|| {
-        TaskError::msg(format!("secret {name} (key {key}) of shoot {} is missing", ctx.values.technical_id))
-    })
-}
-
-/// A client for the shoot's API from the admin kubeconfig gardenlet generated; a request to it
-/// may take [`SHOOT_REQUEST_TIMEOUT`] (a list of every Secret of the shoot included).
-pub async fn shoot_client(ctx: &OperationContext) -> Result<kube::Client, TaskError> {
-    let text = secret_value(ctx, pki::shoot_set::names::KUBECONFIG_ADMIN, pki::data_keys::KUBECONFIG)?;
-    super::client::from_kubeconfig(&text, SHOOT_REQUEST_TIMEOUT).await.map_err(task_err)
-}
-
-/// How long one request of a flow task to the shoot's API server may take.
-pub const SHOOT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The bootstrap token, kept in the seed namespace (not labelled as a pki secret, so the
 /// secrets plan leaves it alone) and reused while it has more than half of its lifetime left,

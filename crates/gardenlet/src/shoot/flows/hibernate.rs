@@ -6,12 +6,13 @@
 //! A shoot created with hibernation enabled is created "never started": the reconcile flow
 //! creates its infrastructure, secrets and control-plane objects with zero replicas.
 
-use super::context::OperationContext;
-use super::reconcile::{control_plane_values, deploy_cluster};
-use super::tasks::{apply, deploy_err, t, task_err, wait_for};
-use super::{checks, health};
 use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
+use crate::shoot::flows::reconcile::{control_plane_values, deploy_cluster};
+use crate::shoot::health::checks as health;
+use crate::shoot::operation::apply::{apply, deploy_err, t, task_err, wait_for};
+use crate::shoot::operation::context::OperationContext;
+use crate::shoot::operation::readiness as checks;
 use api::extensions::{DNSRecord, Worker};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use kube::api::ListParams;

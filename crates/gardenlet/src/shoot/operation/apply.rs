@@ -1,8 +1,8 @@
 //! The I/O helpers flow tasks share: applying objects, waiting for workloads, deploying
 //! extension objects only when something changed.
 
-use super::context::OperationContext;
 use crate::flow::TaskError;
+use crate::shoot::operation::context::OperationContext;
 use api::helpers::extension_operation::check_ready;
 use extension_sdk::deployer::DeployError;
 use extension_sdk::kinds::ExtensionResource;

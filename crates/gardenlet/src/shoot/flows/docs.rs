@@ -1,10 +1,10 @@
 //! The task lists of the shoot flows as Markdown, generated from the flows themselves
 //! (`docs/gardenlet-flows.md`; a test fails when the file drifts).
 
-use super::context::OperationContext;
-use super::values::ShootValues;
 use crate::config::GardenletConfig;
 use crate::flow::Flow;
+use crate::shoot::operation::context::OperationContext;
+use crate::shoot::operation::values::ShootValues;
 use std::sync::Arc;
 
 /// A Markdown table of a flow's tasks and dependencies.
@@ -58,9 +58,9 @@ pub fn document() -> Result<String, Box<dyn std::error::Error>> {
     ));
     Ok(format!(
         "# gardenlet flows\n\nGenerated from the code by `UPDATE_FLOW_DOCS=1 cargo test -p gardenlet --test flow_docs`; do not edit.\nTasks start as soon as everything they depend on is done; independent tasks run in parallel.\n\n{}\n{}\n{}\n{}",
-        table(&super::reconcile::flow(&ctx)?),
-        table(&super::hibernate::flow(&ctx)?),
-        table(&super::migrate::flow(&ctx)?),
-        table(&super::delete::flow(&ctx)?)
+        table(&crate::shoot::flows::reconcile::flow(&ctx)?),
+        table(&crate::shoot::flows::hibernate::flow(&ctx)?),
+        table(&crate::shoot::flows::migrate::flow(&ctx)?),
+        table(&crate::shoot::flows::delete::flow(&ctx)?)
     ))
 }

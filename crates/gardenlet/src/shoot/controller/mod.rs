@@ -1,17 +1,17 @@
 //! Wiring of the shoot controller: watches Shoots in the garden, decides, runs the reconcile
 //! or deletion flow, and writes the outcome to the Shoot's status.
 
-use super::context::OperationContext;
-use super::decide::{Action, decide};
-use super::status::{finished, progressed, quiet_resync, reconcile_type, started, unchanged};
-use super::values::ShootValues;
-use super::{delete, hibernate, migrate, reconcile};
 use crate::config::GardenletConfig;
 use crate::flow::{Progress, RunOptions};
+use crate::shoot::flows::{delete, hibernate, migrate, reconcile};
+use crate::shoot::operation::context::OperationContext;
+use crate::shoot::operation::values::ShootValues;
+use crate::shoot::status::last_operation::{finished, progressed, quiet_resync, reconcile_type, started, unchanged};
 use api::common::{LastOperation, LastOperationType};
 use api::core::shoot::credentials::ShootCredentialsRotation;
 use api::core::{Seed, Shoot};
 use api::helpers::constants::{ANNOTATION_OPERATION, FINALIZER_GARDENER};
+use decide::{Action, decide};
 use extension_sdk::deployer::Deployer;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -38,7 +38,7 @@ pub enum ShootError {
         source: kube::Error,
     },
     #[error(transparent)]
-    Values(#[from] super::values::ValuesError),
+    Values(#[from] crate::shoot::operation::values::ValuesError),
     #[error("building the flow of shoot {shoot}: {source}")]
     Graph {
         shoot: String,
@@ -61,6 +61,8 @@ impl ShootError {
     }
 }
 
+pub mod decide;
+
 /// Shared state of the shoot controller.
 pub struct ShootController {
     pub garden: kube::Client,
@@ -74,120 +76,7 @@ pub struct ShootController {
     pub metrics: Option<crate::metrics::ShootMetrics>,
     /// The garden objects every operation reads (ControllerRegistrations, this Seed), cached
     /// once [`Self::run`] has started their watches; until then they are read per operation.
-    pub caches: SharedCaches,
-}
-
-/// Watch-fed caches of the garden objects every shoot operation needs (ControllerRegistrations,
-/// CloudProfiles, this Seed), and the cache of this
-/// seed's Shoots that the shoot controller's watch fills and the care controller reads.
-#[derive(Clone)]
-pub struct SharedCaches {
-    garden: Arc<std::sync::OnceLock<GardenCaches>>,
-    shoots: kube::runtime::reflector::Store<Shoot>,
-    /// Taken by the one watch that fills `shoots`.
-    shoots_writer: Arc<std::sync::Mutex<Option<kube::runtime::reflector::store::Writer<Shoot>>>>,
-}
-
-impl Default for SharedCaches {
-    fn default() -> Self {
-        let (shoots, writer) = kube::runtime::reflector::store();
-        Self { garden: Arc::default(), shoots, shoots_writer: Arc::new(std::sync::Mutex::new(Some(writer))) }
-    }
-}
-
-impl std::fmt::Debug for SharedCaches {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SharedCaches")
-            .field("started", &self.garden.get().is_some())
-            .field("shoots", &self.shoots.len())
-            .finish()
-    }
-}
-
-struct GardenCaches {
-    registrations: kube::runtime::reflector::Store<api::core::ControllerRegistration>,
-    seed: kube::runtime::reflector::Store<Seed>,
-    profiles: kube::runtime::reflector::Store<api::core::CloudProfile>,
-}
-
-impl SharedCaches {
-    /// Starts the watches (ControllerRegistrations; CloudProfiles; this seed's Seed only) and
-    /// fills the caches once all have listed. Runs until `stop` resolves.
-    async fn run(&self, garden: kube::Client, seed_name: &str, stop: impl std::future::Future<Output = ()>) {
-        use kube::runtime::{WatchStreamExt, reflector, watcher};
-        let (registrations, r_writer) = reflector::store();
-        let (seed, s_writer) = reflector::store();
-        let (profiles, p_writer) = reflector::store();
-        let r_watch = reflector::reflector(r_writer, watcher(Api::all(garden.clone()), watcher::Config::default()))
-            .default_backoff()
-            .for_each(|_| futures::future::ready(()));
-        let p_watch = reflector::reflector(
-            p_writer,
-            watcher(Api::<api::core::CloudProfile>::all(garden.clone()), watcher::Config::default())
-                .modify(|p| p.metadata.managed_fields = None),
-        )
-        .default_backoff()
-        .for_each(|_| futures::future::ready(()));
-        let by_name = watcher::Config::default().fields(&format!("metadata.name={seed_name}"));
-        let s_watch = reflector::reflector(s_writer, watcher(Api::<Seed>::all(garden), by_name))
-            .default_backoff()
-            .for_each(|_| futures::future::ready(()));
-        let publish = async {
-            let (r, s, p) =
-                futures::join!(registrations.wait_until_ready(), seed.wait_until_ready(), profiles.wait_until_ready());
-            if r.is_ok() && s.is_ok() && p.is_ok() {
-                let caches = GardenCaches {
-                    registrations: registrations.clone(),
-                    seed: seed.clone(),
-                    profiles: profiles.clone(),
-                };
-                let _ = self.garden.set(caches);
-            }
-            std::future::pending::<()>().await
-        };
-        tokio::select! {
-            () = r_watch => {}
-            () = s_watch => {}
-            () = p_watch => {}
-            () = publish => {}
-            () = stop => {}
-        }
-    }
-
-    /// The shoot's CloudProfile from the cache (see [`OperationContext::cloud_profile`]).
-    fn cloud_profile(&self, shoot: &Shoot) -> Option<Option<Arc<api::core::CloudProfile>>> {
-        use api::helpers::cloudprofile_ref::{ProfileRef, profile_ref};
-        let caches = self.garden.get()?;
-        match profile_ref(shoot) {
-            Ok(ProfileRef::Cluster(name)) => Some(caches.profiles.get(&kube::runtime::reflector::ObjectRef::new(name))),
-            _ => None,
-        }
-    }
-
-    /// Whether the watches have listed and operations read from the caches.
-    pub fn started(&self) -> bool {
-        self.garden.get().is_some()
-    }
-
-    fn registrations(&self) -> Option<Vec<api::core::ControllerRegistration>> {
-        self.garden.get().map(|c| c.registrations.state().iter().map(|r| r.as_ref().clone()).collect())
-    }
-
-    fn seed(&self, name: &str) -> Option<Option<Seed>> {
-        self.garden.get().map(|c| c.seed.state().into_iter().find(|s| s.name_any() == name).map(|s| s.as_ref().clone()))
-    }
-
-    /// The Shoots of this seed (those labelled for it, see [`api::helpers::seed_labels`]), as
-    /// the shoot controller's watch sees them. Empty, and not ready, until that watch has
-    /// listed; a care controller without a shoot controller in its process waits for good.
-    pub fn shoots(&self) -> kube::runtime::reflector::Store<Shoot> {
-        self.shoots.clone()
-    }
-
-    /// The writer of [`Self::shoots`], once: the shoot controller's watch fills it.
-    fn take_shoots_writer(&self) -> Option<kube::runtime::reflector::store::Writer<Shoot>> {
-        self.shoots_writer.lock().ok()?.take()
-    }
+    pub caches: crate::shoot::caches::SharedCaches,
 }
 
 impl std::fmt::Debug for ShootController {
@@ -460,7 +349,7 @@ impl ShootController {
                 "uid": shoot.uid(),
             });
             if let (true, Some(r)) = (rotating, &rotation) {
-                start["credentials"] = super::rotation::status_patch(r);
+                start["credentials"] = crate::shoot::credentials::rotation::status_patch(r);
             }
             self.patch_status(shoot, start).await?;
         }
@@ -487,10 +376,11 @@ impl ShootController {
         });
         let computed = std::mem::take(&mut ctx.found().conditions);
         if !computed.is_empty() {
-            // The same Progressing step as the care controller (super::care::decide).
+            // The same Progressing step as the care controller (crate::shoot::status::conditions).
             let previous = shoot.status.as_ref().map(|s| s.conditions.clone()).unwrap_or_default();
             let threshold = self.config.controllers.shoot_care_threshold();
-            let (conditions, _) = super::care::decide::next_conditions(&previous, &computed, threshold, &now());
+            let (conditions, _) =
+                crate::shoot::status::conditions::next_conditions(&previous, &computed, threshold, &now());
             status["conditions"] = json!(conditions);
         }
         if result.is_success() {
@@ -499,7 +389,7 @@ impl ShootController {
             if let Some(mut r) = rotation
                 && api::helpers::rotation::finish(&mut r, &now())
             {
-                status["credentials"] = super::rotation::status_patch(&r);
+                status["credentials"] = crate::shoot::credentials::rotation::status_patch(&r);
             }
             if let Some(address) = ctx.found().address.clone() {
                 status["advertisedAddresses"] = json!([

@@ -1,8 +1,9 @@
 //! What one shoot operation works with: clients, configuration, the shoot and its seed, the
 //! derived values, and what earlier tasks found out (the Service address, the secrets, ...).
 
-use super::values::ShootValues;
 use crate::config::GardenletConfig;
+use crate::flow::TaskError;
+use crate::shoot::operation::values::ShootValues;
 use api::Opaque;
 use api::core::{Seed, Shoot};
 use api::helpers::redact::Redactor;
@@ -24,10 +25,10 @@ pub struct Found {
     pub infrastructure_status: Option<Opaque>,
     /// Pool name → base64 user data.
     pub user_data: BTreeMap<String, String>,
-    /// Pool name → the key that rolls its machines ([`super::extensions::node_agent_secret_name`]).
+    /// Pool name → the key that rolls its machines (`objects::extensions::node_agent_secret_name`).
     pub pool_keys: BTreeMap<String, String>,
     /// The health conditions computed at the end of the flow.
-    pub conditions: Vec<super::health::Check>,
+    pub conditions: Vec<crate::shoot::status::conditions::Check>,
     /// The backup entry's directory on the seed host (etcd restores from it).
     pub backup_dir: Option<String>,
 }
@@ -50,6 +51,13 @@ impl RestoreSource {
     }
 }
 
+/// A value of one of the shoot's secrets that an earlier task of the flow found.
+pub fn secret_value(ctx: &OperationContext, name: &str, key: &str) -> Result<String, TaskError> {
+    ctx.found().secrets.as_ref().and_then(|s| s.value(name, key)).map(str::to_string).ok_or_else(|| {
+        TaskError::msg(format!("secret {name} (key {key}) of shoot {} is missing", ctx.values.technical_id))
+    })
+}
+
 /// The context of one operation on one shoot.
 pub struct OperationContext {
     pub garden: kube::Client,
@@ -70,11 +78,11 @@ pub struct OperationContext {
     /// Bound of each wait for a workload or extension.
     pub wait_timeout: Duration,
     /// The record of a migration's final etcd snapshot (its bucket stays the shoot's bucket).
-    pub snapshot_record: Option<super::backup::SnapshotRecord>,
+    pub snapshot_record: Option<crate::shoot::backup::SnapshotRecord>,
     /// Set for a Restore operation (after a migration, or a forced takeover).
     pub restore: Option<RestoreSource>,
     /// Where the shoot's credential rotations stand for this operation (a rotation requested
-    /// now is already `Preparing` or `Completing` here); see [`super::rotation`].
+    /// now is already `Preparing` or `Completing` here); see [`crate::shoot::credentials::rotation`].
     pub rotation: Option<api::core::shoot::credentials::ShootCredentialsRotation>,
     found: Mutex<Found>,
     /// The secrets this operation has seen (the shoot's own, its provider credentials): task
@@ -158,7 +166,7 @@ impl OperationContext {
     /// Sets what the garden's ShootState says about backups, and makes the operation a
     /// Restore when `restore` is true.
     pub fn with_shoot_state(mut self, state: Option<&api::core::ShootState>, restore: bool) -> Self {
-        self.snapshot_record = super::backup::record(state);
+        self.snapshot_record = crate::shoot::backup::record(state);
         self.restore = restore.then(|| RestoreSource::from_shoot_state(state));
         self
     }

@@ -6,11 +6,19 @@
 //! status changes, `lastUpdateTime` when anything changes ([`set_condition`]), so a care run
 //! that finds nothing new changes nothing and writes nothing.
 
-use crate::shoot::health::Check;
 use api::common::{Condition, ConditionStatus};
 use api::helpers::conditions::{ConditionUpdate, get_condition, set_condition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use std::time::Duration;
+
+/// One computed condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub type_: &'static str,
+    pub status: ConditionStatus,
+    pub reason: String,
+    pub message: String,
+}
 
 /// The status a condition gets for `check` after `previous`, at `now`.
 pub fn status_after(previous: Option<&Condition>, check: &Check, threshold: Duration, now: &Time) -> ConditionStatus {

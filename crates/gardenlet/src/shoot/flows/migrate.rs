@@ -14,16 +14,17 @@
 //! The controller hands the shoot over (`status.seedName`) only after the whole flow
 //! succeeded. Every step can run again after an interruption.
 
-use super::backup::{self, SnapshotRecord};
-use super::context::OperationContext;
-use super::delete::{
-    delete_all, delete_backup_entry, delete_cluster, delete_control_plane, delete_etcd, delete_namespace,
-};
-use super::etcd_snapshot::{self, EtcdClientTls};
-use super::tasks::{deploy_err, t, task_err, wait_for};
-use super::{checks, extensions as ext};
 use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
+use crate::shoot::backup::etcd_snapshot::{self, EtcdClientTls};
+use crate::shoot::backup::{self, SnapshotRecord};
+use crate::shoot::flows::delete::{
+    delete_all, delete_backup_entry, delete_cluster, delete_control_plane, delete_etcd, delete_namespace,
+};
+use crate::shoot::objects::extensions as ext;
+use crate::shoot::operation::apply::{deploy_err, t, task_err, wait_for};
+use crate::shoot::operation::context::OperationContext;
+use crate::shoot::operation::readiness as checks;
 use crate::shootstate_sync;
 use api::extensions::{
     BackupEntry, ContainerRuntime, ControlPlane, DNSRecord, Extension, Infrastructure, Network, OperatingSystemConfig,

@@ -67,7 +67,7 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
     }
     // Handed over (or a restore unfinished): restore first, also before a deletion, so that
     // the deletion finds the extension objects and deletes the real infrastructure.
-    if last.is_some_and(super::status::restore_pending) {
+    if last.is_some_and(crate::shoot::status::last_operation::restore_pending) {
         return Action::Reconcile { requested: annotation.is_some() };
     }
     if shoot.metadata.deletion_timestamp.is_some() {

@@ -5,7 +5,7 @@
 //! only when the content changed; removed when the set no longer has the pair (SSH access
 //! switched off). [`desired`] is pure; [`publish`] reads, compares and applies.
 
-use super::secrets::SecretsError;
+use crate::shoot::credentials::secrets::SecretsError;
 use api::helpers::names::{shoot_ssh_keypair, shoot_ssh_keypair_old};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;

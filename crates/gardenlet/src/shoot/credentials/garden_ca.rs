@@ -10,7 +10,7 @@
 //! Both are owned by the Shoot (garbage-collected with it) and written only when their content
 //! changed. [`desired`] is pure; [`publish`] reads, compares and applies.
 
-use super::secrets::{SecretsError, b64};
+use crate::shoot::credentials::secrets::{SecretsError, b64};
 use api::core::InternalSecret;
 use api::helpers::names::{shoot_ca_client, shoot_ca_cluster};
 use k8s_openapi::api::core::v1::ConfigMap;

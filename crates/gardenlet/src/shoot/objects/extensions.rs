@@ -2,7 +2,7 @@
 //! each takes the shoot's values and returns the desired object (spec only; the deployer adds
 //! the operation annotation and timestamp).
 
-use super::values::ShootValues;
+use crate::shoot::operation::values::ShootValues;
 use api::Opaque;
 use api::common::SecretReference;
 use api::core::Shoot;
@@ -377,7 +377,7 @@ pub fn worker(
             infrastructure_provider_status: infrastructure_status,
             region: v.region.clone(),
             secret_ref: cloudprovider(v),
-            ssh_public_key: ssh_public_key.map(super::secrets::b64),
+            ssh_public_key: ssh_public_key.map(crate::shoot::credentials::secrets::b64),
             pools,
         },
         status: None,

@@ -1,0 +1,8 @@
+//! The task graphs of shoot operations: reconcile (split by area), hibernate, migrate and
+//! delete, and the Markdown generated from them (`docs/gardenlet-flows.md`).
+
+pub mod delete;
+pub mod docs;
+pub mod hibernate;
+pub mod migrate;
+pub mod reconcile;
