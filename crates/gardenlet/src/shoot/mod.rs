@@ -23,5 +23,6 @@ pub mod credentials;
 pub mod flows;
 pub mod health;
 pub mod objects;
+pub mod operate;
 pub mod operation;
 pub mod status;

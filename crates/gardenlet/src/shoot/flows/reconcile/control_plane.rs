@@ -1,0 +1,129 @@
+//! The control plane in the seed: the kube-apiserver Service, the secrets, etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the `ControlPlane` extension object.
+
+use super::backup::verify_final_snapshot;
+use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
+use crate::flow::TaskError;
+use crate::shoot::credentials::secrets;
+use crate::shoot::objects::extensions as ext;
+use crate::shoot::operation::apply::{apply, deploy_extension, task_err, wait_for};
+use crate::shoot::operation::context::OperationContext;
+use crate::shoot::operation::context::secret_value;
+use crate::shoot::operation::readiness as checks;
+use crate::shoot::operation::references;
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::Service;
+use kube::ResourceExt;
+use std::sync::Arc;
+
+pub(super) async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let values = ctx.values.control_plane(&ctx.config.images, true, ctx.config.control_plane_requests_percent);
+    // The shoot's ExposureClass handler must be one this seed offers (Gardener fails the same way).
+    let handler = references::read_exposure_handler(&ctx.garden, &ctx.shoot, &ctx.config.exposure_class_handlers)
+        .await
+        .map_err(task_err)?;
+    apply(&ctx, &kube_apiserver::service(&values, ctx.config.kube_apiserver_service_type, handler)).await?;
+    let svc: Service = wait_for(&ctx, kube_apiserver::NAME, |s: &Service| {
+        kube_apiserver::service_address(s).map(|_| ()).ok_or_else(|| "no address yet".to_string())
+    })
+    .await?;
+    ctx.found().address = kube_apiserver::service_address(&svc);
+    Ok(())
+}
+
+pub(super) async fn deploy_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let address = ctx.found().address.clone();
+    let mut inputs = ctx.values.pki_inputs(address.as_deref());
+    inputs.ssh_keypair = ctx
+        .shoot
+        .spec
+        .provider
+        .ssh_access()
+        .then(|| crate::shoot::credentials::rotation::ssh_keypair(ctx.rotation.as_ref()));
+    let configs = pki::shoot_set::shoot_set(&inputs);
+    let set =
+        secrets::reconcile(&ctx.garden, &ctx.seed, &ctx.values, &configs, ctx.rotation.as_ref(), ctx.shoot_owner())
+            .await
+            .map_err(task_err)?;
+    crate::shoot::credentials::garden_ca::publish(
+        &ctx.garden,
+        &ctx.values.garden_namespace,
+        &ctx.values.name,
+        &set,
+        ctx.shoot_owner(),
+    )
+    .await
+    .map_err(task_err)?;
+    crate::shoot::credentials::garden_ssh::publish(
+        &ctx.garden,
+        &ctx.values.garden_namespace,
+        &ctx.values.name,
+        &set,
+        ctx.shoot_owner(),
+    )
+    .await
+    .map_err(task_err)?;
+    ctx.add_secrets(set.iter().flat_map(|s| s.data.values()));
+    ctx.found().secrets = Some(set);
+    Ok(())
+}
+
+/// Control-plane values with the owner and the checksums of the secrets they mount.
+pub(crate) fn control_plane_values(ctx: &OperationContext) -> crate::components::ControlPlaneValues {
+    let mut values = ctx.values.control_plane(&ctx.config.images, true, ctx.config.control_plane_requests_percent);
+    let found = ctx.found();
+    values.owner = found.cluster_owner.clone();
+    if let Some(set) = &found.secrets {
+        values.secret_checksums = set.iter().map(|s| (s.name.clone(), secrets::checksum(s))).collect();
+        // The EncryptionConfiguration changes exactly when its keys do.
+        let key = pki::shoot_set::names::ETCD_ENCRYPTION_KEY;
+        let keys: Vec<&str> = [key.to_string(), pki::config::old_name(key)]
+            .iter()
+            .filter_map(|k| values.secret_checksums.get(k))
+            .map(String::as_str)
+            .collect();
+        if !keys.is_empty() {
+            let checksum = crate::components::common::checksum(&keys.join(","));
+            values.secret_checksums.insert(kube_apiserver::ENCRYPTION_CONFIG_SECRET.to_string(), checksum);
+        }
+    }
+    values.etcd_backup_dir = found.backup_dir.clone();
+    values
+}
+
+pub(super) async fn deploy_etcd(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    verify_final_snapshot(&ctx).await?;
+    let values = control_plane_values(&ctx);
+    apply(&ctx, &etcd::client_service(&values)).await?;
+    apply(&ctx, &etcd::peer_service(&values)).await?;
+    apply(&ctx, &etcd::statefulset(&values)).await?;
+    wait_for::<StatefulSet>(&ctx, etcd::NAME, checks::statefulset_ready).await.map(|_| ())
+}
+
+pub(super) async fn deploy_deployment(ctx: &OperationContext, deployment: Deployment) -> Result<(), TaskError> {
+    let name = deployment.name_any();
+    apply(ctx, &deployment).await?;
+    wait_for::<Deployment>(ctx, &name, checks::deployment_rolled_out).await.map(|_| ())
+}
+
+pub(super) async fn deploy_kube_apiserver(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let values = control_plane_values(&ctx);
+    // Secrets at rest: the EncryptionConfiguration from the shoot's persisted key.
+    let name = pki::shoot_set::names::ETCD_ENCRYPTION_KEY;
+    let key = secret_value(&ctx, name, pki::data_keys::VALUE)?;
+    let previous = secret_value(&ctx, &pki::config::old_name(name), pki::data_keys::VALUE).ok();
+    apply(&ctx, &kube_apiserver::encryption_config_secret(&values, &key, previous.as_deref())).await?;
+    deploy_deployment(&ctx, kube_apiserver::deployment(&values)).await
+}
+
+pub(super) async fn deploy_kcm(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    deploy_deployment(&ctx, kube_controller_manager::deployment(&control_plane_values(&ctx))).await
+}
+
+pub(super) async fn deploy_scheduler(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    deploy_deployment(&ctx, kube_scheduler::deployment(&control_plane_values(&ctx))).await
+}
+
+pub(super) async fn deploy_control_plane(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let infra = ctx.found().infrastructure_status.clone();
+    deploy_extension(&ctx, &ext::control_plane(&ctx.values, &ctx.shoot, infra)).await.map(|_| ())
+}
