@@ -2,7 +2,7 @@
 //! Shoot (finalizer, operation annotation), build the operation's context, record the start,
 //! run the flow with coalesced progress writes, and record the outcome. Every write to a Shoot
 //! of an operation goes through the writers here, guarded by ownership where a migration or a
-//! takeover could race (see [`ShootController::patch_status_as_owner`]).
+//! takeover could race (see `ShootController::patch_status_as_owner`).
 
 use crate::flow::{Progress, RunOptions};
 use crate::shoot::controller::{ShootController, ShootError, backoff_key};

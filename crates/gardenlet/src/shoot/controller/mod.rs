@@ -1,5 +1,5 @@
 //! Wiring of the shoot controller: watches this seed's Shoots in the garden, decides what each
-//! needs ([`decide`]) and dispatches the operation to [`crate::shoot::operate`]; failed
+//! needs ([`decide()`]) and dispatches the operation to [`crate::shoot::operate`]; failed
 //! operations are retried with per-shoot backoff.
 
 pub mod decide;
