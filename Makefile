@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
-.PHONY: test envtest lint fmt crds local-up local-down images e2e
+.PHONY: test envtest lint fmt crds local-up local-down images e2e conformance
 
 ## Provision the control-plane binaries (cached) and run every test, integration tests included.
 test:
@@ -55,3 +55,8 @@ local-down:
 E2E_CONCURRENCY ?= 4
 e2e:
 	@E2E_CONCURRENCY=$(E2E_CONCURRENCY) hack/e2e.sh
+
+## The upstream Kubernetes conformance suite against a new two-node shoot of the running local
+## garden (`make local-up` first); docs/conformance.md. FOCUS narrows it to a subset (a regexp).
+conformance:
+	@hack/conformance.sh $(if $(FOCUS),--focus '$(FOCUS)')
