@@ -12,25 +12,22 @@
 //! * **Conformance**: with the `testing` feature, [`testing`] runs an actuator through the whole
 //!   lifecycle against a real kube-apiserver and checks the contract.
 //!
-//! The crate re-exports [`api`], [`kube`] and [`k8s_openapi`] so that an extension needs only
-//! this dependency.
+//! The crate re-exports [`api`], [`kube`], [`k8s_openapi`] and [`runtime`] (with its `cli`,
+//! `metrics` and `runner` modules under their old paths) so that an extension needs only this
+//! dependency.
 
 pub use api;
 pub use k8s_openapi;
 pub use kube;
 
+pub use runtime;
+
 pub mod actuator;
-pub mod backoff;
-pub mod cache;
-pub mod cli;
 pub mod cluster;
 pub mod controller;
 pub mod deployer;
-pub mod events;
 pub mod health;
 pub mod kinds;
-pub mod metrics;
-pub mod runner;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -39,5 +36,8 @@ pub use cluster::ClusterContext;
 pub use controller::{ControllerConfig, ExtensionController, Mode};
 pub use deployer::{DeployError, Deployer};
 pub use kinds::{ExtensionResource, OscOutput};
-pub use metrics::Metrics;
-pub use runner::{LeaderElectionConfig, Runner, RunnerConfig, RunnerError};
+pub use runtime::{LeaderElectionConfig, Metrics, Runner, RunnerConfig, RunnerError};
+pub use runtime::{cli, metrics, runner};
+
+// Kept for gardenlet's shoot module, which names these paths, until it moves to `runtime`.
+pub use runtime::{backoff, cache, events};

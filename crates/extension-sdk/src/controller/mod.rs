@@ -235,3 +235,14 @@ async fn wait_for_crd<K: ExtensionResource>(
         }
     }
 }
+
+impl<K: ExtensionResource, A: Actuator<K>> runtime::runner::Controller for ExtensionController<K, A> {
+    fn run_with_ready(
+        self,
+        stop: runtime::runner::Stop,
+        ready: Arc<AtomicBool>,
+    ) -> futures::future::BoxFuture<'static, ()> {
+        use futures::FutureExt;
+        ExtensionController::run_with_ready(self, stop, ready).boxed()
+    }
+}

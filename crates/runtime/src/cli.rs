@@ -68,13 +68,13 @@ pub struct LeaderElectionArgs {
 impl LeaderElectionArgs {
     /// The runner's leader election for `component`, or `None` when disabled. The identity is
     /// the pod's name (`POD_NAME`, else `HOSTNAME`), else the component and the process ID.
-    pub fn config(&self, component: &str) -> Option<crate::LeaderElectionConfig> {
+    pub fn config(&self, component: &str) -> Option<crate::runner::LeaderElectionConfig> {
         self.enabled.then(|| {
             let identity = std::env::var("POD_NAME")
                 .or_else(|_| std::env::var("HOSTNAME"))
                 .unwrap_or_else(|_| format!("{component}-{}", std::process::id()));
             let id = self.id.clone().unwrap_or_else(|| format!("{component}-leader-election"));
-            crate::LeaderElectionConfig::new(id, self.namespace.clone(), identity)
+            crate::runner::LeaderElectionConfig::new(id, self.namespace.clone(), identity)
         })
     }
 }

@@ -9,9 +9,6 @@ pub mod leader;
 
 pub use leader::{LeaderElectionConfig, LeaderElector};
 
-use crate::actuator::Actuator;
-use crate::controller::ExtensionController;
-use crate::kinds::ExtensionResource;
 use crate::metrics::Metrics;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
@@ -41,6 +38,14 @@ impl Future for Stop {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         Pin::new(&mut self.0).poll(cx).map(|_| ())
     }
+}
+
+/// A controller the [`Runner`] runs while this instance leads: it returns when `stop`
+/// resolves and sets `ready` once its caches have synced (extension-sdk's
+/// `ExtensionController` is one).
+pub trait Controller: Send + 'static {
+    /// Runs until `stop` resolves.
+    fn run_with_ready(self, stop: Stop, ready: Arc<AtomicBool>) -> BoxFuture<'static, ()>;
 }
 
 /// A stop signal and the handle that fires it (dropping the handle fires it too).
@@ -155,8 +160,8 @@ impl Runner {
     }
 
     /// Adds a controller; it runs while this instance leads.
-    pub fn add_controller<K: ExtensionResource, A: Actuator<K>>(&mut self, controller: ExtensionController<K, A>) {
-        self.tasks.push(Box::new(move |stop, ready| controller.run_with_ready(stop, ready).boxed()));
+    pub fn add_controller<C: Controller>(&mut self, controller: C) {
+        self.tasks.push(Box::new(move |stop, ready| controller.run_with_ready(stop, ready)));
     }
 
     /// Adds a task (for example a health checker) that runs while this instance leads and

@@ -1,0 +1,26 @@
+//! What every binary of the project runs on, apart from what it does: admission, the
+//! scheduler, the controller-manager, gardenlet, local-cluster and the extensions share it.
+//!
+//! * [`cli`]: the flags every binary has (`--kubeconfig`, `--metrics-bind-address`,
+//!   `--log-level`, `--log-format`), logging set up from them, the client, and errors printed
+//!   for people with a non-zero exit code.
+//! * [`runner`]: the process around controllers: `/healthz`, `/readyz`, `/metrics`
+//!   ([`runner::http`]), leader election ([`runner::leader`]), the heartbeat Lease
+//!   ([`runner::heartbeat`]) and graceful shutdown. Anything implementing
+//!   [`runner::Controller`] runs while the instance leads.
+//! * [`events`]: one Warning event per reconcile failure, with the error chain, redacted.
+//! * [`backoff`]: per-object retry pacing.
+//! * [`cache`]: when a controller's watch cache has synced, for `/readyz`.
+//! * [`metrics`]: reconcile metrics in a registry owned by the process.
+//!
+//! It sits below `extension-sdk` (the extension contract), which re-exports it.
+
+pub mod backoff;
+pub mod cache;
+pub mod cli;
+pub mod events;
+pub mod metrics;
+pub mod runner;
+
+pub use metrics::Metrics;
+pub use runner::{Controller, LeaderElectionConfig, Runner, RunnerConfig, RunnerError};
