@@ -7,7 +7,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::runtime::Common;
-use extension_sdk::Runner;
+use ::runtime::Runner;
 use std::sync::Arc;
 
 /// Adds every controller to `runner`, their metrics to its registry; returns the metrics (for

@@ -441,7 +441,7 @@ mod tests {
             let _ = std::fs::write(&path, yaml);
             let err = match Config::load(&path) {
                 Ok(_) => panic!("{yaml:?} was accepted"),
-                Err(e) => extension_sdk::cli::report(&e),
+                Err(e) => ::runtime::cli::report(&e),
             };
             assert!(err.contains(&path.display().to_string()), "{yaml:?}: {err}");
             assert!(err.contains(field), "{yaml:?}: {err} does not name {field}");

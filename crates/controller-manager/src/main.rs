@@ -1,10 +1,10 @@
 //! `gardener-controller-manager`: runs the garden's own controllers until SIGINT or SIGTERM.
 //! See `--help` and docs/controller-manager.md.
 
+use ::runtime::cli::{self, CommonArgs, LeaderElectionArgs};
+use ::runtime::{Runner, RunnerConfig};
 use clap::Parser;
 use controller_manager::{Config, SystemClock, app};
-use extension_sdk::cli::{self, CommonArgs, LeaderElectionArgs};
-use extension_sdk::{Runner, RunnerConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;

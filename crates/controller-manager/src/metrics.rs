@@ -7,7 +7,7 @@
 
 use prometheus::Registry;
 
-pub use extension_sdk::metrics::Metrics;
+pub use ::runtime::metrics::Metrics;
 
 /// Registers the controllers' metrics in `registry`.
 pub fn new(registry: &Registry) -> Result<Metrics, prometheus::Error> {

@@ -5,8 +5,8 @@
 
 use crate::clock::Clock;
 use crate::metrics::Metrics;
-use extension_sdk::backoff::{Backoff, BackoffConfig};
-use extension_sdk::runner::Stop;
+use ::runtime::backoff::{Backoff, BackoffConfig};
+use ::runtime::runner::Stop;
 use futures::{Stream, TryStreamExt};
 use kube::api::{ApiResource, DynamicObject, ListParams};
 use kube::runtime::controller::Action;
@@ -65,7 +65,7 @@ impl Common {
         let event = Event {
             type_,
             reason: reason.into(),
-            note: Some(extension_sdk::events::truncate(&note, extension_sdk::events::MAX_MESSAGE_BYTES)),
+            note: Some(::runtime::events::truncate(&note, ::runtime::events::MAX_MESSAGE_BYTES)),
             action: action.into(),
             secondary: None,
         };
@@ -76,7 +76,7 @@ impl Common {
             self.recorder.publish(&event, &reference).await
         };
         if let Err(e) = result {
-            tracing::warn!(error = %extension_sdk::events::error_chain(&e), reason, "publishing an event failed");
+            tracing::warn!(error = %::runtime::events::error_chain(&e), reason, "publishing an event failed");
         }
     }
 
@@ -189,9 +189,9 @@ where
     match &result {
         Ok(_) => common.backoff.reset(&backoff_key(obj)),
         Err(e) => {
-            tracing::warn!(controller = common.name, object = %obj.name_any(), error = %extension_sdk::cli::report(e), "reconcile failed");
+            tracing::warn!(controller = common.name, object = %obj.name_any(), error = %::runtime::cli::report(e), "reconcile failed");
             common.metrics.reconcile_failed(common.name, e.reason());
-            let message = extension_sdk::events::event_message(e);
+            let message = ::runtime::events::event_message(e);
             common.event(obj, EventType::Warning, e.reason(), "Reconcile", message).await;
         }
     }
@@ -291,7 +291,7 @@ pub async fn served(client: &Client, controller: &str, resources: &[ApiResource]
     match wait_for_resources(client, controller, resources, stop).await {
         Ok(served) => served,
         Err(e) => {
-            tracing::error!(controller, error = %extension_sdk::cli::report(&e), "the controller cannot start");
+            tracing::error!(controller, error = %::runtime::cli::report(&e), "the controller cannot start");
             false
         }
     }

@@ -51,11 +51,11 @@ async fn the_chart_rbac_serves_admission_and_no_rule_can_go() {
     let ready = Arc::new(AtomicBool::new(false));
     let registry = prometheus::Registry::new();
     let metrics = admission::server::Metrics::new(&registry).unwrap();
-    let (_stop, stop) = extension_sdk::runner::stop_signal();
+    let (_stop, stop) = ::runtime::runner::stop_signal();
     let r = ready.clone();
     let webhook = tokio::spawn(async move {
         if let Err(e) = admission::server::run(server, as_cm, listener, metrics, r, stop).await {
-            panic!("the webhook server failed: {}", extension_sdk::cli::report(&e));
+            panic!("the webhook server failed: {}", ::runtime::cli::report(&e));
         }
     });
     eventually("the webhook server to register", || async {

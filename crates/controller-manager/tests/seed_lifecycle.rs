@@ -44,10 +44,10 @@ async fn gardenlet_ready(seeds: &Api<Seed>) -> Result<(ConditionStatus, String),
 }
 
 fn scheduler(client: &kube::Client) -> (scheduler::metrics::Metrics, tokio::task::JoinHandle<()>) {
-    let mut config = extension_sdk::RunnerConfig::new("gardener-scheduler", "default");
+    let mut config = ::runtime::RunnerConfig::new("gardener-scheduler", "default");
     config.heartbeat_interval = None;
     config.http_addr = None;
-    let mut runner = extension_sdk::Runner::new(client.clone(), config).unwrap();
+    let mut runner = ::runtime::Runner::new(client.clone(), config).unwrap();
     let mut scheduler_config = scheduler::Config::default();
     scheduler_config.backoff.initial_seconds = 0.2;
     scheduler_config.backoff.max_seconds = 1.0;

@@ -44,7 +44,7 @@ pub enum Error {
         source: kube::Error,
     },
     #[error("connecting to the local cluster")]
-    Client(#[from] extension_sdk::cli::ClientError),
+    Client(#[from] runtime::cli::ClientError),
     #[error("{what}")]
     Json {
         what: String,

@@ -36,4 +36,4 @@ pub use error::{Error, Result};
 pub use layout::Layout;
 
 /// An error and its causes, one per line, for people.
-pub use extension_sdk::cli::report;
+pub use runtime::cli::report;

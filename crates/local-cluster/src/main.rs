@@ -128,5 +128,5 @@ fn main() -> ExitCode {
 }
 
 fn fail<E: Into<Box<dyn std::error::Error + 'static>>>(error: E) -> ExitCode {
-    extension_sdk::cli::exit_code(Err(error))
+    runtime::cli::exit_code(Err(error))
 }

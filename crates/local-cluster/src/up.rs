@@ -141,7 +141,7 @@ fn step(name: &str) {
 
 /// A client from a kubeconfig file (the project's one client builder).
 pub async fn client_from(path: &Path) -> Result<Client> {
-    Ok(extension_sdk::cli::client(Some(path)).await?)
+    Ok(runtime::cli::client(Some(path)).await?)
 }
 
 pub fn node_ready(node: &Node) -> bool {

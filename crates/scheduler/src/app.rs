@@ -6,8 +6,8 @@
 use crate::Config;
 use crate::metrics::Metrics;
 use crate::readiness::Readiness;
-use extension_sdk::Runner;
-use extension_sdk::runner::Stop;
+use runtime::Runner;
+use runtime::runner::Stop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -25,7 +25,7 @@ pub fn add_to(
         let controller = crate::controller::run(client, config, m, r, stop);
         let (result, ()) = futures::join!(controller, bridge);
         if let Err(e) = result {
-            tracing::error!(error = %extension_sdk::cli::report(&e), "the scheduler stopped");
+            tracing::error!(error = %runtime::cli::report(&e), "the scheduler stopped");
         }
     });
     Ok((metrics, readiness))

@@ -1,9 +1,9 @@
 //! `gardener-scheduler`: runs the scheduler until SIGINT or SIGTERM. See `--help`.
 
 use clap::Parser;
-use extension_sdk::cli::LeaderElectionArgs;
-use extension_sdk::cli::{self, CommonArgs};
-use extension_sdk::{Runner, RunnerConfig};
+use runtime::cli::LeaderElectionArgs;
+use runtime::cli::{self, CommonArgs};
+use runtime::{Runner, RunnerConfig};
 use scheduler::Config;
 use std::path::PathBuf;
 use std::process::ExitCode;

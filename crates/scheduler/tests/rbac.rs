@@ -57,9 +57,9 @@ async fn garden_from_chart() -> (TestEnv, Client) {
 
 /// The scheduler as its binary runs it (leader election in the release namespace), as `client`.
 fn start_as(client: &Client) -> tokio::task::JoinHandle<()> {
-    let mut config = extension_sdk::RunnerConfig::new("gardener-scheduler", RELEASE_NS);
+    let mut config = runtime::RunnerConfig::new("gardener-scheduler", RELEASE_NS);
     config.heartbeat_interval = None;
-    config = config.leader_election(extension_sdk::LeaderElectionConfig::new(
+    config = config.leader_election(runtime::LeaderElectionConfig::new(
         "gardener-scheduler-leader-election",
         RELEASE_NS,
         "rbac-test",
@@ -67,7 +67,7 @@ fn start_as(client: &Client) -> tokio::task::JoinHandle<()> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-    let mut runner = extension_sdk::Runner::new(client.clone(), config).unwrap().with_listener(listener);
+    let mut runner = runtime::Runner::new(client.clone(), config).unwrap().with_listener(listener);
     scheduler::app::add_to(&mut runner, client.clone(), quick_config()).unwrap();
     tokio::spawn(async move { runner.run(std::future::pending()).await.unwrap() })
 }

@@ -20,9 +20,9 @@ pub use shared::SecretRef;
 use crate::review::{Admission, RulesConfig};
 use caches::Caches;
 use certs::{CertError, CertResolver};
-use extension_sdk::Runner;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use runtime::Runner;
 use serde::{Deserialize, Serialize};
 use shared::Issued;
 use std::future::Future;
@@ -210,7 +210,7 @@ pub async fn run(
                 issued = next;
                 tracing::info!(not_after = issued.current.not_after, "admission webhook certificate rotated");
             }
-            Err(e) => tracing::warn!(error = %extension_sdk::cli::report(&e), "checking the webhook certificate"),
+            Err(e) => tracing::warn!(error = %runtime::cli::report(&e), "checking the webhook certificate"),
         }
     }
     server.abort();
@@ -243,11 +243,11 @@ pub fn add_to(runner: &mut Runner, client: kube::Client, config: ServerConfig) -
             Ok(l) => l,
             Err(source) => {
                 let e = ServerError::Bind { addr: config.bind_address, source };
-                return tracing::error!(error = %extension_sdk::cli::report(&e), "the admission webhook server stopped");
+                return tracing::error!(error = %runtime::cli::report(&e), "the admission webhook server stopped");
             }
         };
         if let Err(e) = run(config, client, listener, m, ready, stop).await {
-            tracing::error!(error = %extension_sdk::cli::report(&e), "the admission webhook server stopped");
+            tracing::error!(error = %runtime::cli::report(&e), "the admission webhook server stopped");
         }
     });
     Ok(metrics)

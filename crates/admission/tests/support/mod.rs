@@ -131,11 +131,11 @@ pub async fn start_as(client: &Client, adjust: impl FnOnce(&mut ServerConfig)) -
     let registry = prometheus::Registry::new();
     let metrics = Metrics::new(&registry).unwrap();
     let ready = Arc::new(AtomicBool::new(false));
-    let (stop_tx, stop) = extension_sdk::runner::stop_signal();
+    let (stop_tx, stop) = runtime::runner::stop_signal();
     let (c, m, r) = (client.clone(), metrics.clone(), ready.clone());
     let task = tokio::spawn(async move {
         if let Err(e) = server::run(config, c, listener, m, r, stop).await {
-            panic!("the webhook server failed: {}", extension_sdk::cli::report(&e));
+            panic!("the webhook server failed: {}", runtime::cli::report(&e));
         }
     });
     eventually("the webhook server to register", || async {

@@ -11,9 +11,9 @@ pub mod reconcile;
 
 use crate::config::AdminKubeconfigConfig;
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::authentication::AdminKubeconfigRequest;
 use api::core::{InternalSecret, Shoot};
-use extension_sdk::runner::Stop;
 use futures::{Stream, StreamExt, TryStreamExt, future};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};

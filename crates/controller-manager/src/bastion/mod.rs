@@ -8,9 +8,9 @@ pub mod reconcile;
 
 use crate::config::BastionConfig;
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::core::Shoot;
 use api::operations::Bastion;
-use extension_sdk::runner::Stop;
 use futures::{StreamExt, TryStreamExt, future};
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};

@@ -8,8 +8,8 @@ pub mod schedule;
 
 use crate::config::HibernationConfig;
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::core::Shoot;
-use extension_sdk::runner::Stop;
 use futures::{StreamExt, future};
 use kube::Api;
 use kube::core::DeserializeGuard;

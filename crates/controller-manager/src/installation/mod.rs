@@ -8,8 +8,8 @@ pub mod decide;
 pub mod reconcile;
 
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::core::{ControllerInstallation, ControllerRegistration, Seed, Shoot};
-use extension_sdk::runner::Stop;
 use futures::{StreamExt, future};
 use kube::Api;
 use kube::core::DeserializeGuard;

@@ -10,8 +10,8 @@ pub mod reconcile;
 
 use crate::config::MaintenanceConfig;
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::core::{CloudProfile, NamespacedCloudProfile, Shoot};
-use extension_sdk::runner::Stop;
 use futures::{StreamExt, future};
 use kube::Api;
 use kube::core::DeserializeGuard;

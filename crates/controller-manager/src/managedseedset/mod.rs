@@ -10,11 +10,11 @@ pub mod decide;
 pub mod reconcile;
 
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::core::{Seed, Shoot};
 use api::helpers::constants::GARDEN_NAMESPACE;
 use api::helpers::seed_labels;
 use api::seedmanagement::{ManagedSeed, ManagedSeedSet};
-use extension_sdk::runner::Stop;
 use futures::{StreamExt, future};
 use kube::api::ApiResource;
 use kube::core::PartialObjectMeta;

@@ -7,8 +7,8 @@
 pub mod reconcile;
 
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::core::{CloudProfile, NamespacedCloudProfile};
-use extension_sdk::runner::Stop;
 use futures::{StreamExt, future};
 use kube::Api;
 use kube::runtime::reflector::{ObjectRef, Store};

@@ -9,9 +9,9 @@ pub mod reconcile;
 
 use crate::config::ProjectConfig;
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::core::{Project, Shoot};
 use api::helpers::constants::{LABEL_PROJECT_NAME, LABEL_ROLE, ROLE_PROJECT};
-use extension_sdk::runner::Stop;
 use futures::{StreamExt, TryStreamExt, future};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::RoleBinding;

@@ -14,13 +14,13 @@ pub mod decide;
 pub mod reconcile;
 
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::core::{
     CloudProfile, ControllerDeployment, ControllerInstallation, ControllerRegistration, ExposureClass,
     NamespacedCloudProfile, Quota, SecretBinding, Seed, Shoot,
 };
 use api::helpers::cloudprofile_ref::ProfileRef;
 use api::security::{CredentialsBinding, WorkloadIdentity};
-use extension_sdk::runner::Stop;
 use futures::channel::mpsc;
 use futures::{Stream, StreamExt, future};
 use k8s_openapi::api::core::v1::Secret;

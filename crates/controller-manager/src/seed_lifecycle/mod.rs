@@ -9,8 +9,8 @@ pub mod reconcile;
 
 use crate::config::SeedLifecycleConfig;
 use crate::runtime::{self, Common};
+use ::runtime::runner::Stop;
 use api::core::{Seed, Shoot};
-use extension_sdk::runner::Stop;
 use futures::{StreamExt, future};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::runtime::reflector::{ObjectRef, Store};

@@ -9,9 +9,9 @@
 //! of step, conditional on the resourceVersion it decided on (a newer Shoot brings a new event).
 
 use crate::runtime::{self, Common, kube_err};
+use ::runtime::runner::Stop;
 use api::core::Shoot;
 use api::helpers::seed_labels;
-use extension_sdk::runner::Stop;
 use futures::{StreamExt, future};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;

@@ -89,9 +89,9 @@ pub async fn start(env: &TestEnv, config: Config) -> Running {
     let clock = ManualClock::new(Timestamp::now());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let mut runner_config = extension_sdk::RunnerConfig::new("gardener-controller-manager", "default");
+    let mut runner_config = ::runtime::RunnerConfig::new("gardener-controller-manager", "default");
     runner_config.heartbeat_interval = None;
-    let mut runner = extension_sdk::Runner::new(client.clone(), runner_config).unwrap().with_listener(listener);
+    let mut runner = ::runtime::Runner::new(client.clone(), runner_config).unwrap().with_listener(listener);
     let metrics = app::add_to(&mut runner, client.clone(), &config, Arc::new(clock.clone())).unwrap();
     let task = tokio::spawn(async move {
         runner.run(std::future::pending()).await.unwrap();

@@ -4,7 +4,7 @@
 //! Services and Endpoints, refusing every other name, forwarding nothing.
 
 use clap::Parser;
-use extension_sdk::cli;
+use runtime::cli;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

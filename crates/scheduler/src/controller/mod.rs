@@ -194,7 +194,7 @@ pub async fn run(
             match result {
                 // Shoots deleted before their turn, and failures error_policy already reported.
                 Ok(_) | Err(ControllerError::ObjectNotFound(_) | ControllerError::ReconcilerFailed(..)) => {}
-                Err(e) => tracing::warn!(error = %extension_sdk::events::error_chain(&e), "watching shoots"),
+                Err(e) => tracing::warn!(error = %runtime::events::error_chain(&e), "watching shoots"),
             }
             future::ready(())
         })
@@ -297,7 +297,7 @@ fn seed_changes(
                 true
             }
             Err(e) => {
-                tracing::warn!(error = %extension_sdk::events::error_chain(&e), "watching seeds");
+                tracing::warn!(error = %runtime::events::error_chain(&e), "watching seeds");
                 false
             }
         };
@@ -347,7 +347,7 @@ where
             }
             Ok(_) => false,
             Err(e) => {
-                tracing::warn!(error = %extension_sdk::events::error_chain(&e), what, "watching");
+                tracing::warn!(error = %runtime::events::error_chain(&e), what, "watching");
                 false
             }
         };

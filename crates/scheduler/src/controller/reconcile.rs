@@ -198,7 +198,7 @@ async fn place(shoot: &Shoot, key: ShootKey, seed: SeedName, ctx: &Context) -> R
                 if let Err(e) = patch_last_operation(&api, &updated, &op).await
                     && !is_conflict_or_gone(&e)
                 {
-                    tracing::warn!(error = %extension_sdk::events::error_chain(&e), "clearing the earlier refusal from the status failed");
+                    tracing::warn!(error = %runtime::events::error_chain(&e), "clearing the earlier refusal from the status failed");
                 }
             }
             Ok(Action::await_change())
@@ -210,7 +210,7 @@ async fn place(shoot: &Shoot, key: ShootKey, seed: SeedName, ctx: &Context) -> R
                 ctx.lock_state().release(&key);
             }
             if is_conflict_or_gone(&e) {
-                tracing::debug!(error = %extension_sdk::events::error_chain(&e), "the shoot changed since the decision; deciding again");
+                tracing::debug!(error = %runtime::events::error_chain(&e), "the shoot changed since the decision; deciding again");
                 return Ok(Action::requeue(SHORT_RETRY));
             }
             Err(Error::Place { shoot: key, seed, source: e })
@@ -289,7 +289,7 @@ pub fn scheduled_operation(existing: Option<&LastOperation>, seed: &SeedName) ->
     })
 }
 
-pub use extension_sdk::events::error_chain;
+pub use runtime::events::error_chain;
 
 impl Context {
     /// Publishes an event; a failure is logged, never fatal.
@@ -302,7 +302,7 @@ impl Context {
             secondary: None,
         };
         if let Err(e) = self.recorder.publish(&event, regarding).await {
-            tracing::warn!(error = %extension_sdk::events::error_chain(&e), reason, "publishing an event failed");
+            tracing::warn!(error = %runtime::events::error_chain(&e), reason, "publishing an event failed");
         }
     }
 }

@@ -89,9 +89,9 @@ pub fn start_scheduler(client: &Client, config: Config) -> Running {
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
     let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-    let mut runner_config = extension_sdk::RunnerConfig::new("gardener-scheduler", "default");
+    let mut runner_config = runtime::RunnerConfig::new("gardener-scheduler", "default");
     runner_config.heartbeat_interval = None;
-    let mut runner = extension_sdk::Runner::new(client.clone(), runner_config).unwrap().with_listener(listener);
+    let mut runner = runtime::Runner::new(client.clone(), runner_config).unwrap().with_listener(listener);
     let (metrics, readiness) = scheduler::app::add_to(&mut runner, client.clone(), config).unwrap();
     let task = tokio::spawn(async move {
         runner.run(std::future::pending()).await.unwrap();
