@@ -6,10 +6,10 @@
 //! `--metrics-bind-address`, until SIGTERM or Ctrl+C. See `--help`.
 
 use clap::Parser;
-use extension_sdk::cli::{self, CommonArgs, LeaderElectionArgs};
 use gardenlet::config::GardenletConfig;
 use gardenlet::seed::SeedController;
 use gardenlet::shoot::controller::{ShootController, default_backoff};
+use runtime::cli::{self, CommonArgs, LeaderElectionArgs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -55,8 +55,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         version: env!("CARGO_PKG_VERSION").into(),
     };
 
-    let mut runner_config =
-        extension_sdk::runner::RunnerConfig::new("gardenlet", cli.leader_election.namespace.clone());
+    let mut runner_config = runtime::runner::RunnerConfig::new("gardenlet", cli.leader_election.namespace.clone());
     runner_config.http_addr = Some(cli.common.metrics_bind_address());
     // The seed controller renews its own heartbeat Lease per seed.
     runner_config.heartbeat_interval = None;
@@ -65,7 +64,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(le) = cli.leader_election.config(&format!("gardenlet-{}", config.seed.name)) {
         runner_config = runner_config.leader_election(le);
     }
-    let mut runner = extension_sdk::runner::Runner::new(garden.clone(), runner_config)?;
+    let mut runner = runtime::runner::Runner::new(garden.clone(), runner_config)?;
     let seed_controller =
         SeedController::new(garden.clone(), config.seed.clone(), config.controllers.seed_heartbeat(), gardener)
             .with_seed_cluster(seed.clone());

@@ -12,7 +12,7 @@ const KIND: &str = "Shoot";
 /// The shoot controller's metrics.
 #[derive(Clone, Debug)]
 pub struct ShootMetrics {
-    controller: extension_sdk::metrics::Metrics,
+    controller: runtime::metrics::Metrics,
     /// Per flow task, what the flow engine observes (`RunOptions::task_duration`).
     pub task_duration: HistogramVec,
     /// The Shoots in the shoot controller's cache, set at every reconcile.
@@ -23,7 +23,7 @@ impl ShootMetrics {
     /// Registers the metrics in `registry`. The reconcile series start at zero, so a scrape
     /// before the first reconcile shows them; the task histogram appears with its first task.
     pub fn new(registry: &Registry) -> Result<Self, prometheus::Error> {
-        let controller = extension_sdk::metrics::Metrics::new(registry, "gardenlet")?;
+        let controller = runtime::metrics::Metrics::new(registry, "gardenlet")?;
         let task_duration = HistogramVec::new(
             HistogramOpts::new("gardenlet_flow_task_duration_seconds", "Duration of flow tasks, by flow and task.")
                 .buckets(vec![0.05, 0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0]),

@@ -182,11 +182,11 @@ pub async fn run<K: ExtensionKind>(seed: kube::Client, garden: kube::Client, lim
                     tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
                 }
                 Err(e @ SyncError::TooLarge { .. }) => {
-                    tracing::error!(error = %extension_sdk::events::error_chain(&e), "state not copied to the ShootState");
+                    tracing::error!(error = %runtime::events::error_chain(&e), "state not copied to the ShootState");
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %extension_sdk::events::error_chain(&e), "ShootState sync failed; retried on the next change");
+                    tracing::warn!(error = %runtime::events::error_chain(&e), "ShootState sync failed; retried on the next change");
                     break;
                 }
             }

@@ -3,7 +3,7 @@
 
 use crate::registry::RegistryMirror;
 use crate::{CONTROLLERS, Settings};
-use extension_sdk::cli::{CommonArgs, LeaderElectionArgs};
+use runtime::cli::{CommonArgs, LeaderElectionArgs};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;

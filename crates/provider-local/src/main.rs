@@ -2,9 +2,9 @@
 //! runner (HTTP endpoints, leader election, heartbeat, graceful shutdown). See `--help`.
 
 use clap::Parser;
-use extension_sdk::cli;
-use extension_sdk::{Runner, RunnerConfig};
 use provider_local::cli::{Cli, Command};
+use runtime::cli;
+use runtime::{Runner, RunnerConfig};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -59,7 +59,7 @@ pub async fn run(
     )
     .touched_objects();
     let controller = Controller::new(Api::<Bastion>::all(garden.clone()), watcher::Config::default());
-    let synced = extension_sdk::cache::flag_when_synced(controller.store(), ready);
+    let synced = runtime::cache::flag_when_synced(controller.store(), ready);
     let ctx = Arc::new(Context { seed_name, deployer: Deployer::new(seed.clone()), garden, seed, extensions });
     let run = controller
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))

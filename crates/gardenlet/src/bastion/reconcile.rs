@@ -54,7 +54,7 @@ pub async fn reconcile(bastion: Arc<Bastion>, ctx: Arc<Context>) -> Result<Actio
 }
 
 pub fn error_policy(bastion: Arc<Bastion>, error: &Error, _ctx: Arc<Context>) -> Action {
-    tracing::warn!(bastion = %describe(&bastion), error = %extension_sdk::events::error_chain(error), "bastion reconcile failed");
+    tracing::warn!(bastion = %describe(&bastion), error = %runtime::events::error_chain(error), "bastion reconcile failed");
     Action::requeue(Duration::from_secs(10))
 }
 

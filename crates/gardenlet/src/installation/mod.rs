@@ -96,7 +96,7 @@ pub async fn run(
     let selector = format!("{SEED_LABEL}={seed_name}");
     let controller = Controller::new(installations, watcher::Config::default().labels(&selector));
     let store = controller.store();
-    let synced = extension_sdk::cache::flag_when_synced(store.clone(), ready);
+    let synced = runtime::cache::flag_when_synced(store.clone(), ready);
     let ctx = Arc::new(Context {
         seed_name,
         garden,
@@ -137,7 +137,7 @@ pub async fn run(
         .run(reconcile::reconcile, reconcile::error_policy, ctx)
         .for_each(|r| {
             if let Err(e) = r {
-                tracing::debug!(error = %extension_sdk::events::error_chain(&e), "controller installation reconcile ended with an error");
+                tracing::debug!(error = %runtime::events::error_chain(&e), "controller installation reconcile ended with an error");
             }
             future::ready(())
         });

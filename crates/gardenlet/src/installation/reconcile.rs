@@ -41,7 +41,7 @@ fn err(installation: &str, what: impl Into<String>) -> impl FnOnce(kube::Error) 
 }
 
 pub fn error_policy(_: Arc<ControllerInstallation>, error: &Error, _: Arc<Context>) -> Action {
-    tracing::warn!(error = %extension_sdk::events::error_chain(error), "controller installation failed; retrying");
+    tracing::warn!(error = %runtime::events::error_chain(error), "controller installation failed; retrying");
     Action::requeue(RETRY)
 }
 

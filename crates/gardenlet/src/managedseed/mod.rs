@@ -110,7 +110,7 @@ pub async fn run(
     let controller =
         Controller::new(Api::<ManagedSeed>::namespaced(ctx.garden.clone(), ns), watcher::Config::default());
     let store = controller.store();
-    let synced = extension_sdk::cache::flag_when_synced(store.clone(), ready);
+    let synced = runtime::cache::flag_when_synced(store.clone(), ready);
     let shoots = Api::<Shoot>::namespaced(ctx.garden.clone(), ns);
     let seeds = Api::<Seed>::all(ctx.garden.clone());
     let run = controller

@@ -57,7 +57,7 @@ pub async fn reconcile(ms: Arc<ManagedSeed>, ctx: Arc<Context>) -> Result<Action
 }
 
 pub fn error_policy(ms: Arc<ManagedSeed>, error: &Error, _ctx: Arc<Context>) -> Action {
-    tracing::warn!(managed_seed = %ms.name_any(), error = %extension_sdk::events::error_chain(error), "managed seed reconcile failed");
+    tracing::warn!(managed_seed = %ms.name_any(), error = %runtime::events::error_chain(error), "managed seed reconcile failed");
     Action::requeue(Duration::from_secs(10))
 }
 

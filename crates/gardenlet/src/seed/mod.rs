@@ -207,7 +207,7 @@ impl SeedController {
                 match self.register().await {
                     Ok(seed) => registered = Some(seed),
                     Err(e) => {
-                        tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed registration failed; retrying")
+                        tracing::warn!(error = %runtime::events::error_chain(&e), "seed registration failed; retrying")
                     }
                 }
             }
@@ -219,11 +219,11 @@ impl SeedController {
                     Ok(()) => match self.sync().await {
                         Ok((_, pending)) => backup_pending = pending,
                         Err(e) => {
-                            tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed status update failed")
+                            tracing::warn!(error = %runtime::events::error_chain(&e), "seed status update failed")
                         }
                     },
                     Err(e) => {
-                        tracing::warn!(error = %extension_sdk::events::error_chain(&e), "seed heartbeat failed; GardenletReady is not renewed either")
+                        tracing::warn!(error = %runtime::events::error_chain(&e), "seed heartbeat failed; GardenletReady is not renewed either")
                     }
                 }
             }
