@@ -23,3 +23,48 @@ where
         }
     })
 }
+
+/// The readiness flags of one controller's caches, each under a name (`"shoots"`,
+/// `"seed controller"`), so that code names the cache it means instead of an index into a
+/// list. The controller is synced when every flag is set.
+#[derive(Clone, Debug, Default)]
+pub struct SyncFlags(Vec<(&'static str, Arc<AtomicBool>)>);
+
+impl SyncFlags {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new flag named `name`, unset; the cache that owns it sets it once synced.
+    pub fn flag(&mut self, name: &'static str) -> Arc<AtomicBool> {
+        let flag = Arc::new(AtomicBool::new(false));
+        self.0.push((name, flag.clone()));
+        flag
+    }
+
+    /// Every flag, in the order they were named.
+    pub fn all(&self) -> Vec<Arc<AtomicBool>> {
+        self.0.iter().map(|(_, flag)| flag.clone()).collect()
+    }
+
+    /// The names of the caches that have not synced yet.
+    pub fn pending(&self) -> Vec<&'static str> {
+        self.0.iter().filter(|(_, flag)| !flag.load(Ordering::Acquire)).map(|(name, _)| *name).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_flags_name_what_is_pending() {
+        let mut flags = SyncFlags::new();
+        let shoots = flags.flag("shoots");
+        let _seeds = flags.flag("seeds");
+        assert_eq!(flags.all().len(), 2);
+        assert_eq!(flags.pending(), vec!["shoots", "seeds"]);
+        shoots.store(true, Ordering::Release);
+        assert_eq!(flags.pending(), vec!["seeds"]);
+    }
+}

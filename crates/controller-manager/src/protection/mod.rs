@@ -158,32 +158,38 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
     if !runtime::served(&client, "protection", &resources, stop.clone()).await {
         return;
     }
-    let flags: Vec<Arc<AtomicBool>> = (0..17).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let mut sync_flags = ::runtime::cache::SyncFlags::new();
     let (shoots, shoot_events) = runtime::reflect(
         Api::<DeserializeGuard<Shoot>>::all(client.clone()),
         watcher::Config::default(),
-        flags[0].clone(),
+        sync_flags.flag("shoots"),
     );
-    let (bindings, binding_events) =
-        runtime::reflect(Api::<SecretBinding>::all(client.clone()), watcher::Config::default(), flags[1].clone());
-    let (credentials_bindings, credentials_binding_events) =
-        runtime::reflect(Api::<CredentialsBinding>::all(client.clone()), watcher::Config::default(), flags[12].clone());
+    let (bindings, binding_events) = runtime::reflect(
+        Api::<SecretBinding>::all(client.clone()),
+        watcher::Config::default(),
+        sync_flags.flag("secret bindings"),
+    );
+    let (credentials_bindings, credentials_binding_events) = runtime::reflect(
+        Api::<CredentialsBinding>::all(client.clone()),
+        watcher::Config::default(),
+        sync_flags.flag("credentials bindings"),
+    );
     // NamespacedCloudProfiles: their parents use them (CloudProfile protection reads this
     // cache); a change re-queues the parent.
     let (namespaced_cloud_profiles, ncp_events) = runtime::reflect(
         Api::<NamespacedCloudProfile>::all(client.clone()),
         watcher::Config::default(),
-        flags[14].clone(),
+        sync_flags.flag("namespaced cloud profiles"),
     );
     let (registrations, registration_events) = runtime::reflect(
         Api::<ControllerRegistration>::all(client.clone()),
         watcher::Config::default(),
-        flags[6].clone(),
+        sync_flags.flag("controller registrations"),
     );
     let (installations, installation_events) = runtime::reflect(
         Api::<ControllerInstallation>::all(client.clone()),
         watcher::Config::default(),
-        flags[7].clone(),
+        sync_flags.flag("controller installations"),
     );
     let (seed_tx, seed_rx) = mpsc::unbounded();
     let (registration_tx, registration_rx) = mpsc::unbounded();
@@ -295,7 +301,18 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         registrations,
         installations,
     });
-    let sync = runtime::report_when_synced(flags.clone(), ready, stop.clone());
+    let seed_controller_synced = sync_flags.flag("seed controller");
+    let controller_registration_controller_synced = sync_flags.flag("controller registration controller");
+    let controller_deployment_controller_synced = sync_flags.flag("controller deployment controller");
+    let cloud_profile_controller_synced = sync_flags.flag("cloud profile controller");
+    let secret_binding_controller_synced = sync_flags.flag("secret binding controller");
+    let credentials_binding_controller_synced = sync_flags.flag("credentials binding controller");
+    let quota_controller_synced = sync_flags.flag("quota controller");
+    let secret_controller_synced = sync_flags.flag("secret controller");
+    let workload_identity_controller_synced = sync_flags.flag("workload identity controller");
+    let namespaced_cloud_profile_controller_synced = sync_flags.flag("namespaced cloud profile controller");
+    let exposure_class_controller_synced = sync_flags.flag("exposure class controller");
+    let sync = runtime::report_when_synced(sync_flags.all(), ready, stop.clone());
     futures::join!(
         feed_shoots,
         feed_bindings,
@@ -303,24 +320,73 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         feed_ncps,
         feed_installations,
         feed_registrations,
-        controller::<Seed>(&client, &ctx, flags[8].clone(), seed_rx, concurrency, stop.clone()),
+        controller::<Seed>(&client, &ctx, seed_controller_synced, seed_rx, concurrency, stop.clone()),
         controller::<ControllerRegistration>(
             &client,
             &ctx,
-            flags[9].clone(),
+            controller_registration_controller_synced,
             registration_rx,
             concurrency,
             stop.clone()
         ),
-        controller::<ControllerDeployment>(&client, &ctx, flags[10].clone(), deployment_rx, concurrency, stop.clone()),
-        controller::<CloudProfile>(&client, &ctx, flags[2].clone(), profile_rx, concurrency, stop.clone()),
-        controller::<SecretBinding>(&client, &ctx, flags[3].clone(), sb_rx, concurrency, stop.clone()),
-        controller::<CredentialsBinding>(&client, &ctx, flags[11].clone(), cb_rx, concurrency, stop.clone()),
-        controller::<Quota>(&client, &ctx, flags[4].clone(), quota_rx, concurrency, stop.clone()),
-        controller::<PartialObjectMeta<Secret>>(&client, &ctx, flags[5].clone(), secret_rx, concurrency, stop.clone()),
-        controller::<WorkloadIdentity>(&client, &ctx, flags[13].clone(), wi_rx, concurrency, stop.clone()),
-        controller::<NamespacedCloudProfile>(&client, &ctx, flags[15].clone(), ncp_rx, concurrency, stop.clone()),
-        controller::<ExposureClass>(&client, &ctx, flags[16].clone(), exposure_rx, concurrency, stop.clone()),
+        controller::<ControllerDeployment>(
+            &client,
+            &ctx,
+            controller_deployment_controller_synced,
+            deployment_rx,
+            concurrency,
+            stop.clone()
+        ),
+        controller::<CloudProfile>(
+            &client,
+            &ctx,
+            cloud_profile_controller_synced,
+            profile_rx,
+            concurrency,
+            stop.clone()
+        ),
+        controller::<SecretBinding>(&client, &ctx, secret_binding_controller_synced, sb_rx, concurrency, stop.clone()),
+        controller::<CredentialsBinding>(
+            &client,
+            &ctx,
+            credentials_binding_controller_synced,
+            cb_rx,
+            concurrency,
+            stop.clone()
+        ),
+        controller::<Quota>(&client, &ctx, quota_controller_synced, quota_rx, concurrency, stop.clone()),
+        controller::<PartialObjectMeta<Secret>>(
+            &client,
+            &ctx,
+            secret_controller_synced,
+            secret_rx,
+            concurrency,
+            stop.clone()
+        ),
+        controller::<WorkloadIdentity>(
+            &client,
+            &ctx,
+            workload_identity_controller_synced,
+            wi_rx,
+            concurrency,
+            stop.clone()
+        ),
+        controller::<NamespacedCloudProfile>(
+            &client,
+            &ctx,
+            namespaced_cloud_profile_controller_synced,
+            ncp_rx,
+            concurrency,
+            stop.clone()
+        ),
+        controller::<ExposureClass>(
+            &client,
+            &ctx,
+            exposure_class_controller_synced,
+            exposure_rx,
+            concurrency,
+            stop.clone()
+        ),
         sync,
     );
 }
