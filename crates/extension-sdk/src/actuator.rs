@@ -206,7 +206,7 @@ impl ActuatorError {
         let message = source.to_string();
         let mut err = Self { message, codes: Vec::new(), source: None, requeue_after: None };
         // The source's own message is the message; keep only what lies below it in the chain.
-        err.source = source.source().map(|s| Box::<dyn StdError + Send + Sync>::from(crate::events::error_chain(s)));
+        err.source = source.source().map(|s| Box::<dyn StdError + Send + Sync>::from(runtime::events::error_chain(s)));
         err.codes = codes_from_message(&err.chain());
         err
     }
@@ -252,7 +252,7 @@ impl ActuatorError {
 
     /// The message and every source below it, joined with ": ".
     pub fn chain(&self) -> String {
-        crate::events::error_chain(self)
+        runtime::events::error_chain(self)
     }
 }
 

@@ -359,7 +359,7 @@ impl<K: ExtensionResource> HealthChecker<K> {
         let mut stop = std::pin::pin!(stop);
         loop {
             if let Err(e) = self.check_all().await {
-                tracing::warn!(error = %crate::events::error_chain(&e), "health checks");
+                tracing::warn!(error = %runtime::events::error_chain(&e), "health checks");
             }
             tokio::select! {
                 _ = &mut stop => return,

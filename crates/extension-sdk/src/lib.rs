@@ -38,6 +38,3 @@ pub use deployer::{DeployError, Deployer};
 pub use kinds::{ExtensionResource, OscOutput};
 pub use runtime::{LeaderElectionConfig, Metrics, Runner, RunnerConfig, RunnerError};
 pub use runtime::{cli, metrics, runner};
-
-// Kept for gardenlet's shoot module, which names these paths, until it moves to `runtime`.
-pub use runtime::{backoff, cache, events};

@@ -170,7 +170,9 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
     // The managed gardenlet (its seed controller, with the kubeconfig it was given) registers
     // the Seed; the ManagedSeed reports it.
     let managed_garden =
-        gardenlet::shoot::operation::clients::from_kubeconfig(&garden_kubeconfig, Duration::from_secs(30)).await.unwrap();
+        gardenlet::shoot::operation::clients::from_kubeconfig(&garden_kubeconfig, Duration::from_secs(30))
+            .await
+            .unwrap();
     // Only the garden half of the rules, without a hosting seed's: no workloads, no RBAC, no
     // other Seeds.
     let forbidden =

@@ -651,7 +651,7 @@ async fn the_chart_rbac_limits_gardenlet_to_its_seed_and_no_rule_can_go() {
     other.name = "someone-else".into();
     let intruder = SeedController::new(h.gardenlet.clone(), other, Duration::from_secs(30), Default::default());
     let refused = intruder.register().await.expect_err("registering another seed must be forbidden");
-    assert!(extension_sdk::cli::report(&refused).contains("forbidden"), "{}", extension_sdk::cli::report(&refused));
+    assert!(runtime::cli::report(&refused).contains("forbidden"), "{}", runtime::cli::report(&refused));
 
     let role = "gardener.cloud:system:gardenlet:local";
     let roles = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(h.client.clone());
@@ -668,7 +668,7 @@ async fn the_chart_rbac_limits_gardenlet_to_its_seed_and_no_rule_can_go() {
         .unwrap();
     let seed = SeedController::new(h.gardenlet.clone(), config.seed, Duration::from_secs(30), Default::default());
     let refused = seed.sync_status().await.expect_err("writing the status without the rule must be forbidden");
-    let report = extension_sdk::cli::report(&refused);
+    let report = runtime::cli::report(&refused);
     assert!(report.contains("forbidden") && report.contains("system:serviceaccount:garden:gardenlet"), "{report}");
 }
 

@@ -9,12 +9,12 @@
 //! #[derive(Parser, Debug)]
 //! struct Cli {
 //!     #[command(flatten)]
-//!     common: extension_sdk::cli::CommonArgs,
+//!     common: runtime::cli::CommonArgs,
 //! }
 //! fn main() -> std::process::ExitCode {
 //!     let cli = Cli::parse();
 //!     cli.common.init_logging();
-//!     extension_sdk::cli::exit_code(Ok::<(), std::io::Error>(()))
+//!     runtime::cli::exit_code(Ok::<(), std::io::Error>(()))
 //! }
 //! ```
 

@@ -11,8 +11,6 @@ pub mod status;
 pub use decide::{ANNOTATION_FORCE_DELETION, Mode};
 
 use crate::actuator::Actuator;
-use crate::backoff::{Backoff, BackoffConfig};
-use crate::events::Events;
 use crate::kinds::ExtensionResource;
 use crate::metrics::Metrics;
 use api::extensions::{Cluster, ExtensionClass};
@@ -22,6 +20,8 @@ use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, Client};
+use runtime::backoff::{Backoff, BackoffConfig};
+use runtime::events::Events;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -192,7 +192,7 @@ impl<K: ExtensionResource, A: Actuator<K>> ExtensionController<K, A> {
                     .collect::<Vec<_>>()
             });
         }
-        let readiness = crate::cache::flag_when_synced(store.clone(), ready.clone());
+        let readiness = runtime::cache::flag_when_synced(store.clone(), ready.clone());
         let kind = ctx.kind.clone();
         tracing::info!(kind = %kind, types = ?ctx.config.types, mode = ?ctx.config.mode, "starting extension controller");
         controller
@@ -200,7 +200,7 @@ impl<K: ExtensionResource, A: Actuator<K>> ExtensionController<K, A> {
             .run(reconcile::reconcile, reconcile::error_policy, ctx)
             .for_each(|result| {
                 if let Err(e) = result {
-                    tracing::debug!(kind = %kind, error = %crate::events::error_chain(&e), "controller stream");
+                    tracing::debug!(kind = %kind, error = %runtime::events::error_chain(&e), "controller stream");
                 }
                 futures::future::ready(())
             })
@@ -227,7 +227,7 @@ async fn wait_for_crd<K: ExtensionResource>(
                     "the CRD is not installed; waiting for it"
                 );
             }
-            Err(e) => tracing::warn!(error = %crate::events::error_chain(&e), "checking whether the CRD is served"),
+            Err(e) => tracing::warn!(error = %runtime::events::error_chain(&e), "checking whether the CRD is served"),
         }
         tokio::select! {
             _ = &mut *shutdown => return false,

@@ -12,7 +12,6 @@ use super::decide::{Action, ClusterView, Filter, Plan, SkipReason, decide};
 use super::{Context, status};
 use crate::actuator::{Actuator, ActuatorError, Outcome};
 use crate::cluster::ClusterContext;
-use crate::events::event_message;
 use crate::kinds::ExtensionResource;
 use api::common::LastOperationType;
 use api::helpers::constants::ANNOTATION_OPERATION;
@@ -22,6 +21,7 @@ use kube::api::{Patch, PatchParams};
 use kube::core::DeserializeGuard;
 use kube::runtime::controller::Action as Requeue;
 use kube::{Resource, ResourceExt};
+use runtime::events::event_message;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -87,7 +87,7 @@ pub(crate) async fn reconcile<K: ExtensionResource, A: Actuator<K>>(
             Err(invalid) => {
                 tracing::error!(error = %invalid.error, "object cannot be decoded; ignoring it");
                 ctx.metrics.reconcile_failed(&ctx.kind, "InvalidObject");
-                let message = crate::events::truncate(&format!("cannot decode object: {}", invalid.error), 1024);
+                let message = runtime::events::truncate(&format!("cannot decode object: {}", invalid.error), 1024);
                 ctx.events.warn(&*guard, "InvalidObject", "Decode", message).await;
                 Ok(Requeue::await_change())
             }
@@ -110,7 +110,7 @@ pub(crate) fn error_policy<K: ExtensionResource, A: Actuator<K>>(
         tracing::debug!(error = %err, "conflict; retrying with the current object");
         return Requeue::requeue(Duration::from_millis(200 + fastrand::u64(0..300)));
     }
-    tracing::warn!(error = %crate::events::error_chain(err), "reconcile failed");
+    tracing::warn!(error = %runtime::events::error_chain(err), "reconcile failed");
     ctx.metrics.reconcile_failed(&ctx.kind, err.reason());
     let message = event_message(err);
     let reason = err.reason();

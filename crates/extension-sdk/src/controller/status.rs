@@ -58,7 +58,7 @@ pub fn succeeded(
     now: &Time,
 ) {
     let text = match description {
-        Some(d) if !d.is_empty() => crate::events::truncate(d, MAX_DESCRIPTION_BYTES),
+        Some(d) if !d.is_empty() => runtime::events::truncate(d, MAX_DESCRIPTION_BYTES),
         _ => format!("Successfully {} the {kind}", past(op)),
     };
     set_last_operation(status, op, LastOperationState::Succeeded, 100, text, now);
@@ -78,8 +78,8 @@ pub fn failed(
 ) {
     // Empty strings do not survive every API server version's status handling; never write one.
     let message = if message.trim().is_empty() { "unknown error" } else { message };
-    let message = crate::events::truncate(&crate::events::redact(message), MAX_DESCRIPTION_BYTES);
-    let description = crate::events::truncate(
+    let message = runtime::events::truncate(&runtime::events::redact(message), MAX_DESCRIPTION_BYTES);
+    let description = runtime::events::truncate(
         &format!("Error {} the {kind}: {message}", verb(op).to_lowercase()),
         MAX_DESCRIPTION_BYTES,
     );

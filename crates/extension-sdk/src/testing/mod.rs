@@ -201,7 +201,7 @@ impl<K: ExtensionResource, A: Actuator<K>> Conformance<K, A> {
         };
         let log = CallLog::default();
         let metrics = Metrics::standalone("conformance").map_err(|e| err("setup", e))?;
-        let config = ControllerConfig::new([type_]).backoff(crate::backoff::BackoffConfig {
+        let config = ControllerConfig::new([type_]).backoff(runtime::backoff::BackoffConfig {
             initial: Duration::from_millis(200),
             max: Duration::from_secs(5),
             jitter: 0.1,

@@ -178,7 +178,7 @@ impl<K: ExtensionResource<Output = ()>> Actuator<K> for Scripted {
 
 /// A fast-retrying controller config for `TYPE`.
 pub fn config() -> ControllerConfig {
-    ControllerConfig::new([TYPE]).backoff(extension_sdk::backoff::BackoffConfig {
+    ControllerConfig::new([TYPE]).backoff(runtime::backoff::BackoffConfig {
         initial: Duration::from_millis(100),
         max: Duration::from_secs(2),
         jitter: 0.1,

@@ -178,7 +178,7 @@ impl ShootController {
                         this.patch_status(&shoot, status).await
                     };
                     if let Err(e) = written {
-                        tracing::debug!(error = %extension_sdk::events::error_chain(&e), "progress update failed");
+                        tracing::debug!(error = %runtime::events::error_chain(&e), "progress update failed");
                     }
                 }
             }

@@ -57,7 +57,7 @@ pub struct ShootController {
     /// Bound of each wait inside a flow.
     pub wait_timeout: Duration,
     /// Per-shoot capped exponential backoff of failed operations, reset on success.
-    pub backoff: Arc<extension_sdk::backoff::Backoff>,
+    pub backoff: Arc<runtime::backoff::Backoff>,
     /// Reconcile counts, errors, durations and flow task durations; `None` records nothing.
     pub metrics: Option<crate::metrics::ShootMetrics>,
     /// The garden objects every operation reads (ControllerRegistrations, this Seed), cached
@@ -171,14 +171,14 @@ impl ShootController {
         let events = reflector::reflector(writer, watcher(shoots, selected)).default_backoff();
         let this = Arc::new(self);
         let controller = Controller::for_stream(events.applied_objects(), store.clone());
-        let synced = extension_sdk::cache::flag_when_synced(store, ready);
+        let synced = runtime::cache::flag_when_synced(store, ready);
         controller
             .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
             .graceful_shutdown_on(shutdown)
             .run(Self::reconcile, error_policy, this)
             .for_each(|result| async move {
                 if let Err(e) = result {
-                    tracing::debug!(error = %extension_sdk::events::error_chain(&e), "shoot reconcile ended with an error");
+                    tracing::debug!(error = %runtime::events::error_chain(&e), "shoot reconcile ended with an error");
                 }
             })
             .await;
@@ -192,8 +192,8 @@ pub(crate) fn backoff_key(shoot: &Shoot) -> String {
 }
 
 /// The default backoff of failed shoot operations: 2 s doubling up to 5 min, with jitter.
-pub fn default_backoff() -> Arc<extension_sdk::backoff::Backoff> {
-    Arc::new(extension_sdk::backoff::Backoff::new(extension_sdk::backoff::BackoffConfig {
+pub fn default_backoff() -> Arc<runtime::backoff::Backoff> {
+    Arc::new(runtime::backoff::Backoff::new(runtime::backoff::BackoffConfig {
         initial: Duration::from_secs(2),
         max: Duration::from_secs(300),
         jitter: 0.2,
@@ -203,6 +203,6 @@ pub fn default_backoff() -> Arc<extension_sdk::backoff::Backoff> {
 /// Failed flows are retried with per-shoot capped exponential backoff (kube-runtime has none).
 fn error_policy(shoot: Arc<Shoot>, error: &ShootError, this: Arc<ShootController>) -> RequeueAction {
     let delay = this.backoff.failed(&backoff_key(&shoot));
-    tracing::warn!(error = %extension_sdk::events::error_chain(error), ?delay, "shoot operation failed; retrying");
+    tracing::warn!(error = %runtime::events::error_chain(error), ?delay, "shoot operation failed; retrying");
     RequeueAction::requeue(delay)
 }

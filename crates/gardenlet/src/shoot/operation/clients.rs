@@ -64,7 +64,7 @@ pub async fn from_admin_secret(
         .ok_or_else(|| format!("Secret {namespace}/{name} has no kubeconfig"))?;
     from_kubeconfig(&text, timeout)
         .await
-        .map_err(|e| format!("Secret {namespace}/{name}: {}", extension_sdk::events::error_chain(&e)))
+        .map_err(|e| format!("Secret {namespace}/{name}: {}", runtime::events::error_chain(&e)))
 }
 
 /// A client for `config` whose idle connections close after [`IDLE`].

@@ -120,7 +120,7 @@ impl CareController {
                             let this = this.clone();
                             async move {
                                 if let Err(e) = this.care(&shoot).await {
-                                    tracing::warn!(shoot = %shoot.name_any(), error = %extension_sdk::events::error_chain(&e), "shoot care");
+                                    tracing::warn!(shoot = %shoot.name_any(), error = %runtime::events::error_chain(&e), "shoot care");
                                 }
                             }
                         })
