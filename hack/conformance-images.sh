@@ -60,7 +60,7 @@ rootfs() {
 # present NAME:TAG: whether the registry serves the tag already.
 present() {
   [ "${CONFORMANCE_IMAGES_FORCE:-}" != 1 ] || return 1
-  curl -fsS --cacert "$CA" -o /dev/null -I \
+  curl -fs --cacert "$CA" -o /dev/null -I \
     -H 'Accept: application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
     "https://$REGISTRY/v2/$PREFIX/${1%%:*}/manifests/${1##*:}"
 }
