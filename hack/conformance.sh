@@ -158,6 +158,7 @@ print("|".join(esc(n) for n in names if "[Serial]" in n and focus.search(n)))
 PY
 )
 echo "$FOCUS" >"$results/focus.txt"
+echo "$serial" >"$results/focus-serial.txt"
 printf '%s\n' "${SKIPS[@]}" >"$results/skipped-by-name.txt"
 export KUBE_TEST_REPO_LIST="$repo_list"
 e2e_flags=(--provider=skeleton --kubeconfig="$work/kubeconfig" --kubectl-path="$KUBECTL"
@@ -167,7 +168,7 @@ status=0
 pass() {
   local name="$1" t0; shift
   t0=$(date +%s)
-  log "pass $name: $* (log $results/e2e-$name.log)"
+  log "pass $name: ginkgo ${1} (log $results/e2e-$name.log)"
   "$BIN/ginkgo" --noColor "$@" "$BIN/e2e.test" -- "${e2e_flags[@]}" --report-prefix="$name" \
     >"$results/e2e-$name.log" 2>&1 || status=1
   echo "$name $(($(date +%s) - t0))" >>"$results/passes.txt"
@@ -195,8 +196,9 @@ for f in sorted(glob.glob(f"{results}/junit_*.xml")):
         if rank[state] >= rank[old[0]]:
             tests[name] = (state, float(case.get("time", "0")))
 count = {k: sum(1 for s, _ in tests.values() if s == k) for k in rank}
-print(f"passed {count['passed']}, failed {count['failed']}, skipped {count['skipped']} "
-      f"(of {len(tests)} conformance tests in the reports); wall time {wall // 60} min {wall % 60} s")
+print(f"passed {count['passed']}, failed {count['failed']}, not run {count['skipped']} (outside the focus, "
+      f"or skipped by name: skipped-by-name.txt) of {len(tests)} conformance tests; "
+      f"wall time {wall // 60} min {wall % 60} s")
 for name, (state, _) in sorted(tests.items()):
     if state == "failed":
         print(f"FAILED {name}")
