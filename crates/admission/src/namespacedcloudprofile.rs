@@ -74,119 +74,12 @@ pub fn validate(
         }
         return errs;
     };
-    let updating = old.is_some();
-    // Whether an expiration date in the past is kept from before (the old override or the old
-    // merged result), which Gardener allows.
-    let kept = |old_versions: &[&ExpirableVersion], v: &ExpirableVersion| {
-        old_versions.iter().any(|o| o.version == v.version && o.expiration_date == v.expiration_date)
-    };
-    let past = |v: &ExpirableVersion| v.expiration_date.as_ref().is_some_and(|d| d.0 < now);
-
+    let expiry = Expiry { now, updating: old.is_some() };
     if let Some(k8s) = &spec.kubernetes {
-        let kp = sp.child("kubernetes").child("versions");
-        let mut old_versions: Vec<&ExpirableVersion> = Vec::new();
-        old_versions.extend(old_spec.and_then(|s| s.kubernetes.as_ref()).iter().flat_map(|k| k.versions.iter()));
-        old_versions.extend(old_merged.iter().flat_map(|m| m.kubernetes.versions.iter()));
-        let mut seen = BTreeSet::new();
-        for (i, v) in k8s.versions.iter().enumerate() {
-            let vp = kp.index(i);
-            if !seen.insert(v.version.as_str()) {
-                errs.push(FieldError::duplicate(vp.child("version"), &v.version));
-            } else if !parent.kubernetes.versions.iter().any(|p| p.version == v.version) {
-                errs.push(FieldError::invalid(
-                    vp.child("version"),
-                    &v.version,
-                    "does not exist in the parent CloudProfile and thus cannot be overridden",
-                ));
-            } else if v.expiration_date.is_none() {
-                errs.push(FieldError::required(
-                    vp.child("expirationDate"),
-                    format!("an override of version {:?} must set its expiration date", v.version),
-                ));
-            } else if updating && past(v) && !kept(&old_versions, v) {
-                errs.push(FieldError::invalid(
-                    vp.child("expirationDate"),
-                    &v.version,
-                    format!("expiration date for version {:?} is in the past", v.version),
-                ));
-            }
-        }
+        let old_versions = Prior { spec: old_spec, merged: old_merged }.kubernetes_versions();
+        errs.extend(kubernetes_overrides(&k8s.versions, &parent.kubernetes.versions, &old_versions, &expiry, &sp));
     }
-
-    let ip = sp.child("machineImages");
-    let mut images = BTreeSet::new();
-    for (i, image) in spec.machine_images.iter().enumerate() {
-        let p = ip.index(i);
-        if image.name.is_empty() {
-            errs.push(FieldError::required(p.child("name"), ""));
-            continue;
-        }
-        if !images.insert(image.name.as_str()) {
-            errs.push(FieldError::duplicate(p.child("name"), &image.name));
-            continue;
-        }
-        let in_parent = parent.machine_images.iter().find(|m| m.name == image.name);
-        if in_parent.is_none() && image.versions.is_empty() {
-            errs.push(FieldError::required(p.child("versions"), "a new machine image needs at least one version"));
-        }
-        let mut old_versions: Vec<&ExpirableVersion> = Vec::new();
-        for list in [old_spec.map(|s| s.machine_images.as_slice()), old_merged.map(|m| m.machine_images.as_slice())] {
-            old_versions.extend(image_versions(list.unwrap_or_default(), &image.name));
-        }
-        let mut seen = BTreeSet::new();
-        for (j, v) in image.versions.iter().enumerate() {
-            let vp = p.child("versions").index(j);
-            let e = &v.expirable;
-            if !seen.insert(e.version.as_str()) {
-                errs.push(FieldError::duplicate(vp.child("version"), &e.version));
-                continue;
-            }
-            let overrides = in_parent.is_some_and(|m| m.versions.iter().any(|pv| pv.expirable.version == e.version));
-            if overrides {
-                for (field, set) in [
-                    ("classification", e.classification.is_some()),
-                    ("cri", !v.cri.is_empty()),
-                    ("architectures", !v.architectures.is_empty()),
-                ] {
-                    if set {
-                        errs.push(FieldError::forbidden(
-                            vp.child(field),
-                            format!("must not provide a {field} to a version of the parent's machine image; only its expirationDate can be overridden"),
-                        ));
-                    }
-                }
-                if e.expiration_date.is_none() {
-                    errs.push(FieldError::required(
-                        vp.child("expirationDate"),
-                        format!("an override of version {:?} must set its expiration date", e.version),
-                    ));
-                } else if updating && past(e) && !kept(&old_versions, e) {
-                    errs.push(FieldError::invalid(
-                        vp.child("expirationDate"),
-                        &e.version,
-                        format!("expiration date for version {:?} is in the past", e.version),
-                    ));
-                }
-            } else {
-                if let Err(err) = semver::Version::parse(&e.version) {
-                    errs.push(FieldError::invalid(
-                        vp.child("version"),
-                        &e.version,
-                        format!("must be a semantic version: {err}"),
-                    ));
-                }
-                if e.classification.is_none() {
-                    errs.push(FieldError::required(
-                        vp.child("classification"),
-                        format!(
-                            "version {:?} is not in the parent CloudProfile: an added version needs a classification (only the parent's versions can be overridden)",
-                            e.version
-                        ),
-                    ));
-                }
-            }
-        }
-    }
+    errs.extend(machine_images(spec, parent, Prior { spec: old_spec, merged: old_merged }, &expiry, &sp));
 
     let names_before = |f: fn(&api::core::NamespacedCloudProfileSpec) -> Vec<&str>| old_spec.map(f).unwrap_or_default();
     errs.extend(added_names(
@@ -203,6 +96,182 @@ pub fn validate(
         &sp.child("volumeTypes"),
         "volume type",
     ));
+    errs
+}
+
+/// The profile before an update: its spec and the merged result in its status.
+#[derive(Clone, Copy)]
+struct Prior<'a> {
+    spec: Option<&'a api::core::NamespacedCloudProfileSpec>,
+    merged: Option<&'a CloudProfileSpec>,
+}
+
+impl<'a> Prior<'a> {
+    fn kubernetes_versions(self) -> Vec<&'a ExpirableVersion> {
+        let mut versions: Vec<&ExpirableVersion> = Vec::new();
+        versions.extend(self.spec.and_then(|s| s.kubernetes.as_ref()).iter().flat_map(|k| k.versions.iter()));
+        versions.extend(self.merged.iter().flat_map(|m| m.kubernetes.versions.iter()));
+        versions
+    }
+
+    fn image_versions(self, name: &str) -> Vec<&'a ExpirableVersion> {
+        let mut versions: Vec<&ExpirableVersion> = Vec::new();
+        for list in [self.spec.map(|s| s.machine_images.as_slice()), self.merged.map(|m| m.machine_images.as_slice())] {
+            versions.extend(image_versions(list.unwrap_or_default(), name));
+        }
+        versions
+    }
+}
+
+/// Whether an override's expiration date in the past is refused: on update only, and not when
+/// the entry keeps the date it had before (the old override or the old merged result), which
+/// Gardener allows.
+struct Expiry {
+    now: Timestamp,
+    updating: bool,
+}
+
+impl Expiry {
+    fn refused(&self, old_versions: &[&ExpirableVersion], v: &ExpirableVersion) -> bool {
+        let past = v.expiration_date.as_ref().is_some_and(|d| d.0 < self.now);
+        let kept = old_versions.iter().any(|o| o.version == v.version && o.expiration_date == v.expiration_date);
+        self.updating && past && !kept
+    }
+}
+
+/// `spec.kubernetes.versions`: overrides of the parent's versions, each with an expiration date.
+fn kubernetes_overrides(
+    versions: &[ExpirableVersion],
+    parent_versions: &[ExpirableVersion],
+    old_versions: &[&ExpirableVersion],
+    expiry: &Expiry,
+    sp: &Path,
+) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let kp = sp.child("kubernetes").child("versions");
+    let mut seen = BTreeSet::new();
+    for (i, v) in versions.iter().enumerate() {
+        let vp = kp.index(i);
+        if !seen.insert(v.version.as_str()) {
+            errs.push(FieldError::duplicate(vp.child("version"), &v.version));
+        } else if !parent_versions.iter().any(|p| p.version == v.version) {
+            errs.push(FieldError::invalid(
+                vp.child("version"),
+                &v.version,
+                "does not exist in the parent CloudProfile and thus cannot be overridden",
+            ));
+        } else if v.expiration_date.is_none() {
+            errs.push(FieldError::required(
+                vp.child("expirationDate"),
+                format!("an override of version {:?} must set its expiration date", v.version),
+            ));
+        } else if expiry.refused(old_versions, v) {
+            errs.push(FieldError::invalid(
+                vp.child("expirationDate"),
+                &v.version,
+                format!("expiration date for version {:?} is in the past", v.version),
+            ));
+        }
+    }
+    errs
+}
+
+/// `spec.machineImages`: overrides of the parent's versions and added versions and images.
+fn machine_images(
+    spec: &api::core::NamespacedCloudProfileSpec,
+    parent: &CloudProfileSpec,
+    prior: Prior<'_>,
+    expiry: &Expiry,
+    sp: &Path,
+) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let ip = sp.child("machineImages");
+    let mut images = BTreeSet::new();
+    for (i, image) in spec.machine_images.iter().enumerate() {
+        let p = ip.index(i);
+        if image.name.is_empty() {
+            errs.push(FieldError::required(p.child("name"), ""));
+            continue;
+        }
+        if !images.insert(image.name.as_str()) {
+            errs.push(FieldError::duplicate(p.child("name"), &image.name));
+            continue;
+        }
+        let in_parent = parent.machine_images.iter().find(|m| m.name == image.name);
+        if in_parent.is_none() && image.versions.is_empty() {
+            errs.push(FieldError::required(p.child("versions"), "a new machine image needs at least one version"));
+        }
+        let old_versions = prior.image_versions(&image.name);
+        let mut seen = BTreeSet::new();
+        for (j, v) in image.versions.iter().enumerate() {
+            let vp = p.child("versions").index(j);
+            let e = &v.expirable;
+            if !seen.insert(e.version.as_str()) {
+                errs.push(FieldError::duplicate(vp.child("version"), &e.version));
+                continue;
+            }
+            let overrides = in_parent.is_some_and(|m| m.versions.iter().any(|pv| pv.expirable.version == e.version));
+            if overrides {
+                errs.extend(image_override(v, &old_versions, expiry, &vp));
+            } else {
+                errs.extend(image_addition(e, &vp));
+            }
+        }
+    }
+    errs
+}
+
+/// A version of a parent image: only its expiration date may be set.
+fn image_override(
+    v: &api::core::cloudprofile::MachineImageVersion,
+    old_versions: &[&ExpirableVersion],
+    expiry: &Expiry,
+    vp: &Path,
+) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let e = &v.expirable;
+    for (field, set) in [
+        ("classification", e.classification.is_some()),
+        ("cri", !v.cri.is_empty()),
+        ("architectures", !v.architectures.is_empty()),
+    ] {
+        if set {
+            errs.push(FieldError::forbidden(
+                    vp.child(field),
+                    format!("must not provide a {field} to a version of the parent's machine image; only its expirationDate can be overridden"),
+                ));
+        }
+    }
+    if e.expiration_date.is_none() {
+        errs.push(FieldError::required(
+            vp.child("expirationDate"),
+            format!("an override of version {:?} must set its expiration date", e.version),
+        ));
+    } else if expiry.refused(old_versions, e) {
+        errs.push(FieldError::invalid(
+            vp.child("expirationDate"),
+            &e.version,
+            format!("expiration date for version {:?} is in the past", e.version),
+        ));
+    }
+    errs
+}
+
+/// A version the parent does not have: a semantic version with a classification.
+fn image_addition(e: &ExpirableVersion, vp: &Path) -> ErrorList {
+    let mut errs = ErrorList::default();
+    if let Err(err) = semver::Version::parse(&e.version) {
+        errs.push(FieldError::invalid(vp.child("version"), &e.version, format!("must be a semantic version: {err}")));
+    }
+    if e.classification.is_none() {
+        errs.push(FieldError::required(
+                vp.child("classification"),
+                format!(
+                    "version {:?} is not in the parent CloudProfile: an added version needs a classification (only the parent's versions can be overridden)",
+                    e.version
+                ),
+            ));
+    }
     errs
 }
 

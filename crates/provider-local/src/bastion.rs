@@ -121,6 +121,61 @@ pub fn firewall(bastion: &Bastion) -> Result<String, Error> {
     Ok(script.join("\n") + "\n")
 }
 
+/// The bastion Pod: an init container (the only one with NET_ADMIN) that installs the firewall,
+/// then sshd; both run the user data mounted from Secret `name`.
+fn pod_spec(name: &str, config: &BastionConfig) -> PodSpec {
+    let mounted = || {
+        Some(vec![VolumeMount {
+            name: "user-data".into(),
+            mount_path: "/etc/bastion".into(),
+            read_only: Some(true),
+            ..Default::default()
+        }])
+    };
+    PodSpec {
+        automount_service_account_token: Some(false),
+        init_containers: Some(vec![Container {
+            name: "firewall".into(),
+            image: Some(config.image.clone()),
+            command: Some(vec!["/bin/sh".into(), "/etc/bastion/firewall".into()]),
+            // The script's error becomes the container's termination message.
+            termination_message_policy: Some("FallbackToLogsOnError".into()),
+            volume_mounts: mounted(),
+            security_context: Some(SecurityContext {
+                capabilities: Some(Capabilities { add: Some(vec!["NET_ADMIN".into()]), drop: None }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]),
+        containers: vec![Container {
+            name: "sshd".into(),
+            image: Some(config.image.clone()),
+            command: Some(vec!["/bin/sh".into(), "-c".into(), SSHD.into()]),
+            // sshd writes its pid file once it listens. Not a TCP probe: the kubelet's
+            // address is outside the ingress ranges, and the firewall resets it.
+            readiness_probe: Some(Probe {
+                exec: Some(ExecAction { command: Some(vec!["test".into(), "-s".into(), "/run/sshd.pid".into()]) }),
+                period_seconds: Some(2),
+                ..Default::default()
+            }),
+            ports: Some(vec![ContainerPort {
+                name: Some("ssh".into()),
+                container_port: 22,
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+            volume_mounts: mounted(),
+            ..Default::default()
+        }],
+        volumes: Some(vec![Volume {
+            name: "user-data".into(),
+            secret: Some(SecretVolumeSource { secret_name: Some(name.to_string()), ..Default::default() }),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    }
+}
+
 /// The objects of a bastion: user-data Secret, Pod, Service and NetworkPolicy.
 pub fn objects(bastion: &Bastion, config: &BastionConfig) -> Result<(Secret, Pod, Service, NetworkPolicy), Error> {
     let object = describe(bastion);
@@ -150,62 +205,9 @@ pub fn objects(bastion: &Bastion, config: &BastionConfig) -> Result<(Secret, Pod
         type_: Some("Opaque".into()),
         ..Default::default()
     };
-    let mounted = || {
-        Some(vec![VolumeMount {
-            name: "user-data".into(),
-            mount_path: "/etc/bastion".into(),
-            read_only: Some(true),
-            ..Default::default()
-        }])
-    };
     let mut pod_meta = meta.clone();
     pod_meta.annotations = Some(BTreeMap::from([(ANNOTATION_CONFIG_HASH.to_string(), config_hash)]));
-    let pod = Pod {
-        metadata: pod_meta,
-        spec: Some(PodSpec {
-            automount_service_account_token: Some(false),
-            init_containers: Some(vec![Container {
-                name: "firewall".into(),
-                image: Some(config.image.clone()),
-                command: Some(vec!["/bin/sh".into(), "/etc/bastion/firewall".into()]),
-                // The script's error becomes the container's termination message.
-                termination_message_policy: Some("FallbackToLogsOnError".into()),
-                volume_mounts: mounted(),
-                security_context: Some(SecurityContext {
-                    capabilities: Some(Capabilities { add: Some(vec!["NET_ADMIN".into()]), drop: None }),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }]),
-            containers: vec![Container {
-                name: "sshd".into(),
-                image: Some(config.image.clone()),
-                command: Some(vec!["/bin/sh".into(), "-c".into(), SSHD.into()]),
-                // sshd writes its pid file once it listens. Not a TCP probe: the kubelet's
-                // address is outside the ingress ranges, and the firewall resets it.
-                readiness_probe: Some(Probe {
-                    exec: Some(ExecAction { command: Some(vec!["test".into(), "-s".into(), "/run/sshd.pid".into()]) }),
-                    period_seconds: Some(2),
-                    ..Default::default()
-                }),
-                ports: Some(vec![ContainerPort {
-                    name: Some("ssh".into()),
-                    container_port: 22,
-                    protocol: Some("TCP".into()),
-                    ..Default::default()
-                }]),
-                volume_mounts: mounted(),
-                ..Default::default()
-            }],
-            volumes: Some(vec![Volume {
-                name: "user-data".into(),
-                secret: Some(SecretVolumeSource { secret_name: Some(name.clone()), ..Default::default() }),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        }),
-        status: None,
-    };
+    let pod = Pod { metadata: pod_meta, spec: Some(pod_spec(&name, config)), status: None };
     let service = Service {
         metadata: meta.clone(),
         spec: Some(ServiceSpec {

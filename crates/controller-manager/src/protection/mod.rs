@@ -127,70 +127,25 @@ pub const CONTROLLERS: [&str; 11] = [
 
 /// Runs the eleven controllers; `common` builds the shared parts of the controller named so.
 pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop: Stop, ready: Arc<AtomicBool>) {
-    let [
-        cloud_profile,
-        secret_binding,
-        credentials_binding,
-        quota,
-        secret,
-        seed,
-        registration,
-        deployment,
-        workload_identity,
-        namespaced_cloud_profile,
-        exposure_class,
-    ] = CONTROLLERS.map(&common);
-    let client = cloud_profile.client.clone();
-    let resources = [
-        kube::api::ApiResource::erase::<CloudProfile>(&()),
-        kube::api::ApiResource::erase::<SecretBinding>(&()),
-        kube::api::ApiResource::erase::<CredentialsBinding>(&()),
-        kube::api::ApiResource::erase::<Quota>(&()),
-        kube::api::ApiResource::erase::<Shoot>(&()),
-        kube::api::ApiResource::erase::<Seed>(&()),
-        kube::api::ApiResource::erase::<ControllerRegistration>(&()),
-        kube::api::ApiResource::erase::<ControllerDeployment>(&()),
-        kube::api::ApiResource::erase::<ControllerInstallation>(&()),
-        kube::api::ApiResource::erase::<WorkloadIdentity>(&()),
-        kube::api::ApiResource::erase::<NamespacedCloudProfile>(&()),
-        kube::api::ApiResource::erase::<ExposureClass>(&()),
-    ];
+    let commons = CONTROLLERS.map(&common);
+    let client = commons[0].client.clone();
+    let resources = watched_resources();
     if !runtime::served(&client, "protection", &resources, stop.clone()).await {
         return;
     }
     let mut sync_flags = ::runtime::cache::SyncFlags::new();
-    let (shoots, shoot_events) = runtime::reflect(
-        Api::<DeserializeGuard<Shoot>>::all(client.clone()),
-        watcher::Config::default(),
-        sync_flags.flag("shoots"),
-    );
-    let (bindings, binding_events) = runtime::reflect(
-        Api::<SecretBinding>::all(client.clone()),
-        watcher::Config::default(),
-        sync_flags.flag("secret bindings"),
-    );
-    let (credentials_bindings, credentials_binding_events) = runtime::reflect(
-        Api::<CredentialsBinding>::all(client.clone()),
-        watcher::Config::default(),
-        sync_flags.flag("credentials bindings"),
-    );
+    let (shoots, shoot_events) = watch_all::<DeserializeGuard<Shoot>>(&client, &mut sync_flags, "shoots");
+    let (bindings, binding_events) = watch_all::<SecretBinding>(&client, &mut sync_flags, "secret bindings");
+    let (credentials_bindings, credentials_binding_events) =
+        watch_all::<CredentialsBinding>(&client, &mut sync_flags, "credentials bindings");
     // NamespacedCloudProfiles: their parents use them (CloudProfile protection reads this
     // cache); a change re-queues the parent.
-    let (namespaced_cloud_profiles, ncp_events) = runtime::reflect(
-        Api::<NamespacedCloudProfile>::all(client.clone()),
-        watcher::Config::default(),
-        sync_flags.flag("namespaced cloud profiles"),
-    );
-    let (registrations, registration_events) = runtime::reflect(
-        Api::<ControllerRegistration>::all(client.clone()),
-        watcher::Config::default(),
-        sync_flags.flag("controller registrations"),
-    );
-    let (installations, installation_events) = runtime::reflect(
-        Api::<ControllerInstallation>::all(client.clone()),
-        watcher::Config::default(),
-        sync_flags.flag("controller installations"),
-    );
+    let (namespaced_cloud_profiles, ncp_events) =
+        watch_all::<NamespacedCloudProfile>(&client, &mut sync_flags, "namespaced cloud profiles");
+    let (registrations, registration_events) =
+        watch_all::<ControllerRegistration>(&client, &mut sync_flags, "controller registrations");
+    let (installations, installation_events) =
+        watch_all::<ControllerInstallation>(&client, &mut sync_flags, "controller installations");
     let (seed_tx, seed_rx) = mpsc::unbounded();
     let (registration_tx, registration_rx) = mpsc::unbounded();
     let (deployment_tx, deployment_rx) = mpsc::unbounded();
@@ -210,53 +165,24 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         }
         future::ready(())
     });
+    let shoot_users =
+        ShootUsers { profile: profile_tx, ncp: ncp_tx, exposure: exposure_tx, sb: sb_tx, cb: cb_tx, seed: seed_tx };
     let feed_shoots = shoot_events.take_until(stop.clone()).for_each(move |event| {
         for guard in touched(event) {
             if let Ok(shoot) = &guard.0 {
-                match decide::profile_of(shoot) {
-                    Some(ProfileRef::Cluster(name)) => {
-                        let _ = profile_tx.unbounded_send(ObjectRef::new(name));
-                    }
-                    Some(ProfileRef::Namespaced { namespace, name }) => {
-                        let _ = ncp_tx.unbounded_send(ObjectRef::new(name).within(namespace));
-                    }
-                    None => {}
-                }
-                if let Some(class) = &shoot.spec.exposure_class_name {
-                    let _ = exposure_tx.unbounded_send(ObjectRef::new(class));
-                }
-                if let (Some(binding), Some(ns)) = (&shoot.spec.secret_binding_name, shoot.namespace()) {
-                    let _ = sb_tx.unbounded_send(ObjectRef::new(binding).within(&ns));
-                }
-                if let (Some(binding), Some(ns)) = (&shoot.spec.credentials_binding_name, shoot.namespace()) {
-                    let _ = cb_tx.unbounded_send(ObjectRef::new(binding).within(&ns));
-                }
-                let on = shoot.spec.seed_name.iter().chain(shoot.status.as_ref().and_then(|s| s.seed_name.as_ref()));
-                for seed in on {
-                    let _ = seed_tx.unbounded_send(ObjectRef::new(seed));
-                }
+                shoot_users.requeue(shoot);
             }
         }
         future::ready(())
     });
     // A binding event re-queues its credentials (Secret or WorkloadIdentity) and Quotas.
     let (wi_tx, wi_rx) = mpsc::unbounded();
-    let requeue = move |refs: decide::BindingRefs| {
-        let (kind, ns, name) = refs.credentials;
-        match kind {
-            decide::CredentialsKind::Secret => {
-                let _ = secret_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
-            }
-            decide::CredentialsKind::WorkloadIdentity => {
-                let _ = wi_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
-            }
-            decide::CredentialsKind::Other => {}
-        }
-        for (ns, name) in refs.quotas {
-            let _ = quota_tx.unbounded_send(ObjectRef::new(&name).within(&ns));
-        }
+    let binding_users = Arc::new(BindingUsers { secret: secret_tx, wi: wi_tx, quota: quota_tx });
+    let requeue = {
+        let users = binding_users.clone();
+        move |refs: decide::BindingRefs| users.requeue(refs)
     };
-    let requeue2 = requeue.clone();
+    let requeue2 = move |refs: decide::BindingRefs| binding_users.requeue(refs);
     let feed_bindings = binding_events.take_until(stop.clone()).for_each(move |event| {
         touched(event).iter().map(decide::BindingRefs::of_secret_binding).for_each(&requeue);
         future::ready(())
@@ -282,37 +208,32 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         }
         future::ready(())
     });
-    let ctx = Arc::new(Context {
-        cloud_profile,
-        secret_binding,
-        credentials_binding,
-        quota,
-        secret,
-        seed,
-        registration,
-        deployment,
-        workload_identity,
-        namespaced_cloud_profile,
-        exposure_class,
-        shoots,
-        bindings,
-        credentials_bindings,
-        namespaced_cloud_profiles,
-        registrations,
-        installations,
-    });
-    let seed_controller_synced = sync_flags.flag("seed controller");
-    let controller_registration_controller_synced = sync_flags.flag("controller registration controller");
-    let controller_deployment_controller_synced = sync_flags.flag("controller deployment controller");
-    let cloud_profile_controller_synced = sync_flags.flag("cloud profile controller");
-    let secret_binding_controller_synced = sync_flags.flag("secret binding controller");
-    let credentials_binding_controller_synced = sync_flags.flag("credentials binding controller");
-    let quota_controller_synced = sync_flags.flag("quota controller");
-    let secret_controller_synced = sync_flags.flag("secret controller");
-    let workload_identity_controller_synced = sync_flags.flag("workload identity controller");
-    let namespaced_cloud_profile_controller_synced = sync_flags.flag("namespaced cloud profile controller");
-    let exposure_class_controller_synced = sync_flags.flag("exposure class controller");
+    let ctx = Arc::new(Context::new(
+        commons,
+        SharedStores {
+            shoots,
+            bindings,
+            credentials_bindings,
+            namespaced_cloud_profiles,
+            registrations,
+            installations,
+        },
+    ));
+    let synced = ControllerFlags::new(&mut sync_flags);
     let sync = runtime::report_when_synced(sync_flags.all(), ready, stop.clone());
+    let triggers = Triggers {
+        seed: seed_rx,
+        registration: registration_rx,
+        deployment: deployment_rx,
+        profile: profile_rx,
+        sb: sb_rx,
+        cb: cb_rx,
+        quota: quota_rx,
+        secret: secret_rx,
+        wi: wi_rx,
+        ncp: ncp_rx,
+        exposure: exposure_rx,
+    };
     futures::join!(
         feed_shoots,
         feed_bindings,
@@ -320,75 +241,233 @@ pub async fn run(common: impl Fn(&'static str) -> Common, concurrency: u16, stop
         feed_ncps,
         feed_installations,
         feed_registrations,
-        controller::<Seed>(&client, &ctx, seed_controller_synced, seed_rx, concurrency, stop.clone()),
-        controller::<ControllerRegistration>(
-            &client,
-            &ctx,
-            controller_registration_controller_synced,
-            registration_rx,
-            concurrency,
-            stop.clone()
-        ),
-        controller::<ControllerDeployment>(
-            &client,
-            &ctx,
-            controller_deployment_controller_synced,
-            deployment_rx,
-            concurrency,
-            stop.clone()
-        ),
-        controller::<CloudProfile>(
-            &client,
-            &ctx,
-            cloud_profile_controller_synced,
-            profile_rx,
-            concurrency,
-            stop.clone()
-        ),
-        controller::<SecretBinding>(&client, &ctx, secret_binding_controller_synced, sb_rx, concurrency, stop.clone()),
-        controller::<CredentialsBinding>(
-            &client,
-            &ctx,
-            credentials_binding_controller_synced,
-            cb_rx,
-            concurrency,
-            stop.clone()
-        ),
-        controller::<Quota>(&client, &ctx, quota_controller_synced, quota_rx, concurrency, stop.clone()),
-        controller::<PartialObjectMeta<Secret>>(
-            &client,
-            &ctx,
-            secret_controller_synced,
-            secret_rx,
-            concurrency,
-            stop.clone()
-        ),
-        controller::<WorkloadIdentity>(
-            &client,
-            &ctx,
-            workload_identity_controller_synced,
-            wi_rx,
-            concurrency,
-            stop.clone()
-        ),
-        controller::<NamespacedCloudProfile>(
-            &client,
-            &ctx,
-            namespaced_cloud_profile_controller_synced,
-            ncp_rx,
-            concurrency,
-            stop.clone()
-        ),
-        controller::<ExposureClass>(
-            &client,
-            &ctx,
-            exposure_class_controller_synced,
-            exposure_rx,
-            concurrency,
-            stop.clone()
-        ),
+        controllers(&client, &ctx, synced, triggers, concurrency, stop),
         sync,
     );
+}
+
+/// Every kind the controllers watch: they start only once all are served.
+fn watched_resources() -> [kube::api::ApiResource; 12] {
+    [
+        kube::api::ApiResource::erase::<CloudProfile>(&()),
+        kube::api::ApiResource::erase::<SecretBinding>(&()),
+        kube::api::ApiResource::erase::<CredentialsBinding>(&()),
+        kube::api::ApiResource::erase::<Quota>(&()),
+        kube::api::ApiResource::erase::<Shoot>(&()),
+        kube::api::ApiResource::erase::<Seed>(&()),
+        kube::api::ApiResource::erase::<ControllerRegistration>(&()),
+        kube::api::ApiResource::erase::<ControllerDeployment>(&()),
+        kube::api::ApiResource::erase::<ControllerInstallation>(&()),
+        kube::api::ApiResource::erase::<WorkloadIdentity>(&()),
+        kube::api::ApiResource::erase::<NamespacedCloudProfile>(&()),
+        kube::api::ApiResource::erase::<ExposureClass>(&()),
+    ]
+}
+
+/// The caches the controllers share (besides each controller's own).
+struct SharedStores {
+    shoots: Store<DeserializeGuard<Shoot>>,
+    bindings: Store<SecretBinding>,
+    credentials_bindings: Store<CredentialsBinding>,
+    namespaced_cloud_profiles: Store<NamespacedCloudProfile>,
+    registrations: Store<ControllerRegistration>,
+    installations: Store<ControllerInstallation>,
+}
+
+impl Context {
+    /// The context from the controllers' shared parts, in the order of [`CONTROLLERS`].
+    fn new(commons: [Common; 11], stores: SharedStores) -> Self {
+        let [
+            cloud_profile,
+            secret_binding,
+            credentials_binding,
+            quota,
+            secret,
+            seed,
+            registration,
+            deployment,
+            workload_identity,
+            namespaced_cloud_profile,
+            exposure_class,
+        ] = commons;
+        let SharedStores {
+            shoots,
+            bindings,
+            credentials_bindings,
+            namespaced_cloud_profiles,
+            registrations,
+            installations,
+        } = stores;
+        Self {
+            cloud_profile,
+            secret_binding,
+            credentials_binding,
+            quota,
+            secret,
+            seed,
+            registration,
+            deployment,
+            workload_identity,
+            namespaced_cloud_profile,
+            exposure_class,
+            shoots,
+            bindings,
+            credentials_bindings,
+            namespaced_cloud_profiles,
+            registrations,
+            installations,
+        }
+    }
+}
+
+/// Where a SecretBinding or CredentialsBinding event re-queues its credentials (Secret or
+/// WorkloadIdentity) and Quotas.
+struct BindingUsers {
+    secret: mpsc::UnboundedSender<ObjectRef<PartialObjectMeta<Secret>>>,
+    wi: mpsc::UnboundedSender<ObjectRef<WorkloadIdentity>>,
+    quota: mpsc::UnboundedSender<ObjectRef<Quota>>,
+}
+
+impl BindingUsers {
+    fn requeue(&self, refs: decide::BindingRefs) {
+        let (kind, ns, name) = refs.credentials;
+        match kind {
+            decide::CredentialsKind::Secret => {
+                let _ = self.secret.unbounded_send(ObjectRef::new(&name).within(&ns));
+            }
+            decide::CredentialsKind::WorkloadIdentity => {
+                let _ = self.wi.unbounded_send(ObjectRef::new(&name).within(&ns));
+            }
+            decide::CredentialsKind::Other => {}
+        }
+        for (ns, name) in refs.quotas {
+            let _ = self.quota.unbounded_send(ObjectRef::new(&name).within(&ns));
+        }
+    }
+}
+
+/// Where a Shoot event re-queues the objects the Shoot uses.
+struct ShootUsers {
+    profile: mpsc::UnboundedSender<ObjectRef<CloudProfile>>,
+    ncp: mpsc::UnboundedSender<ObjectRef<NamespacedCloudProfile>>,
+    exposure: mpsc::UnboundedSender<ObjectRef<ExposureClass>>,
+    sb: mpsc::UnboundedSender<ObjectRef<SecretBinding>>,
+    cb: mpsc::UnboundedSender<ObjectRef<CredentialsBinding>>,
+    seed: mpsc::UnboundedSender<ObjectRef<Seed>>,
+}
+
+impl ShootUsers {
+    /// Re-queues the profile, ExposureClass, bindings and Seeds `shoot` names (a closed queue
+    /// means its controller stopped: nothing to do).
+    fn requeue(&self, shoot: &Shoot) {
+        match decide::profile_of(shoot) {
+            Some(ProfileRef::Cluster(name)) => {
+                let _ = self.profile.unbounded_send(ObjectRef::new(name));
+            }
+            Some(ProfileRef::Namespaced { namespace, name }) => {
+                let _ = self.ncp.unbounded_send(ObjectRef::new(name).within(namespace));
+            }
+            None => {}
+        }
+        if let Some(class) = &shoot.spec.exposure_class_name {
+            let _ = self.exposure.unbounded_send(ObjectRef::new(class));
+        }
+        if let (Some(binding), Some(ns)) = (&shoot.spec.secret_binding_name, shoot.namespace()) {
+            let _ = self.sb.unbounded_send(ObjectRef::new(binding).within(&ns));
+        }
+        if let (Some(binding), Some(ns)) = (&shoot.spec.credentials_binding_name, shoot.namespace()) {
+            let _ = self.cb.unbounded_send(ObjectRef::new(binding).within(&ns));
+        }
+        let on = shoot.spec.seed_name.iter().chain(shoot.status.as_ref().and_then(|s| s.seed_name.as_ref()));
+        for seed in on {
+            let _ = self.seed.unbounded_send(ObjectRef::new(seed));
+        }
+    }
+}
+
+/// The readiness flag of each controller's own cache, named for the readiness report.
+struct ControllerFlags {
+    seed: Arc<AtomicBool>,
+    registration: Arc<AtomicBool>,
+    deployment: Arc<AtomicBool>,
+    profile: Arc<AtomicBool>,
+    sb: Arc<AtomicBool>,
+    cb: Arc<AtomicBool>,
+    quota: Arc<AtomicBool>,
+    secret: Arc<AtomicBool>,
+    wi: Arc<AtomicBool>,
+    ncp: Arc<AtomicBool>,
+    exposure: Arc<AtomicBool>,
+}
+
+impl ControllerFlags {
+    fn new(flags: &mut ::runtime::cache::SyncFlags) -> Self {
+        Self {
+            seed: flags.flag("seed controller"),
+            registration: flags.flag("controller registration controller"),
+            deployment: flags.flag("controller deployment controller"),
+            profile: flags.flag("cloud profile controller"),
+            sb: flags.flag("secret binding controller"),
+            cb: flags.flag("credentials binding controller"),
+            quota: flags.flag("quota controller"),
+            secret: flags.flag("secret controller"),
+            wi: flags.flag("workload identity controller"),
+            ncp: flags.flag("namespaced cloud profile controller"),
+            exposure: flags.flag("exposure class controller"),
+        }
+    }
+}
+
+/// The re-queue channels' receiving ends, one per controller.
+struct Triggers {
+    seed: mpsc::UnboundedReceiver<ObjectRef<Seed>>,
+    registration: mpsc::UnboundedReceiver<ObjectRef<ControllerRegistration>>,
+    deployment: mpsc::UnboundedReceiver<ObjectRef<ControllerDeployment>>,
+    profile: mpsc::UnboundedReceiver<ObjectRef<CloudProfile>>,
+    sb: mpsc::UnboundedReceiver<ObjectRef<SecretBinding>>,
+    cb: mpsc::UnboundedReceiver<ObjectRef<CredentialsBinding>>,
+    quota: mpsc::UnboundedReceiver<ObjectRef<Quota>>,
+    secret: mpsc::UnboundedReceiver<ObjectRef<PartialObjectMeta<Secret>>>,
+    wi: mpsc::UnboundedReceiver<ObjectRef<WorkloadIdentity>>,
+    ncp: mpsc::UnboundedReceiver<ObjectRef<NamespacedCloudProfile>>,
+    exposure: mpsc::UnboundedReceiver<ObjectRef<ExposureClass>>,
+}
+
+/// Runs the eleven controllers until `stop`.
+async fn controllers(
+    client: &kube::Client,
+    ctx: &Arc<Context>,
+    synced: ControllerFlags,
+    triggers: Triggers,
+    concurrency: u16,
+    stop: Stop,
+) {
+    let (c, s) = (concurrency, stop);
+    futures::join!(
+        controller::<Seed>(client, ctx, synced.seed, triggers.seed, c, s.clone()),
+        controller::<ControllerRegistration>(client, ctx, synced.registration, triggers.registration, c, s.clone()),
+        controller::<ControllerDeployment>(client, ctx, synced.deployment, triggers.deployment, c, s.clone()),
+        controller::<CloudProfile>(client, ctx, synced.profile, triggers.profile, c, s.clone()),
+        controller::<SecretBinding>(client, ctx, synced.sb, triggers.sb, c, s.clone()),
+        controller::<CredentialsBinding>(client, ctx, synced.cb, triggers.cb, c, s.clone()),
+        controller::<Quota>(client, ctx, synced.quota, triggers.quota, c, s.clone()),
+        controller::<PartialObjectMeta<Secret>>(client, ctx, synced.secret, triggers.secret, c, s.clone()),
+        controller::<WorkloadIdentity>(client, ctx, synced.wi, triggers.wi, c, s.clone()),
+        controller::<NamespacedCloudProfile>(client, ctx, synced.ncp, triggers.ncp, c, s.clone()),
+        controller::<ExposureClass>(client, ctx, synced.exposure, triggers.exposure, c, s),
+    );
+}
+
+/// A cache of every `K`, ready (its flag named `name`) once listed, and its events.
+fn watch_all<K>(
+    client: &kube::Client,
+    flags: &mut ::runtime::cache::SyncFlags,
+    name: &'static str,
+) -> (Store<K>, impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    runtime::reflect(Api::<K>::all(client.clone()), watcher::Config::default(), flags.flag(name))
 }
 
 /// The objects an event is about (a failed watch yields none; the watcher retries).
