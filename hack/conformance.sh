@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the upstream Kubernetes conformance suite (the `[Conformance]` tests of 1.20.2, the shoots'
 # version) against a shoot of the local garden; docs/conformance.md.
-#   hack/conformance.sh [--focus REGEX] [--shoot NAME] [--keep]
+#   hack/conformance.sh [--focus REGEX | --ci] [--shoot NAME] [--keep]
 #     --focus REGEX  run only the conformance tests matching REGEX (Go regexp on the full name)
+#     --ci           run only the CI subset (CI_SUBSET below: Services, DNS, networking, pods)
 #     --shoot NAME   use the existing shoot NAME of project `local` (never deleted)
 #     --keep         keep the shoot this script created
 # It builds what is missing (e2e.test and ginkgo from Debian bookworm's `kubernetes` source
@@ -14,15 +15,17 @@
 # must be up (`make local-up`); $LOCAL_CLUSTER_STATE names its state directory (default .local).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage="usage: hack/conformance.sh [--focus REGEX] [--shoot NAME] [--keep]"
+usage="usage: hack/conformance.sh [--focus REGEX | --ci] [--shoot NAME] [--keep]"
 FOCUS='\[Conformance\]'
 SHOOT=""
 KEEP=false
+CI=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --focus) FOCUS="${2:?$usage}"; shift 2 ;;
     --shoot) SHOOT="${2:?$usage}"; shift 2 ;;
     --keep) KEEP=true; shift ;;
+    --ci) CI=true; shift ;;
     -h | --help) echo "$usage"; exit 0 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -38,6 +41,25 @@ die() { log "error: $*"; exit 1; }
 # Tests that cannot run here at all, by exact name, with the reason (docs/conformance.md,
 # "Skipped"). Never a pattern: every other conformance test runs.
 SKIPS=(
+)
+
+# The CI subset, by exact name: fast conformance tests of Services, DNS, networking and pods,
+# chosen by measured time (docs/conformance.md, "A subset for CI").
+CI_SUBSET=(
+  "[sig-network] Services should serve a basic endpoint from pods  [Conformance]"
+  "[sig-network] Services should serve multiport endpoints from pods  [Conformance]"
+  "[sig-network] Services should be able to change the type from ExternalName to ClusterIP [Conformance]"
+  "[sig-network] Services should be able to change the type from ExternalName to NodePort [Conformance]"
+  "[sig-network] Services should be able to change the type from ClusterIP to ExternalName [Conformance]"
+  "[sig-network] Services should find a service from listing all namespaces [Conformance]"
+  "[sig-network] Services should test the lifecycle of an Endpoint [Conformance]"
+  "[sig-network] Services should provide secure master service  [Conformance]"
+  "[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: http [NodeConformance] [Conformance]"
+  "[sig-network] Networking Granular Checks: Pods should function for node-pod communication: http [LinuxOnly] [NodeConformance] [Conformance]"
+  "[sig-network] Networking Granular Checks: Pods should function for node-pod communication: udp [LinuxOnly] [NodeConformance] [Conformance]"
+  "[k8s.io] Pods should be updated [NodeConformance] [Conformance]"
+  "[sig-network] DNS should provide DNS for the cluster  [Conformance]"
+  "[sig-network] DNS should provide DNS for services  [Conformance]"
 )
 
 # --- the local garden --------------------------------------------------------------------------
@@ -143,6 +165,10 @@ s get nodes -o wide >"$results/nodes.txt"
 # --- the suite ---------------------------------------------------------------------------------
 # Go regexp of exact names: metacharacters escaped.
 exact() { printf '%s' "$1" | sed 's/[][\\.+*?(){}|^$]/\\&/g'; }
+if [ "$CI" = true ]; then
+  FOCUS=""
+  for name in "${CI_SUBSET[@]}"; do FOCUS="${FOCUS:+$FOCUS|}$(exact "$name")"; done
+fi
 skip=""
 for entry in "${SKIPS[@]}"; do
   skip="${skip:+$skip|}$(exact "${entry%%|*}")"
