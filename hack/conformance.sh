@@ -159,6 +159,12 @@ EXPIRATION_SECONDS=86400 KUBECTL="$KUBECTL" KUBECONFIG_FILE="$STATE/kubeconfig" 
   hack/shoot-kubeconfig.sh "$PROJECT" "$SHOOT" >"$work/kubeconfig"
 s() { "$KUBECTL" --kubeconfig "$work/kubeconfig" "$@"; }
 log "waiting for the shoot's nodes to be ready"
+want=1; [ "$created" = false ] || want=2
+for i in $(seq 1 600); do
+  [ "$(s get nodes -o name 2>/dev/null | wc -l)" -ge "$want" ] && break
+  [ "$i" -lt 600 ] || die "shoot $SHOOT has fewer than $want nodes after 10 minutes"
+  sleep 1
+done
 s wait --for=condition=Ready node --all --timeout=600s >/dev/null
 s get nodes -o wide >"$results/nodes.txt"
 
