@@ -132,6 +132,30 @@ struct Expiry {
 }
 
 impl Expiry {
+    /// An override (of a Kubernetes or machine image version) must set its expiration date, and
+    /// a date in the past only where [`Self::refused`] allows it.
+    fn check_override(
+        &self,
+        old_versions: &[&ExpirableVersion],
+        v: &ExpirableVersion,
+        vp: &Path,
+    ) -> Option<FieldError> {
+        if v.expiration_date.is_none() {
+            Some(FieldError::required(
+                vp.child("expirationDate"),
+                format!("an override of version {:?} must set its expiration date", v.version),
+            ))
+        } else if self.refused(old_versions, v) {
+            Some(FieldError::invalid(
+                vp.child("expirationDate"),
+                &v.version,
+                format!("expiration date for version {:?} is in the past", v.version),
+            ))
+        } else {
+            None
+        }
+    }
+
     fn refused(&self, old_versions: &[&ExpirableVersion], v: &ExpirableVersion) -> bool {
         let past = v.expiration_date.as_ref().is_some_and(|d| d.0 < self.now);
         let kept = old_versions.iter().any(|o| o.version == v.version && o.expiration_date == v.expiration_date);
@@ -160,17 +184,8 @@ fn kubernetes_overrides(
                 &v.version,
                 "does not exist in the parent CloudProfile and thus cannot be overridden",
             ));
-        } else if v.expiration_date.is_none() {
-            errs.push(FieldError::required(
-                vp.child("expirationDate"),
-                format!("an override of version {:?} must set its expiration date", v.version),
-            ));
-        } else if expiry.refused(old_versions, v) {
-            errs.push(FieldError::invalid(
-                vp.child("expirationDate"),
-                &v.version,
-                format!("expiration date for version {:?} is in the past", v.version),
-            ));
+        } else if let Some(err) = expiry.check_override(old_versions, v, &vp) {
+            errs.push(err);
         }
     }
     errs
@@ -242,17 +257,8 @@ fn image_override(
                 ));
         }
     }
-    if e.expiration_date.is_none() {
-        errs.push(FieldError::required(
-            vp.child("expirationDate"),
-            format!("an override of version {:?} must set its expiration date", e.version),
-        ));
-    } else if expiry.refused(old_versions, e) {
-        errs.push(FieldError::invalid(
-            vp.child("expirationDate"),
-            &e.version,
-            format!("expiration date for version {:?} is in the past", e.version),
-        ));
+    if let Some(err) = expiry.check_override(old_versions, e, vp) {
+        errs.push(err);
     }
     errs
 }
