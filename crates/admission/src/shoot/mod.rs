@@ -1,8 +1,11 @@
 //! Shoot admission: defaulting ([`defaults`]) and validation on create, update and delete. The
+//! fate of every spec field is one table ([`contract`]): honoured, or refused with the reason. The
 //! rules are split by what they need: the shoot alone ([`spec`]), its profile reference
 //! ([`mod@reference`]), its CloudProfile ([`offered`]), the previous object and the requester
 //! ([`update`]).
 
+pub mod components;
+pub mod contract;
 pub mod defaults;
 pub mod offered;
 pub mod operation;
@@ -85,6 +88,8 @@ fn exposure_class(shoot: &Shoot, ctx: ShootContext<'_>) -> Option<FieldError> {
 /// Every rule for a new shoot.
 pub fn validate_create(shoot: &Shoot, ctx: ShootContext<'_>) -> ErrorList {
     let mut errs = spec::validate(shoot);
+    errs.extend(components::validate(shoot));
+    errs.extend(contract::validate(shoot, None));
     errs.extend(against_profile(shoot, None, ctx));
     errs.0.extend(exposure_class(shoot, ctx));
     errs.extend(update::validate_seed_name(shoot, None, ctx.user, ctx.seed_assigners));
@@ -94,6 +99,9 @@ pub fn validate_create(shoot: &Shoot, ctx: ShootContext<'_>) -> ErrorList {
 /// Every rule for an update from `old` to `new`.
 pub fn validate_update(new: &Shoot, old: &Shoot, ctx: ShootContext<'_>) -> ErrorList {
     let mut errs = spec::validate(new);
+    errs.extend(components::validate(new));
+    errs.extend(components::validate_update(new, old));
+    errs.extend(contract::validate(new, Some(old)));
     errs.extend(update::validate_immutable(new, old));
     errs.extend(reference::validate_change(&new.spec, &old.spec, ctx.profile_roots.0, ctx.profile_roots.1));
     errs.extend(against_profile(new, Some(old), ctx));
