@@ -46,8 +46,11 @@ async fn main() {
     }
     let default = if has("--bench") { 10_000 } else { 100 };
     let n: usize = args.iter().skip(1).find_map(|a| a.parse().ok()).unwrap_or(default);
-    let lookup =
-        StaticLookup { cloud_profiles: vec![Arc::new(admission::fixtures::cloud_profile())], ..Default::default() };
+    let lookup = StaticLookup {
+        cloud_profiles: vec![Arc::new(admission::fixtures::cloud_profile())],
+        controller_registrations: admission::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
+        ..Default::default()
+    };
     let adm = Arc::new(Admission::new(Arc::new(lookup), RulesConfig::default()));
     let issued =
         certs::issue(&["127.0.0.1".into()], time::OffsetDateTime::now_utc(), Duration::from_secs(3600)).unwrap();

@@ -1,13 +1,15 @@
-//! Valid example objects: a `local` CloudProfile and a Shoot that passes every rule against it.
+//! Valid example objects: a `local` CloudProfile, the ControllerRegistrations serving the
+//! extension types the example objects name, and a Shoot that passes every rule against them.
 //! The unit tests, the integration tests and the fuzz benchmark mutate these.
 
 use api::core::cloudprofile::{
     AvailabilityZone, CloudProfileSpec, ExpirableVersion, KubernetesSettings, MachineImage, MachineImageVersion,
     MachineType, Region, VersionClassification, VolumeType,
 };
+use api::core::controller::ControllerResource;
 use api::core::shoot::provider::Machine;
 use api::core::shoot::{Networking, Provider, Worker};
-use api::core::{CloudProfile, Shoot, ShootSpec};
+use api::core::{CloudProfile, ControllerRegistration, ControllerRegistrationSpec, Shoot, ShootSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -72,6 +74,38 @@ pub fn cloud_profile_spec() -> CloudProfileSpec {
 /// The `local` CloudProfile object.
 pub fn cloud_profile() -> CloudProfile {
     CloudProfile::new("local", cloud_profile_spec())
+}
+
+/// The ControllerRegistrations of the example garden: `provider-local` (every provider kind of
+/// type `local`: Infrastructure, ControlPlane, Worker, Network, OperatingSystemConfig, DNSRecord,
+/// BackupBucket, BackupEntry) and `networking-calico` (Network `calico`, the example shoot's).
+pub fn controller_registrations() -> Vec<ControllerRegistration> {
+    let resources = |kinds: &[&str], type_: &str| -> Vec<ControllerResource> {
+        kinds
+            .iter()
+            .map(|k| ControllerResource { kind: (*k).into(), type_: type_.into(), ..Default::default() })
+            .collect()
+    };
+    let local = [
+        "Infrastructure",
+        "ControlPlane",
+        "Worker",
+        "Network",
+        "OperatingSystemConfig",
+        "DNSRecord",
+        "BackupBucket",
+        "BackupEntry",
+    ];
+    vec![
+        ControllerRegistration::new(
+            "provider-local",
+            ControllerRegistrationSpec { resources: resources(&local, "local"), ..Default::default() },
+        ),
+        ControllerRegistration::new(
+            "networking-calico",
+            ControllerRegistrationSpec { resources: resources(&["Network"], "calico"), ..Default::default() },
+        ),
+    ]
 }
 
 /// A valid shoot `demo` in `garden-dev` with one worker pool, before defaulting.

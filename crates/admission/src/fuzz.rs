@@ -214,8 +214,11 @@ mod tests {
 
     #[test]
     fn the_corpus_is_admitted_unchanged_apart_from_defaults() {
-        let lookup =
-            StaticLookup { cloud_profiles: vec![Arc::new(crate::fixtures::cloud_profile())], ..Default::default() };
+        let lookup = StaticLookup {
+            cloud_profiles: vec![Arc::new(crate::fixtures::cloud_profile())],
+            controller_registrations: crate::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
+            ..Default::default()
+        };
         let adm = Admission::new(Arc::new(lookup), RulesConfig::default()).with_clock(crate::fixtures::now);
         for (resource, v) in corpus() {
             let refusals = check(&adm, resource, &v, &v).unwrap();

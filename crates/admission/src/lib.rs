@@ -3,8 +3,8 @@
 //! the related objects passed in as values ([`shoot`], [`seed`], [`project`], [`cloudprofile`],
 //! [`namespacedcloudprofile`], [`bastion`], [`managedseed`], [`managedseedset`], [`secretbinding`],
 //! [`credentialsbinding`], [`workloadidentity`], [`exposureclass`], [`internalsecret`],
-//! [`adminkubeconfigrequest`]); every refusal is a list of field errors
-//! ([`field`]). [`review`] decodes AdmissionReviews, looks the related objects up
+//! [`adminkubeconfigrequest`], and for Shoots and Seeds [`extensions`]); every refusal is a list
+//! of field errors ([`field`]). [`review`] decodes AdmissionReviews, looks the related objects up
 //! ([`review::lookup`], a Shoot's profile reference by [`review::profiles`]) and applies the
 //! rules; the webhook server ([`server`]) serves it over HTTPS with watch-fed caches behind the
 //! lookup. [`common`], [`identity`] and [`conversion`] hold what several rules share.
@@ -29,6 +29,7 @@ pub mod bastion;
 pub mod cloudprofile;
 pub mod credentialsbinding;
 pub mod exposureclass;
+pub mod extensions;
 pub mod internalsecret;
 pub mod managedseed;
 pub mod managedseedset;

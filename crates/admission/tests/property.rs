@@ -18,6 +18,7 @@ fn admission() -> Admission {
     let lookup = StaticLookup {
         cloud_profiles: vec![Arc::new(admission::fixtures::cloud_profile())],
         shoots: vec![Arc::new(shoot)],
+        controller_registrations: admission::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
         ..Default::default()
     };
     Admission::new(Arc::new(lookup), RulesConfig::default()).with_clock(admission::fixtures::now)

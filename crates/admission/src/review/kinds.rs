@@ -7,8 +7,8 @@ use crate::field::{ErrorList, FieldError, Path};
 use crate::shoot::reference;
 use crate::shoot::{self, DefaultingContext, ShootContext};
 use crate::{
-    adminkubeconfigrequest, bastion, cloudprofile, credentialsbinding, exposureclass, internalsecret, managedseed,
-    managedseedset, namespacedcloudprofile, project, secretbinding, seed, workloadidentity,
+    adminkubeconfigrequest, bastion, cloudprofile, credentialsbinding, exposureclass, extensions, internalsecret,
+    managedseed, managedseedset, namespacedcloudprofile, project, secretbinding, seed, workloadidentity,
 };
 use api::authentication::AdminKubeconfigRequest;
 use api::core::{
@@ -57,7 +57,11 @@ pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &
             let shoot = adm.lookup().shoot(ns, &r.spec.shoot_ref.name);
             adminkubeconfigrequest::validate(r, old, &req.user, shoot.as_deref())
         }),
-        (Endpoint::Validate, "seeds") => validate_with(req, |s: &Seed, old| seed::validate(s, old)),
+        (Endpoint::Validate, "seeds") => validate_with(req, |s: &Seed, old| {
+            let mut errs = seed::validate(s, old);
+            errs.extend(extensions::validate_seed(&s.spec, old.map(|o| &o.spec), &registered(adm)));
+            errs
+        }),
         (Endpoint::Validate, "projects") => {
             validate_with(req, |p: &Project, old| project::validate(p, old, &adm.lookup().projects()))
         }
@@ -241,7 +245,14 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
     if let Some(spec) = spec {
         errs.extend(quotas::check(lookup, &new, old.as_ref(), spec));
     }
+    errs.extend(extensions::validate_shoot(&new.spec, old.as_ref().map(|o| &o.spec), &registered(adm)));
     check(errs)
+}
+
+/// What the garden's ControllerRegistrations serve.
+fn registered(adm: &Admission) -> extensions::Registered {
+    let registrations = adm.lookup().controller_registrations();
+    extensions::Registered::new(registrations.iter().map(|r| r.as_ref()))
 }
 
 /// Runs `rules` on create and update (with the old object on update).

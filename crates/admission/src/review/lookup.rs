@@ -1,7 +1,10 @@
 //! The related objects the rules need, looked up without an API round trip: the server backs
 //! this with watch-fed caches ([`crate::server::caches`]); tests back it with plain vectors.
 
-use api::core::{CloudProfile, ExposureClass, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
+use api::core::{
+    CloudProfile, ControllerRegistration, ExposureClass, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed,
+    Shoot,
+};
 use api::security::CredentialsBinding;
 use api::seedmanagement::ManagedSeed;
 use kube::ResourceExt;
@@ -21,6 +24,9 @@ pub trait Lookup: Send + Sync {
     fn exposure_class(&self, name: &str) -> Option<Arc<ExposureClass>>;
     /// Every ManagedSeed (a shoot registered as a seed must not be deleted under it).
     fn managed_seeds(&self) -> Vec<Arc<ManagedSeed>>;
+    /// Every ControllerRegistration (the extension types a Shoot or Seed may name,
+    /// [`crate::extensions`]).
+    fn controller_registrations(&self) -> Vec<Arc<ControllerRegistration>>;
 }
 
 /// A [`Lookup`] over fixed lists (tests, benchmarks).
@@ -36,6 +42,7 @@ pub struct StaticLookup {
     pub quotas: Vec<Arc<Quota>>,
     pub exposure_classes: Vec<Arc<ExposureClass>>,
     pub managed_seeds: Vec<Arc<ManagedSeed>>,
+    pub controller_registrations: Vec<Arc<ControllerRegistration>>,
 }
 
 /// The object named `namespace/name` in `list`.
@@ -91,5 +98,9 @@ impl Lookup for StaticLookup {
 
     fn managed_seeds(&self) -> Vec<Arc<ManagedSeed>> {
         self.managed_seeds.clone()
+    }
+
+    fn controller_registrations(&self) -> Vec<Arc<ControllerRegistration>> {
+        self.controller_registrations.clone()
     }
 }

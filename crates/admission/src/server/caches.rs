@@ -1,10 +1,13 @@
 //! Watch-fed caches of the objects the rules look up (CloudProfiles, NamespacedCloudProfiles,
 //! Seeds, Shoots, Projects, SecretBindings, CredentialsBindings, Quotas, ExposureClasses,
-//! ManagedSeeds),
+//! ManagedSeeds, ControllerRegistrations),
 //! so that answering a request needs no API round trip.
 
 use crate::review::Lookup;
-use api::core::{CloudProfile, ExposureClass, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed, Shoot};
+use api::core::{
+    CloudProfile, ControllerRegistration, ExposureClass, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed,
+    Shoot,
+};
 use api::security::CredentialsBinding;
 use api::seedmanagement::ManagedSeed;
 use futures::StreamExt;
@@ -30,6 +33,7 @@ pub struct Caches {
     quotas: Store<Quota>,
     exposure_classes: Store<ExposureClass>,
     managed_seeds: Store<ManagedSeed>,
+    controller_registrations: Store<ControllerRegistration>,
 }
 
 impl Debug for Caches {
@@ -73,7 +77,8 @@ impl Caches {
             credentials_bindings: cache(Api::all(client.clone()), stop.clone()),
             quotas: cache(Api::all(client.clone()), stop.clone()),
             exposure_classes: cache(Api::all(client.clone()), stop.clone()),
-            managed_seeds: cache(Api::all(client.clone()), stop),
+            managed_seeds: cache(Api::all(client.clone()), stop.clone()),
+            controller_registrations: cache(Api::all(client.clone()), stop),
         }
     }
 
@@ -89,7 +94,8 @@ impl Caches {
             self.credentials_bindings.wait_until_ready(),
             self.quotas.wait_until_ready(),
             self.exposure_classes.wait_until_ready(),
-            self.managed_seeds.wait_until_ready()
+            self.managed_seeds.wait_until_ready(),
+            self.controller_registrations.wait_until_ready()
         );
     }
 }
@@ -137,5 +143,9 @@ impl Lookup for Caches {
 
     fn managed_seeds(&self) -> Vec<Arc<ManagedSeed>> {
         self.managed_seeds.state()
+    }
+
+    fn controller_registrations(&self) -> Vec<Arc<ControllerRegistration>> {
+        self.controller_registrations.state()
     }
 }

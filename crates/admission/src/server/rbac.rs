@@ -29,6 +29,8 @@ pub fn rules() -> Vec<PolicyRule> {
                 "secretbindings",
                 "quotas",
                 "exposureclasses",
+                // The extension types a Shoot or Seed may name (crate::extensions).
+                "controllerregistrations",
             ],
             &["list", "watch"],
         ),

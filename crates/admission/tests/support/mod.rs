@@ -1,12 +1,12 @@
 //! Shared pieces of the real-apiserver tests: a control plane with the CRDs, the project
-//! namespace and the `local` CloudProfile; the webhook server running in-process on
+//! namespace, the `local` CloudProfile and the example ControllerRegistrations; the webhook server running in-process on
 //! 127.0.0.1 with its own certificate and registered webhook configurations; clients that
 //! impersonate other users; and a bounded polling helper.
 
 #![allow(dead_code)]
 
 use admission::server::{self, ClientTarget, Metrics, ServerConfig};
-use api::core::CloudProfile;
+use api::core::{CloudProfile, ControllerRegistration};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -24,7 +24,8 @@ pub const NS: &str = "garden-dev";
 pub const SERVER_NS: &str = "garden";
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A fresh control plane with every CRD, the project namespace and the `local` CloudProfile.
+/// A fresh control plane with every CRD, the project namespace, the `local` CloudProfile and the
+/// ControllerRegistrations of the example objects' extension types.
 pub async fn garden() -> (TestEnv, Client) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("admission=info"));
@@ -41,6 +42,10 @@ pub async fn garden() -> (TestEnv, Client) {
         .create(&PostParams::default(), &admission::fixtures::cloud_profile())
         .await
         .unwrap();
+    // The extension types the example objects name are served (crate `admission::extensions`).
+    for registration in admission::fixtures::controller_registrations() {
+        Api::<ControllerRegistration>::all(client.clone()).create(&PostParams::default(), &registration).await.unwrap();
+    }
     (env, client)
 }
 
