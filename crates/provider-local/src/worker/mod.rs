@@ -166,7 +166,9 @@ impl LocalWorker {
         if waiting == 0 && !hibernated {
             // Running machines count once their Nodes are Ready, as Gardener's machine
             // controller counts them.
-            waiting += nodes::sync(&self.client, &machines.technical_id, &now.live()).await.unwrap_or(0) as u32;
+            waiting += nodes::sync(&self.client, &machines.technical_id, &now.live(), &worker.spec.pools)
+                .await
+                .unwrap_or(0) as u32;
         }
         // Machines still shutting down are followed until they are gone.
         waiting += now.terminating_count() as u32;
