@@ -4,6 +4,7 @@
 //! ([`mod@reference`]), its CloudProfile ([`offered`]), the previous object and the requester
 //! ([`update`]).
 
+pub mod apiserver;
 pub mod components;
 pub mod contract;
 pub mod defaults;
@@ -89,6 +90,7 @@ fn exposure_class(shoot: &Shoot, ctx: ShootContext<'_>) -> Option<FieldError> {
 pub fn validate_create(shoot: &Shoot, ctx: ShootContext<'_>) -> ErrorList {
     let mut errs = spec::validate(shoot);
     errs.extend(components::validate(shoot));
+    errs.extend(apiserver::validate(shoot));
     errs.extend(contract::validate(shoot, None));
     errs.extend(against_profile(shoot, None, ctx));
     errs.0.extend(exposure_class(shoot, ctx));
@@ -101,6 +103,8 @@ pub fn validate_update(new: &Shoot, old: &Shoot, ctx: ShootContext<'_>) -> Error
     let mut errs = spec::validate(new);
     errs.extend(components::validate(new));
     errs.extend(components::validate_update(new, old));
+    errs.extend(apiserver::validate(new));
+    errs.extend(apiserver::validate_update(new, old));
     errs.extend(contract::validate(new, Some(old)));
     errs.extend(update::validate_immutable(new, old));
     errs.extend(reference::validate_change(&new.spec, &old.spec, ctx.profile_roots.0, ctx.profile_roots.1));
