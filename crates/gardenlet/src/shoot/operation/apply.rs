@@ -1,5 +1,8 @@
 //! The I/O helpers flow tasks share: applying objects, waiting for workloads, deploying
-//! extension objects only when something changed.
+//! extension objects only when something changed. A wait for an extension object that no
+//! installed controller serves ends early with an error saying so ([`served`]).
+
+pub mod served;
 
 use crate::flow::TaskError;
 use crate::shoot::operation::context::OperationContext;
@@ -182,7 +185,7 @@ where
                     .unwrap_or_default()
             }
         };
-        return ctx.deployer.restore_and_wait(desired, state, resources).await.map_err(deploy_err);
+        return unless_unserved(ctx, desired, ctx.deployer.restore_and_wait(desired, state, resources)).await;
     }
     let api: Api<K> = K::api(ctx.seed.clone(), desired.meta().namespace.as_deref());
     if !ctx.force_redeploy {
@@ -195,7 +198,72 @@ where
             }
         }
     }
-    ctx.deployer.deploy_and_wait(desired).await.map_err(deploy_err)
+    unless_unserved(ctx, desired, ctx.deployer.deploy_and_wait(desired)).await
+}
+
+/// Runs `wait` for the extension object `desired`, but ends it early when the object was not
+/// picked up after [`served::UNSERVED_AFTER`] and no controller for its kind and type is installed
+/// on this seed ([`served::serving`]): the error names the kind, the type and the seed and
+/// carries the configuration-problem code. One check, not a polling loop: a served or picked-up
+/// object is left to `wait` and its timeout.
+async fn unless_unserved<K>(
+    ctx: &OperationContext,
+    desired: &K,
+    wait: impl Future<Output = Result<K, DeployError>>,
+) -> Result<K, TaskError>
+where
+    K: ExtensionResource,
+{
+    let watchdog = async {
+        tokio::time::sleep(served::UNSERVED_AFTER).await;
+        match unserved(ctx, desired).await {
+            Some(e) => e,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        waited = wait => waited.map_err(deploy_err),
+        e = watchdog => Err(e),
+    }
+}
+
+/// The error for `desired` when it is not picked up and nothing installed serves it; `None` when
+/// it is picked up, served, or the garden cannot be read (then the wait's own timeout decides).
+async fn unserved<K>(ctx: &OperationContext, desired: &K) -> Option<TaskError>
+where
+    K: ExtensionResource,
+{
+    use api::core::{ControllerInstallation, ControllerRegistration};
+    let namespace = desired.namespace();
+    let name = desired.name_any();
+    let live = K::api(ctx.seed.clone(), namespace.as_deref()).get_opt(&name).await.ok().flatten();
+    if live.as_ref().is_some_and(|o| served::picked_up(o.meta(), o.default_status())) {
+        return None;
+    }
+    let seed = ctx.config.seed.name.as_str();
+    let selector = format!("{}={seed}", crate::installation::SEED_LABEL);
+    let listed = futures::future::try_join(
+        Api::<ControllerRegistration>::all(ctx.garden.clone()).list(&Default::default()),
+        Api::<ControllerInstallation>::all(ctx.garden.clone())
+            .list(&kube::api::ListParams::default().labels(&selector)),
+    )
+    .await;
+    let (registrations, installations) = match listed {
+        Ok((r, i)) => (r.items, i.items),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading ControllerRegistrations and ControllerInstallations to explain a wait");
+            return None;
+        }
+    };
+    let kind = K::kind(&());
+    let type_ = desired.default_spec().type_.as_str();
+    let object = match &namespace {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    };
+    let (message, code) =
+        served::serving(&kind, type_, seed, &registrations, &installations).error(&object, &kind, type_, seed)?;
+    Some(TaskError::msg(message).with_codes([code]))
 }
 
 #[cfg(test)]
