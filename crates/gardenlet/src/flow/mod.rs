@@ -5,6 +5,9 @@
 //! * No fail-fast: when a task fails, only the tasks that depend on it (transitively) are
 //!   blocked; every other branch keeps running to completion.
 //! * A panic inside a task becomes that task's error.
+//! * A transient error (a broken connection, 409/429/5xx from an API server) is retried inside
+//!   the task with growing pauses for up to `run::TRANSIENT_RETRY_BUDGET`; only then does the task
+//!   fail, so a blip never turns an operation to `Error`.
 //! * Progress is succeeded / non-skipped tasks, reported after every task.
 //! * The result names every failed task, so callers can record per-task error IDs and clear an
 //!   entry once its task succeeds again (the "error cleaner").
@@ -22,7 +25,7 @@ mod task;
 
 pub use graph::{Flow, FlowBuilder, GraphError};
 pub use helpers::{RetryError, retry_until_timeout, with_timeout};
-pub use run::{FlowResult, Progress, RedactFn, RunOptions, TaskFailure};
+pub use run::{FlowResult, Progress, RedactFn, RunOptions, TRANSIENT_RETRY_BUDGET, TaskFailure};
 pub use task::{TaskError, TaskId};
 
 #[cfg(test)]

@@ -1,13 +1,38 @@
 //! Running a flow: maximum parallelism, no fail-fast, panics captured per task.
 
 use super::graph::Flow;
-use super::task::{TaskError, TaskId};
+use super::task::{TaskError, TaskFn, TaskId};
 use api::common::ErrorCode;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use tracing::Instrument;
+
+/// How long a task keeps retrying a transient error ([`TaskError::is_transient`]) before it
+/// fails with it. Until then the operation stays `Processing`: a dropped connection is not an
+/// error of the shoot.
+pub const TRANSIENT_RETRY_BUDGET: Duration = Duration::from_secs(120);
+/// The first pause before retrying a transient error; it doubles up to [`TRANSIENT_RETRY_MAX_PAUSE`].
+const TRANSIENT_RETRY_FIRST_PAUSE: Duration = Duration::from_secs(1);
+const TRANSIENT_RETRY_MAX_PAUSE: Duration = Duration::from_secs(15);
+
+/// Runs `run` again while it fails transiently, with growing pauses, until
+/// [`TRANSIENT_RETRY_BUDGET`] has passed; then returns its last outcome.
+async fn retry_transient(id: &TaskId, run: &TaskFn) -> Result<(), TaskError> {
+    let started = tokio::time::Instant::now();
+    let mut pause = TRANSIENT_RETRY_FIRST_PAUSE;
+    loop {
+        match (run)().await {
+            Err(e) if e.is_transient() && started.elapsed() + pause < TRANSIENT_RETRY_BUDGET => {
+                tracing::info!(task = %id, error = %e, retry_in = ?pause, "transient error, retrying inside the task");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(TRANSIENT_RETRY_MAX_PAUSE);
+            }
+            outcome => return outcome,
+        }
+    }
+}
 
 /// A failed task and its error.
 #[derive(Debug, Clone)]
@@ -109,7 +134,8 @@ enum State {
 }
 
 impl Flow {
-    /// Runs every task once, as described in the module documentation. Dropping the returned
+    /// Runs every task once (retrying transient errors inside it), as described in the module
+    /// documentation. Dropping the returned
     /// future aborts the tasks still running.
     pub async fn run(&self, options: &RunOptions) -> FlowResult {
         let n = self.tasks.len();
@@ -197,7 +223,9 @@ impl Flow {
     fn spawn(&self, i: usize, running: &mut JoinSet<(usize, Result<(), TaskError>, Duration)>) {
         let task = &self.tasks[i];
         let span = tracing::info_span!("flow_task", flow = %self.name, task = %task.id);
-        let fut = (task.run)();
+        let run = task.run.clone();
+        let id = task.id.clone();
+        let fut = async move { retry_transient(&id, &run).await };
         running.spawn(async move {
             let started = Instant::now();
             // The task runs in its own tokio task so that a panic is contained and reported

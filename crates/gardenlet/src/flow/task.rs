@@ -33,19 +33,51 @@ pub(crate) struct Task {
 }
 
 /// The error of one task: the cause, plus the error codes that decide whether a shoot keeps
-/// retrying (taken from extension objects' `lastError.codes`).
+/// retrying (taken from extension objects' `lastError.codes`), and whether it is transient (a
+/// dropped connection, an API server that is briefly unavailable or overloaded, a write
+/// conflict): the flow retries a transient error inside the task instead of failing it.
 #[derive(Debug, Clone)]
 pub struct TaskError {
     message: String,
     codes: Vec<ErrorCode>,
+    transient: bool,
+}
+
+/// Whether one error of a cause chain is transient: a connection that failed or broke, or an API
+/// answer that asks to come back (409 Conflict, 429, 500, 502, 503, 504).
+fn is_transient(err: &(dyn StdError + 'static)) -> bool {
+    if let Some(e) = err.downcast_ref::<kube::Error>() {
+        return match e {
+            kube::Error::Api(status) => matches!(status.code, 409 | 429 | 500 | 502 | 503 | 504),
+            kube::Error::HyperError(_) | kube::Error::Service(_) | kube::Error::ReadEvents(_) => true,
+            _ => false,
+        };
+    }
+    if let Some(e) = err.downcast_ref::<std::io::Error>() {
+        use std::io::ErrorKind::*;
+        return matches!(
+            e.kind(),
+            ConnectionRefused
+                | ConnectionReset
+                | ConnectionAborted
+                | NotConnected
+                | BrokenPipe
+                | TimedOut
+                | UnexpectedEof
+        );
+    }
+    false
 }
 
 impl TaskError {
     /// Wraps any error; the message is the whole `source()` chain joined with ": ".
+    /// It is transient when any error of the chain is ([`TaskError::is_transient`]).
     pub fn new(err: &(dyn StdError + 'static)) -> Self {
         let mut message = err.to_string();
+        let mut transient = is_transient(err);
         let mut source = err.source();
         while let Some(s) = source {
+            transient |= is_transient(s);
             let text = s.to_string();
             if !message.ends_with(&text) {
                 message.push_str(": ");
@@ -53,12 +85,24 @@ impl TaskError {
             }
             source = s.source();
         }
-        Self { message, codes: Vec::new() }
+        Self { message, codes: Vec::new(), transient }
     }
 
-    /// An error from a plain message.
+    /// An error from a plain message (not transient).
     pub fn msg(message: impl Into<String>) -> Self {
-        Self { message: message.into(), codes: Vec::new() }
+        Self { message: message.into(), codes: Vec::new(), transient: false }
+    }
+
+    /// The same error, marked transient.
+    pub fn transient(mut self) -> Self {
+        self.transient = true;
+        self
+    }
+
+    /// Whether the flow retries it inside the task. An error with codes is never transient: the
+    /// codes decide (a non-retryable code must reach the shoot's status).
+    pub fn is_transient(&self) -> bool {
+        self.transient && self.codes.is_empty()
     }
 
     /// Attaches error codes.
@@ -79,7 +123,7 @@ impl TaskError {
 
     /// The same error with its message passed through `redact`.
     pub fn redacted(self, redact: &(dyn Fn(&str) -> String + Send + Sync)) -> Self {
-        Self { message: redact(&self.message), codes: self.codes }
+        Self { message: redact(&self.message), codes: self.codes, transient: self.transient }
     }
 }
 

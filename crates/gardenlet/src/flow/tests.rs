@@ -265,3 +265,83 @@ fn describe_lists_tasks_and_dependencies() {
     let d = b.build().unwrap().describe();
     assert_eq!(d, vec![("a".to_string(), vec![], false), ("b".to_string(), vec!["a".to_string()], true)]);
 }
+
+/// Fails transiently `times` times, then succeeds; counts the attempts.
+fn flaky(
+    attempts: &Arc<AtomicUsize>,
+    times: usize,
+) -> impl Fn() -> futures::future::BoxFuture<'static, Result<(), TaskError>> + use<> {
+    let attempts = attempts.clone();
+    move || {
+        let attempts = attempts.clone();
+        Box::pin(async move {
+            if attempts.fetch_add(1, Ordering::SeqCst) < times {
+                Err(TaskError::msg("connection refused").transient())
+            } else {
+                Ok(())
+            }
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transient_error_is_retried_inside_the_task_and_never_fails_the_flow() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let mut b = FlowBuilder::new("blip");
+    b.task("deploy", &[], flaky(&attempts, 3));
+    let result = b.build().unwrap().run(&RunOptions::default()).await;
+    assert!(result.is_success(), "{}", result.summary());
+    assert_eq!(attempts.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transient_error_that_outlasts_the_budget_fails_the_task() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let mut b = FlowBuilder::new("down");
+    b.task("deploy", &[], flaky(&attempts, usize::MAX));
+    let started = tokio::time::Instant::now();
+    let result = b.build().unwrap().run(&RunOptions::default()).await;
+    assert_eq!(result.failed.len(), 1);
+    assert_eq!(result.failed[0].error.message(), "connection refused");
+    assert!(attempts.load(Ordering::SeqCst) > 2);
+    // Virtual time: the retries stopped within the budget.
+    assert!(started.elapsed() <= TRANSIENT_RETRY_BUDGET);
+}
+
+#[tokio::test(start_paused = true)]
+async fn errors_that_are_not_transient_or_carry_codes_fail_at_once() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let counted = |error: TaskError| {
+        let attempts = attempts.clone();
+        move || {
+            attempts.fetch_add(1, Ordering::SeqCst);
+            let error = error.clone();
+            Box::pin(async move { Err(error) }) as futures::future::BoxFuture<'static, Result<(), TaskError>>
+        }
+    };
+    let mut b = FlowBuilder::new("hard");
+    b.task("invalid", &[], counted(TaskError::msg("422 invalid")));
+    b.task("quota", &[], counted(TaskError::msg("quota").transient().with_codes([ErrorCode::InfraQuotaExceeded])));
+    let result = b.build().unwrap().run(&RunOptions::default()).await;
+    assert_eq!(result.failed.len(), 2);
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn kube_and_io_errors_are_classified_by_their_cause() {
+    let api = |code: u16| kube::Error::Api(Box::new(kube::core::Status { code, ..Default::default() }));
+    for code in [409, 429, 500, 502, 503, 504] {
+        assert!(TaskError::new(&api(code)).is_transient(), "{code}");
+    }
+    for code in [400, 403, 404, 422] {
+        assert!(!TaskError::new(&api(code)).is_transient(), "{code}");
+    }
+    let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+    assert!(TaskError::new(&refused).is_transient());
+    // A transient cause deep in the chain counts.
+    #[derive(Debug, thiserror::Error)]
+    #[error("applying the kube-proxy DaemonSet")]
+    struct Wrapper(#[source] std::io::Error);
+    assert!(TaskError::new(&Wrapper(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset"))).is_transient());
+    assert!(!TaskError::new(&std::io::Error::new(std::io::ErrorKind::InvalidData, "bad")).is_transient());
+}
