@@ -78,6 +78,10 @@ pub struct ControlPlaneValues {
     pub owner: Option<OwnerReference>,
     /// The shoot's kube-apiserver settings.
     pub apiserver: ApiServerSettings,
+    /// The shoot's kube-controller-manager settings.
+    pub controller_manager: ControllerManagerSettings,
+    /// The shoot's kube-scheduler settings.
+    pub scheduler: SchedulerSettings,
     /// Checksums of the secrets each component mounts, keyed by secret name; they go into pod
     /// annotations so that a changed certificate rolls the pods.
     pub secret_checksums: BTreeMap<String, String>,
@@ -95,6 +99,42 @@ pub struct ApiServerSettings {
     pub runtime_config: BTreeMap<String, bool>,
     /// Admission plugins enabled in addition to the defaults.
     pub admission_plugins: Vec<String>,
+}
+
+/// The shoot's kube-controller-manager settings (`spec.kubernetes.kubeControllerManager`), as
+/// `crate::components::kube_controller_manager` turns them into flags. Admission has refused
+/// what cannot take effect; `None` or empty leaves the component's default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ControllerManagerSettings {
+    /// `nodeCIDRMaskSize` (`--node-cidr-mask-size`, default 24).
+    pub node_cidr_mask_size: Option<i32>,
+    /// `horizontalPodAutoscaler` (`--horizontal-pod-autoscaler-*`; the pre-1.12 delays are
+    /// refused by admission and never passed).
+    pub horizontal_pod_autoscaler: api::core::shoot::kubernetes::HorizontalPodAutoscalerConfig,
+    /// `nodeMonitorGracePeriod` (`--node-monitor-grace-period`), a Go duration.
+    pub node_monitor_grace_period: Option<String>,
+    /// `featureGates` (`--feature-gates`).
+    pub feature_gates: BTreeMap<String, bool>,
+}
+
+/// The shoot's kube-scheduler settings (`spec.kubernetes.kubeScheduler`), as
+/// `crate::components::kube_scheduler` turns them into its configuration file, flags and
+/// environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchedulerSettings {
+    /// `profile: bin-packing` (`balanced`, the default, is kube-scheduler's own scoring).
+    pub bin_packing: bool,
+    /// `kubeMaxPDVols` (the `KUBE_MAX_PD_VOLS` environment variable).
+    pub kube_max_pd_vols: Option<String>,
+    /// `featureGates` (`--feature-gates`).
+    pub feature_gates: BTreeMap<String, bool>,
+}
+
+/// `--feature-gates=A=true,B=false` (sorted by name), or nothing for no gates.
+pub fn feature_gates_flag(gates: &BTreeMap<String, bool>) -> Option<String> {
+    (!gates.is_empty()).then(|| {
+        format!("--feature-gates={}", gates.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(","))
+    })
 }
 
 /// Names of the secrets the control plane mounts, and their data keys: the shoot set of

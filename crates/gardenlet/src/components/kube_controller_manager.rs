@@ -1,8 +1,11 @@
 //! kube-controller-manager: cluster signing with the shoot's client CA (kubelet client
 //! certificates must be trusted by the API server's `--client-ca-file`), bootstrap signer and
-//! token cleaner for TLS bootstrapping, the service-account key, and the root CA for pods.
+//! token cleaner for TLS bootstrapping, the service-account key, and the root CA for pods; and
+//! the shoot's own settings ([`super::common::ControllerManagerSettings`]): the node CIDR mask
+//! size, the horizontal pod autoscaler's timings, the node lifecycle's grace periods and the
+//! feature gates.
 
-use super::common::{self, ControlPlaneValues, Images, file, secrets};
+use super::common::{self, ControlPlaneValues, ControllerManagerSettings, Images, file, secrets};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Container;
 
@@ -38,8 +41,32 @@ pub fn args(values: &ControlPlaneValues) -> Vec<String> {
     if let Some(pods) = &values.pod_cidr {
         args.push("--allocate-node-cidrs=true".to_string());
         args.push(format!("--cluster-cidr={pods}"));
-        args.push("--node-cidr-mask-size=24".to_string());
+        let mask = values.controller_manager.node_cidr_mask_size.unwrap_or(DEFAULT_NODE_CIDR_MASK_SIZE);
+        args.push(format!("--node-cidr-mask-size={mask}"));
     }
+    args.extend(settings_args(&values.controller_manager));
+    args
+}
+
+/// `--node-cidr-mask-size` when the shoot sets none (kube-controller-manager's own IPv4 default).
+pub const DEFAULT_NODE_CIDR_MASK_SIZE: i32 = 24;
+
+/// The flags of the shoot's settings other than the node CIDR mask size, each only when set.
+pub fn settings_args(s: &ControllerManagerSettings) -> Vec<String> {
+    let hpa = &s.horizontal_pod_autoscaler;
+    let durations = [
+        ("horizontal-pod-autoscaler-sync-period", &hpa.sync_period),
+        ("horizontal-pod-autoscaler-downscale-stabilization", &hpa.downscale_stabilization),
+        ("horizontal-pod-autoscaler-initial-readiness-delay", &hpa.initial_readiness_delay),
+        ("horizontal-pod-autoscaler-cpu-initialization-period", &hpa.cpu_initialization_period),
+        ("node-monitor-grace-period", &s.node_monitor_grace_period),
+    ];
+    let mut args: Vec<String> =
+        durations.into_iter().filter_map(|(flag, v)| v.as_ref().map(|v| format!("--{flag}={v}"))).collect();
+    if let Some(t) = hpa.tolerance {
+        args.push(format!("--horizontal-pod-autoscaler-tolerance={t}"));
+    }
+    args.extend(common::feature_gates_flag(&s.feature_gates));
     args
 }
 

@@ -5,11 +5,18 @@
 //! It runs in the node's network namespace, privileged (it writes iptables rules and the
 //! `route_localnet` sysctl), tolerates every taint, and leaves the conntrack sysctls alone: a
 //! machine shares its kernel with the seed, whose own kube-proxy already set them.
+//!
+//! The shoot's settings (`spec.kubernetes.kubeProxy`): `mode: IPTables` is the only mode (IPVS
+//! is refused at admission: the seed's kernel has no IPVS), `featureGates` become
+//! `--feature-gates`, and `enabled: false` means gardenlet deploys none of these objects and
+//! deletes them from a shoot that had them
+//! (`crate::shoot::objects::system_resources::delete_kube_proxy`).
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use serde_json::json;
+use std::collections::BTreeMap;
 
 pub const NAME: &str = "kube-proxy";
 pub const NAMESPACE: &str = "kube-system";
@@ -25,6 +32,16 @@ pub struct Values {
     /// The shoot's pod range (`--cluster-cidr`: traffic from outside it is masqueraded).
     pub pod_cidr: Option<String>,
     pub image: String,
+    /// The shoot's `spec.kubernetes.kubeProxy.featureGates`.
+    pub feature_gates: BTreeMap<String, bool>,
+}
+
+/// The ClusterRoleBinding of the service account to [`CLUSTER_ROLE`].
+pub const CLUSTER_ROLE_BINDING: &str = "gardener.cloud:target:kube-proxy";
+
+/// Whether the shoot runs kube-proxy (`spec.kubernetes.kubeProxy.enabled`, default true).
+pub fn enabled(shoot: &api::core::Shoot) -> bool {
+    shoot.spec.kubernetes.kube_proxy.as_ref().and_then(|p| p.enabled).unwrap_or(true)
 }
 
 /// The kubeconfig in the ConfigMap: the nodes' server, the service account's CA and token.
@@ -49,6 +66,7 @@ pub fn args(values: &Values) -> Vec<String> {
     if let Some(cidr) = &values.pod_cidr {
         args.push(format!("--cluster-cidr={cidr}"));
     }
+    args.extend(super::common::feature_gates_flag(&values.feature_gates));
     args
 }
 
@@ -70,7 +88,7 @@ pub fn service_account() -> ServiceAccount {
 /// Binds Kubernetes' own `system:node-proxier` role to the service account, nothing more.
 pub fn cluster_role_binding() -> Result<ClusterRoleBinding, serde_json::Error> {
     serde_json::from_value(json!({
-        "metadata": { "name": "gardener.cloud:target:kube-proxy", "labels": labels() },
+        "metadata": { "name": CLUSTER_ROLE_BINDING, "labels": labels() },
         "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CLUSTER_ROLE },
         "subjects": [{ "kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE }]
     }))
@@ -163,6 +181,7 @@ mod tests {
             server: "https://10.96.4.5".into(),
             pod_cidr: Some("100.64.0.0/12".into()),
             image: "registry.k8s.io/kube-proxy:v1.20.2".into(),
+            feature_gates: BTreeMap::new(),
         }
     }
 
@@ -179,6 +198,36 @@ mod tests {
         assert!(cmd.contains(&"--cluster-cidr=100.64.0.0/12".to_string()));
         assert!(cmd.contains(&"--proxy-mode=iptables".to_string()));
         assert!(cmd.contains(&"--conntrack-max-per-core=0".to_string()), "the machine's kernel is the seed's");
+    }
+
+    #[test]
+    fn feature_gates_reach_the_command_line_once() {
+        let flags =
+            |v: &Values| -> Vec<String> { args(v).into_iter().filter(|a| a.starts_with("--feature-gates")).collect() };
+        assert!(flags(&values()).is_empty(), "no gates, no flag");
+        let v = Values {
+            feature_gates: BTreeMap::from([("EndpointSliceProxying".into(), false), ("AllAlpha".into(), true)]),
+            ..values()
+        };
+        assert_eq!(flags(&v), ["--feature-gates=AllAlpha=true,EndpointSliceProxying=false"]);
+        let ds = daemon_set(&v).unwrap();
+        let command = ds.spec.unwrap().template.spec.unwrap().containers[0].command.clone().unwrap();
+        assert!(command.contains(&"--feature-gates=AllAlpha=true,EndpointSliceProxying=false".to_string()));
+        assert!(command.contains(&"--proxy-mode=iptables".to_string()), "IPVS is refused at admission");
+    }
+
+    #[test]
+    fn enabled_follows_the_shoot_and_defaults_to_true() {
+        let shoot = |proxy: serde_json::Value| -> api::core::Shoot {
+            serde_json::from_value(json!({
+                "metadata": {"name": "demo", "namespace": "garden-dev"},
+                "spec": {"region": "local", "provider": {"type": "local"}, "kubernetes": {"version": "1.20.2", "kubeProxy": proxy}}
+            }))
+            .unwrap()
+        };
+        assert!(enabled(&shoot(serde_json::Value::Null)));
+        assert!(enabled(&shoot(json!({"mode": "IPTables"}))));
+        assert!(!enabled(&shoot(json!({"enabled": false}))));
     }
 
     #[test]

@@ -25,6 +25,8 @@ fn values() -> ControlPlaneValues {
             block_owner_deletion: Some(false),
         }),
         apiserver: ApiServerSettings::default(),
+        controller_manager: Default::default(),
+        scheduler: Default::default(),
         secret_checksums: BTreeMap::from([("kube-apiserver".to_string(), "abc".to_string())]),
         etcd_backup_dir: None,
         requests_percent: 100,
@@ -165,9 +167,14 @@ fn controller_manager_signs_with_the_client_ca_and_runs_bootstrap_controllers() 
 
 #[test]
 fn scheduler_uses_its_kubeconfig() {
-    let args = kube_scheduler::args();
-    assert_eq!(flag(&args, "kubeconfig"), Some("/srv/kubernetes/kubeconfig-kube-scheduler/kubeconfig"));
-    assert_eq!(flag(&args, "leader-elect"), Some("true"));
+    // With --config kube-scheduler ignores --kubeconfig and --leader-elect: both are in the file.
+    let args = kube_scheduler::args(&values());
+    assert_eq!(flag(&args, "config"), Some("/var/lib/kube-scheduler-config/config.yaml"));
+    assert_eq!(flag(&args, "kubeconfig"), None);
+    let config: serde_json::Value =
+        serde_yaml::from_str(&kube_scheduler::configuration_text(&values()).unwrap()).unwrap();
+    assert_eq!(config["clientConnection"]["kubeconfig"], "/srv/kubernetes/kubeconfig-kube-scheduler/kubeconfig");
+    assert_eq!(config["leaderElection"]["leaderElect"], true);
     let d = kube_scheduler::deployment(&values());
     let probe = template(&d).spec.as_ref().unwrap().containers[0].liveness_probe.clone().unwrap();
     assert_eq!(probe.http_get.unwrap().port, k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(10259));
@@ -266,7 +273,7 @@ fn every_mounted_secret_and_key_is_produced_by_the_pki() {
     let mounted = [
         (kube_apiserver::MOUNTED_SECRETS.to_vec(), kube_apiserver::args(&v)),
         (kube_controller_manager::MOUNTED_SECRETS.to_vec(), kube_controller_manager::args(&v)),
-        (kube_scheduler::MOUNTED_SECRETS.to_vec(), kube_scheduler::args()),
+        (kube_scheduler::MOUNTED_SECRETS.to_vec(), kube_scheduler::args(&v)),
         (
             vec![secrets::CA_ETCD_BUNDLE, secrets::ETCD_SERVER],
             etcd::statefulset(&v).spec.unwrap().template.spec.unwrap().containers[0].args.clone().unwrap(),
@@ -344,4 +351,115 @@ fn during_a_key_rotation_the_previous_keys_still_verify_and_decrypt() {
     let pod = kube_apiserver::deployment(&v).spec.unwrap().template;
     let annotations = pod.metadata.unwrap().annotations.unwrap();
     assert_eq!(annotations["checksum/secret-service-account-key-old"], "old", "the rotation rolls the pods");
+}
+
+/// `--name=value` flags as a map (every flag once; a repeated one fails the test).
+fn flag_map(args: &[String]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for a in args {
+        let (name, value) = a.strip_prefix("--").and_then(|a| a.split_once('=')).unwrap();
+        assert!(out.insert(name.to_string(), value.to_string()).is_none(), "--{name} twice");
+    }
+    out
+}
+
+#[test]
+fn controller_manager_flags_carry_the_shoot_settings() {
+    let defaults = flag_map(&kube_controller_manager::args(&values()));
+    assert_eq!(defaults["node-cidr-mask-size"], "24");
+    assert!(
+        !defaults.keys().any(|k| k.starts_with("horizontal-pod-autoscaler") || k == "feature-gates"),
+        "{defaults:?}"
+    );
+    assert!(!defaults.contains_key("node-monitor-grace-period") && !defaults.contains_key("pod-eviction-timeout"));
+
+    let mut v = values();
+    v.controller_manager = super::common::ControllerManagerSettings {
+        node_cidr_mask_size: Some(26),
+        horizontal_pod_autoscaler: api::core::shoot::kubernetes::HorizontalPodAutoscalerConfig {
+            sync_period: Some("30s".into()),
+            tolerance: Some(0.2),
+            downscale_stabilization: Some("10m".into()),
+            initial_readiness_delay: Some("45s".into()),
+            cpu_initialization_period: Some("2m0s".into()),
+            ..Default::default()
+        },
+        node_monitor_grace_period: Some("55s".into()),
+        feature_gates: BTreeMap::from([("HPAScaleToZero".to_string(), true), ("EndpointSlice".to_string(), false)]),
+    };
+    let args = flag_map(&kube_controller_manager::args(&v));
+    for (name, value) in [
+        ("node-cidr-mask-size", "26"),
+        ("horizontal-pod-autoscaler-sync-period", "30s"),
+        ("horizontal-pod-autoscaler-tolerance", "0.2"),
+        ("horizontal-pod-autoscaler-downscale-stabilization", "10m"),
+        ("horizontal-pod-autoscaler-initial-readiness-delay", "45s"),
+        ("horizontal-pod-autoscaler-cpu-initialization-period", "2m0s"),
+        ("node-monitor-grace-period", "55s"),
+        ("feature-gates", "EndpointSlice=false,HPAScaleToZero=true"),
+    ] {
+        assert_eq!(args.get(name).map(String::as_str), Some(value), "--{name}");
+    }
+    assert_eq!(args.len(), defaults.len() + 7, "exactly the seven settings are added: {args:?}");
+    // Without a pod range nodes get no ranges: no mask either.
+    v.pod_cidr = None;
+    assert!(!flag_map(&kube_controller_manager::args(&v)).contains_key("node-cidr-mask-size"));
+}
+
+fn scheduler_config(v: &ControlPlaneValues) -> serde_json::Value {
+    let cm = kube_scheduler::config_map(v).unwrap();
+    serde_yaml::from_str(&cm.data.unwrap()[kube_scheduler::CONFIG_KEY]).unwrap()
+}
+
+#[test]
+fn scheduler_bin_packing_scores_most_allocated_in_every_profile() {
+    let balanced = scheduler_config(&values());
+    assert_eq!(balanced["apiVersion"], "kubescheduler.config.k8s.io/v1beta1");
+    assert_eq!(balanced["kind"], "KubeSchedulerConfiguration");
+    assert!(balanced.get("profiles").is_none(), "balanced is kube-scheduler's default scoring");
+
+    let mut v = values();
+    v.scheduler.bin_packing = true;
+    let config = scheduler_config(&v);
+    let profiles = config["profiles"].as_array().unwrap();
+    let names: Vec<&str> = profiles.iter().map(|p| p["schedulerName"].as_str().unwrap()).collect();
+    assert_eq!(names, ["default-scheduler", "bin-packing-scheduler"]);
+    for p in profiles {
+        let score = &p["plugins"]["score"];
+        assert_eq!(score["enabled"], serde_json::json!([{"name": "NodeResourcesMostAllocated"}]));
+        assert_eq!(
+            score["disabled"],
+            serde_json::json!([{"name": "NodeResourcesLeastAllocated"}, {"name": "NodeResourcesBalancedAllocation"}])
+        );
+    }
+    assert_eq!(config["clientConnection"], balanced["clientConnection"]);
+
+    // The file is mounted from the ConfigMap, and a changed profile rolls the pods.
+    let d = kube_scheduler::deployment(&v);
+    let pod = template(&d).spec.clone().unwrap();
+    let volume = pod.volumes.unwrap().into_iter().find(|v| v.config_map.is_some()).unwrap();
+    assert_eq!(volume.config_map.unwrap().name, kube_scheduler::CONFIG_MAP);
+    let mount = pod.containers[0].volume_mounts.clone().unwrap().into_iter().find(|m| m.name == volume.name).unwrap();
+    assert_eq!(mount.mount_path, kube_scheduler::CONFIG_DIR);
+    let checksum =
+        |d: &Deployment| template(d).metadata.clone().unwrap().annotations.unwrap()["checksum/config"].clone();
+    assert_ne!(checksum(&d), checksum(&kube_scheduler::deployment(&values())));
+    let cm = kube_scheduler::config_map(&v).unwrap();
+    assert_eq!(cm.metadata.namespace.as_deref(), Some("shoot--dev--demo"));
+    assert_eq!(cm.metadata.owner_references.unwrap()[0].kind, "Cluster");
+}
+
+#[test]
+fn scheduler_feature_gates_and_kube_max_pd_vols() {
+    let d = kube_scheduler::deployment(&values());
+    assert!(template(&d).spec.as_ref().unwrap().containers[0].env.is_none());
+    assert!(!flag_map(&kube_scheduler::args(&values())).contains_key("feature-gates"));
+    let mut v = values();
+    v.scheduler.kube_max_pd_vols = Some("39".into());
+    v.scheduler.feature_gates = BTreeMap::from([("DefaultPodTopologySpread".to_string(), false)]);
+    assert_eq!(flag_map(&kube_scheduler::args(&v))["feature-gates"], "DefaultPodTopologySpread=false");
+    let d = kube_scheduler::deployment(&v);
+    let env = template(&d).spec.as_ref().unwrap().containers[0].env.clone().unwrap();
+    assert_eq!(env.len(), 1);
+    assert_eq!((env[0].name.as_str(), env[0].value.as_deref()), ("KUBE_MAX_PD_VOLS", Some("39")));
 }

@@ -152,7 +152,16 @@ async fn reference_first(shoot: &kube::Client, namespace: &str, name: &str, secr
 
 async fn restart_system_components(shoot: &kube::Client, since: &Time) -> Result<(), TokenError> {
     let proxy = Api::<DaemonSet>::namespaced(shoot.clone(), kube_proxy::NAMESPACE);
-    restart(&proxy, "DaemonSet", kube_proxy::NAMESPACE, kube_proxy::NAME, since).await?;
+    // A shoot with kube-proxy turned off has none to restart (an apply would try to create it).
+    let exists = proxy.get_opt(kube_proxy::NAME).await.map_err(|source| TokenError::Restart {
+        kind: "DaemonSet",
+        namespace: kube_proxy::NAMESPACE,
+        name: kube_proxy::NAME,
+        source,
+    })?;
+    if exists.is_some() {
+        restart(&proxy, "DaemonSet", kube_proxy::NAMESPACE, kube_proxy::NAME, since).await?;
+    }
     let dns = Api::<Deployment>::namespaced(shoot.clone(), cluster_dns::NAMESPACE);
     restart(&dns, "Deployment", cluster_dns::NAMESPACE, cluster_dns::NAME, since).await
 }

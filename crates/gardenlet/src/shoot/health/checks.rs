@@ -66,6 +66,9 @@ pub struct Inputs<'a> {
     pub hibernated: bool,
     /// Nodes the worker pools expect at least (the sum of their minimums).
     pub expected_nodes: i32,
+    /// Whether the shoot runs kube-proxy (`spec.kubernetes.kubeProxy.enabled`): when not, its
+    /// DaemonSet is neither expected nor checked.
+    pub kube_proxy_enabled: bool,
     /// A client for the shoot's API server, or why there is none.
     pub shoot: Result<kube::Client, String>,
     /// The seed's control-plane workloads from a watch (the care controller's); `None` reads
@@ -159,12 +162,18 @@ pub async fn conditions_of(inputs: &Inputs<'_>) -> Vec<Check> {
     });
     let info = Api::<ConfigMap>::namespaced(shoot.clone(), "kube-public").get_opt("cluster-info").await;
     let rbac = Api::<ClusterRoleBinding>::all(shoot.clone()).get_opt("kubeadm:kubelet-bootstrap").await;
-    let proxy = Api::<DaemonSet>::namespaced(shoot.clone(), kube_proxy::NAMESPACE).get_opt(kube_proxy::NAME).await;
+    let proxy = match inputs.kube_proxy_enabled {
+        true => Some(
+            Api::<DaemonSet>::namespaced(shoot.clone(), kube_proxy::NAMESPACE)
+                .get_opt(kube_proxy::NAME)
+                .await
+                .map_err(|e| e.to_string()),
+        ),
+        false => None,
+    };
     let dns = Api::<Deployment>::namespaced(shoot, cluster_dns::NAMESPACE).get_opt(cluster_dns::NAME).await;
     out.push(match (info, rbac) {
-        (Ok(Some(_)), Ok(Some(_))) => {
-            system_components_check(proxy.map_err(|e| e.to_string()), dns.map_err(|e| e.to_string()), node_count)
-        }
+        (Ok(Some(_)), Ok(Some(_))) => system_components_check(proxy, dns.map_err(|e| e.to_string()), node_count),
         (info, rbac) => check(
             SYSTEM_COMPONENTS_HEALTHY,
             false,
@@ -182,21 +191,24 @@ pub async fn conditions_of(inputs: &Inputs<'_>) -> Vec<Check> {
 
 /// Pure: the system components from kube-proxy's DaemonSet and cluster DNS's Deployment (the
 /// bootstrap resources being present). Without nodes nothing can run: both need only exist
-/// (`EveryNodeReady` reports the missing nodes).
+/// (`EveryNodeReady` reports the missing nodes). `kube_proxy_ds` is `None` when the shoot turned
+/// kube-proxy off: nothing is expected of it.
 pub fn system_components_check(
-    kube_proxy_ds: Result<Option<DaemonSet>, String>,
+    kube_proxy_ds: Option<Result<Option<DaemonSet>, String>>,
     cluster_dns_deployment: Result<Option<Deployment>, String>,
     nodes: usize,
 ) -> Check {
     let mut problems = Vec::new();
+    let proxy_enabled = kube_proxy_ds.is_some();
     match kube_proxy_ds {
-        Ok(Some(ds)) => {
+        None => {}
+        Some(Ok(Some(ds))) => {
             if let Err(e) = kube_proxy::rolled_out(&ds) {
                 problems.push(format!("DaemonSet kube-system/kube-proxy: {e}"));
             }
         }
-        Ok(None) => problems.push("DaemonSet kube-system/kube-proxy is missing".to_string()),
-        Err(e) => problems.push(format!("reading DaemonSet kube-system/kube-proxy: {e}")),
+        Some(Ok(None)) => problems.push("DaemonSet kube-system/kube-proxy is missing".to_string()),
+        Some(Err(e)) => problems.push(format!("reading DaemonSet kube-system/kube-proxy: {e}")),
     }
     match cluster_dns_deployment {
         Ok(Some(d)) => {
@@ -210,13 +222,13 @@ pub fn system_components_check(
         Err(e) => problems.push(format!("reading Deployment kube-system/cluster-dns: {e}")),
     }
     if problems.is_empty() {
+        let proxy = if proxy_enabled { "kube-proxy runs on every node" } else { "kube-proxy is turned off" };
         check(
             SYSTEM_COMPONENTS_HEALTHY,
             true,
             "SystemComponentsRunning",
             "",
-            "kube-proxy runs on every node, cluster DNS is rolled out; the bootstrap RBAC and cluster-info are in place."
-                .into(),
+            format!("{proxy}, cluster DNS is rolled out; the bootstrap RBAC and cluster-info are in place."),
         )
     } else {
         check(SYSTEM_COMPONENTS_HEALTHY, false, "", "SystemComponentsUnhealthy", problems.join("; "))
@@ -235,24 +247,27 @@ mod tests {
         let dns = |ready: i32| -> Deployment {
             serde_json::from_value(serde_json::json!({"metadata": {"name": "cluster-dns", "generation": 1}, "spec": {"replicas": 1, "selector": {}, "template": {}}, "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": ready, "availableReplicas": ready}})).unwrap()
         };
-        assert_eq!(system_components_check(Ok(Some(ds(1))), Ok(Some(dns(1))), 1).status, ConditionStatus::True);
-        let not_ready = system_components_check(Ok(Some(ds(0))), Ok(Some(dns(1))), 1);
+        assert_eq!(system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(1))), 1).status, ConditionStatus::True);
+        let not_ready = system_components_check(Some(Ok(Some(ds(0)))), Ok(Some(dns(1))), 1);
         assert_eq!(
             (not_ready.status, not_ready.reason.as_str()),
             (ConditionStatus::False, "SystemComponentsUnhealthy")
         );
         assert!(not_ready.message.contains("0 of 1 pods ready"), "{}", not_ready.message);
-        let dns_down = system_components_check(Ok(Some(ds(1))), Ok(Some(dns(0))), 1);
+        let dns_down = system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(0))), 1);
         assert!(dns_down.message.contains("cluster-dns"), "{}", dns_down.message);
         assert_eq!(
-            system_components_check(Ok(Some(ds(1))), Ok(Some(dns(0))), 0).status,
+            system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(0))), 0).status,
             ConditionStatus::True,
             "without nodes nothing can run"
         );
-        let missing = system_components_check(Ok(None), Ok(None), 1);
+        let missing = system_components_check(Some(Ok(None)), Ok(None), 1);
         assert!(
             missing.message.contains("kube-proxy is missing") && missing.message.contains("cluster-dns is missing")
         );
+        let off = system_components_check(None, Ok(Some(dns(1))), 1);
+        assert_eq!(off.status, ConditionStatus::True, "a shoot without kube-proxy expects none: {}", off.message);
+        assert!(off.message.contains("kube-proxy is turned off"), "{}", off.message);
     }
 
     fn node(ready: &str) -> Node {

@@ -2,7 +2,9 @@
 //! bootstrap token Secret, the RBAC that lets bootstrapping kubelets post CSRs and have node
 //! client CSRs auto-approved (and renewals by nodes), and `cluster-info` in `kube-public`,
 //! readable anonymously; and the system components the nodes run (kube-proxy,
-//! [`crate::components::kube_proxy`], and cluster DNS, [`crate::components::cluster_dns`]). Builders are pure; [`apply`] writes them.
+//! [`crate::components::kube_proxy`], unless the shoot turns it off, and cluster DNS,
+//! [`crate::components::cluster_dns`]). Builders are pure; [`apply`] writes them and deletes
+//! kube-proxy's objects from a shoot that turned it off ([`delete_kube_proxy`]).
 
 use crate::components::{cluster_dns, kube_proxy};
 use k8s_openapi::ByteString;
@@ -10,7 +12,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use std::collections::BTreeMap;
 
@@ -133,15 +135,39 @@ pub async fn apply(
     Api::<RoleBinding>::namespaced(shoot.clone(), "kube-public")
         .patch("kubeadm:bootstrap-signer-clusterinfo", &params, &Patch::Apply(&binding))
         .await?;
-    apply_kube_proxy(shoot, &params, &components.kube_proxy).await?;
+    match &components.kube_proxy {
+        Some(values) => apply_kube_proxy(shoot, &params, values).await?,
+        None => delete_kube_proxy(shoot).await?,
+    }
     apply_cluster_dns(shoot, &params, &components.cluster_dns).await
 }
 
 /// The system components' settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Components {
-    pub kube_proxy: kube_proxy::Values,
+    /// kube-proxy's values; `None` when the shoot turns it off (`spec.kubernetes.kubeProxy.enabled:
+    /// false`): its objects are deleted.
+    pub kube_proxy: Option<kube_proxy::Values>,
     pub cluster_dns: cluster_dns::Values,
+}
+
+/// Deletes kube-proxy's objects (the DaemonSet first, its pods go with it; the ConfigMap, the
+/// ClusterRoleBinding and the ServiceAccount) from the shoot; objects already gone are fine.
+pub async fn delete_kube_proxy(shoot: &kube::Client) -> Result<(), kube::Error> {
+    let (ns, name) = (kube_proxy::NAMESPACE, kube_proxy::NAME);
+    let params = DeleteParams::background();
+    gone(Api::<DaemonSet>::namespaced(shoot.clone(), ns).delete(name, &params).await)?;
+    gone(Api::<ConfigMap>::namespaced(shoot.clone(), ns).delete(name, &params).await)?;
+    gone(Api::<ClusterRoleBinding>::all(shoot.clone()).delete(kube_proxy::CLUSTER_ROLE_BINDING, &params).await)?;
+    gone(Api::<ServiceAccount>::namespaced(shoot.clone(), ns).delete(name, &params).await)
+}
+
+/// A deletion's result, with "not found" as success.
+fn gone<T>(result: Result<T, kube::Error>) -> Result<(), kube::Error> {
+    match result {
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        other => other.map(|_| ()),
+    }
 }
 
 async fn apply_cluster_dns(

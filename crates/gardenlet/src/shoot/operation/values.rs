@@ -2,7 +2,9 @@
 //! technical ID, domains, networks, the service IP, and the inputs of the PKI and the
 //! control-plane builders. Pure.
 
+use crate::components::common::{ControllerManagerSettings, SchedulerSettings};
 use crate::components::{ApiServerSettings, ControlPlaneValues, Images};
+use api::core::shoot::kubernetes::{KubeControllerManagerConfig, KubeSchedulerConfig, SchedulingProfile};
 use api::core::{Seed, Shoot};
 use api::helpers::names::{NameError, TechnicalId, project_of_namespace};
 use ipnet::IpNet;
@@ -30,6 +32,32 @@ pub struct ShootValues {
     pub external_domain: Option<String>,
     pub hibernated: bool,
     pub apiserver: ApiServerSettings,
+    /// `spec.kubernetes.kubeControllerManager` ([`controller_manager_settings`]).
+    pub controller_manager: ControllerManagerSettings,
+    /// `spec.kubernetes.kubeScheduler` ([`scheduler_settings`]).
+    pub scheduler: SchedulerSettings,
+}
+
+/// The kube-controller-manager settings of `spec.kubernetes.kubeControllerManager` (admission
+/// refused `podEvictionTimeout` and the pre-1.12 autoscaler delays).
+pub fn controller_manager_settings(k: Option<&KubeControllerManagerConfig>) -> ControllerManagerSettings {
+    let Some(k) = k else { return ControllerManagerSettings::default() };
+    ControllerManagerSettings {
+        node_cidr_mask_size: k.node_cidr_mask_size,
+        horizontal_pod_autoscaler: k.horizontal_pod_autoscaler.clone().unwrap_or_default(),
+        node_monitor_grace_period: k.node_monitor_grace_period.clone(),
+        feature_gates: k.feature_gates.clone(),
+    }
+}
+
+/// The kube-scheduler settings of `spec.kubernetes.kubeScheduler`.
+pub fn scheduler_settings(k: Option<&KubeSchedulerConfig>) -> SchedulerSettings {
+    let Some(k) = k else { return SchedulerSettings::default() };
+    SchedulerSettings {
+        bin_packing: k.profile == Some(SchedulingProfile::BinPacking),
+        kube_max_pd_vols: k.kube_max_pd_vols.clone(),
+        feature_gates: k.feature_gates.clone(),
+    }
 }
 
 /// Why a Shoot cannot be turned into values. Each names the field.
@@ -112,6 +140,8 @@ impl ShootValues {
                 runtime_config: kube_apiserver.runtime_config.clone(),
                 admission_plugins: kube_apiserver.admission_plugins.iter().map(|p| p.name.clone()).collect(),
             },
+            controller_manager: controller_manager_settings(shoot.spec.kubernetes.kube_controller_manager.as_ref()),
+            scheduler: scheduler_settings(shoot.spec.kubernetes.kube_scheduler.as_ref()),
             name,
             project,
         })
@@ -154,6 +184,8 @@ impl ShootValues {
             images: images.clone(),
             owner: None,
             apiserver: self.apiserver.clone(),
+            controller_manager: self.controller_manager.clone(),
+            scheduler: self.scheduler.clone(),
             secret_checksums: Default::default(),
             etcd_backup_dir: None,
             requests_percent,
@@ -204,6 +236,26 @@ mod tests {
         let s = shoot(&SHOOT.replace("    services: 10.112.0.0/13\n", ""));
         let err = ShootValues::new(&s, None).unwrap_err().to_string();
         assert_eq!(err, "shoot demo: spec.networking.services is required");
+    }
+
+    #[test]
+    fn component_settings_reach_the_control_plane_values() {
+        let yaml = SHOOT.replace(
+            "    version: 1.20.2\n",
+            "    version: 1.20.2\n    kubeControllerManager:\n      nodeCIDRMaskSize: 25\n      nodeMonitorGracePeriod: 50s\n      featureGates:\n        HPAScaleToZero: true\n      horizontalPodAutoscaler:\n        tolerance: 0.3\n        syncPeriod: 20s\n    kubeScheduler:\n      profile: bin-packing\n      kubeMaxPDVols: \"30\"\n",
+        );
+        let v = ShootValues::new(&shoot(&yaml), None).unwrap().control_plane(&Images::default(), true, 100);
+        let kcm = &v.controller_manager;
+        assert_eq!(kcm.node_cidr_mask_size, Some(25));
+        assert_eq!(kcm.node_monitor_grace_period.as_deref(), Some("50s"));
+        assert_eq!(kcm.feature_gates.get("HPAScaleToZero"), Some(&true));
+        assert_eq!(kcm.horizontal_pod_autoscaler.tolerance, Some(0.3));
+        assert_eq!(kcm.horizontal_pod_autoscaler.sync_period.as_deref(), Some("20s"));
+        assert!(v.scheduler.bin_packing);
+        assert_eq!(v.scheduler.kube_max_pd_vols.as_deref(), Some("30"));
+        let plain = ShootValues::new(&shoot(SHOOT), None).unwrap().control_plane(&Images::default(), true, 100);
+        assert_eq!(plain.controller_manager, ControllerManagerSettings::default());
+        assert_eq!(plain.scheduler, SchedulerSettings::default());
     }
 
     #[test]

@@ -120,7 +120,9 @@ pub(super) async fn deploy_kcm(ctx: Arc<OperationContext>) -> Result<(), TaskErr
 }
 
 pub(super) async fn deploy_scheduler(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    deploy_deployment(&ctx, kube_scheduler::deployment(&control_plane_values(&ctx))).await
+    let values = control_plane_values(&ctx);
+    apply(&ctx, &kube_scheduler::config_map(&values).map_err(task_err)?).await?;
+    deploy_deployment(&ctx, kube_scheduler::deployment(&values)).await
 }
 
 pub(super) async fn deploy_control_plane(ctx: Arc<OperationContext>) -> Result<(), TaskError> {

@@ -144,6 +144,7 @@ async fn conditions(ctx: &OperationContext) -> Vec<crate::shoot::status::conditi
         namespace: ctx.values.namespace(),
         hibernated: ctx.values.hibernated,
         expected_nodes: ctx.shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
+        kube_proxy_enabled: crate::components::kube_proxy::enabled(&ctx.shoot),
         shoot,
         workloads: None,
     })

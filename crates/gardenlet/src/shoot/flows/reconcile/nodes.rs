@@ -65,11 +65,19 @@ pub(super) async fn deploy_system_resources(ctx: Arc<OperationContext>) -> Resul
     let images = &ctx.config.images;
     let version = &ctx.values.kubernetes_version;
     let components = system::Components {
-        kube_proxy: kube_proxy::Values {
+        kube_proxy: kube_proxy::enabled(&ctx.shoot).then(|| kube_proxy::Values {
             server: server(&ctx),
             pod_cidr: ctx.values.pods.map(|p| p.to_string()),
             image: crate::components::Images::resolve(&images.kube_proxy, version),
-        },
+            feature_gates: ctx
+                .shoot
+                .spec
+                .kubernetes
+                .kube_proxy
+                .as_ref()
+                .map(|p| p.feature_gates.clone())
+                .unwrap_or_default(),
+        }),
         cluster_dns: cluster_dns::Values {
             server: server(&ctx),
             service_ip: ext::cluster_dns(&ctx.values).to_string(),
@@ -152,8 +160,9 @@ pub(super) fn authorized_keys(ctx: &OperationContext) -> Option<String> {
     Some([Some(current), previous].into_iter().flatten().map(|k| format!("{}\n", k.trim_end())).collect())
 }
 
-/// Waits until kube-proxy runs ready on every node that joined and cluster DNS is rolled out (a
-/// shoot whose worker has no Node yet, as with simulated workers, has nothing to wait for).
+/// Waits until kube-proxy runs ready on every node that joined (unless the shoot turned it off)
+/// and cluster DNS is rolled out (a shoot whose worker has no Node yet, as with simulated
+/// workers, has nothing to wait for).
 pub(super) async fn wait_system_components(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let client = shoot_client(&ctx).await?;
     let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
@@ -165,15 +174,17 @@ pub(super) async fn wait_system_components(ctx: Arc<OperationContext>) -> Result
     if nodes == 0 {
         return Ok(());
     }
-    let proxy: Api<DaemonSet> = Api::namespaced(client.clone(), kube_proxy::NAMESPACE);
-    wait_in(proxy, kube_proxy::NAMESPACE, kube_proxy::NAME, ctx.wait_timeout, |ds: &DaemonSet| {
-        let desired = ds.status.as_ref().map(|s| s.desired_number_scheduled).unwrap_or_default();
-        if usize::try_from(desired).unwrap_or_default() < nodes {
-            return Err(format!("scheduled on {desired} of {nodes} nodes"));
-        }
-        kube_proxy::rolled_out(ds)
-    })
-    .await?;
+    if kube_proxy::enabled(&ctx.shoot) {
+        let proxy: Api<DaemonSet> = Api::namespaced(client.clone(), kube_proxy::NAMESPACE);
+        wait_in(proxy, kube_proxy::NAMESPACE, kube_proxy::NAME, ctx.wait_timeout, |ds: &DaemonSet| {
+            let desired = ds.status.as_ref().map(|s| s.desired_number_scheduled).unwrap_or_default();
+            if usize::try_from(desired).unwrap_or_default() < nodes {
+                return Err(format!("scheduled on {desired} of {nodes} nodes"));
+            }
+            kube_proxy::rolled_out(ds)
+        })
+        .await?;
+    }
     let dns: Api<Deployment> = Api::namespaced(client, cluster_dns::NAMESPACE);
     wait_in(dns, cluster_dns::NAMESPACE, cluster_dns::NAME, ctx.wait_timeout, checks::deployment_rolled_out).await?;
     Ok(())
