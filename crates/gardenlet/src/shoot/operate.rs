@@ -258,7 +258,14 @@ impl ShootController {
     }
 
     #[tracing::instrument(skip_all, fields(shoot = %shoot.name_any(), namespace = ?shoot.namespace()))]
-    pub(crate) async fn reconcile_shoot(&self, shoot: &Shoot, requested: bool) -> Result<RequeueAction, ShootError> {
+    /// Reconciles the shoot. `cancel` ends the flow early when the shoot is being deleted
+    /// ([`crate::shoot::controller::cancel`]): nothing more is written, and the deletion runs next.
+    pub(crate) async fn reconcile_shoot(
+        &self,
+        shoot: &Shoot,
+        requested: bool,
+        cancel: Option<&crate::shoot::controller::cancel::Cancel>,
+    ) -> Result<RequeueAction, ShootError> {
         let finalizers = shoot.finalizers();
         let mut meta = json!({});
         if !finalizers.iter().any(|f| f == FINALIZER_GARDENER) {
@@ -313,7 +320,19 @@ impl ShootController {
             reconcile::flow(&ctx)
         }
         .map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let result = self.run_flow(shoot, type_, flow, false, ctx.redaction(), !quiet).await;
+        let run = self.run_flow(shoot, type_, flow, false, ctx.redaction(), !quiet);
+        let result = match cancel {
+            None => run.await,
+            Some(cancel) => tokio::select! {
+                result = run => result,
+                () = cancel.cancelled() => {
+                    // Dropping the flow aborts its running tasks where they are (mostly waits),
+                    // as a restart of gardenlet would; the deletion's flow takes over.
+                    tracing::info!("cancelled: the shoot is being deleted");
+                    return Ok(RequeueAction::requeue(Duration::ZERO));
+                }
+            },
+        };
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(type_, shoot.status.as_ref(), &result, retry_window, &now());
         let mut status = json!({

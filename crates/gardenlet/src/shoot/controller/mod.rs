@@ -1,7 +1,9 @@
 //! Wiring of the shoot controller: watches this seed's Shoots in the garden, decides what each
 //! needs ([`decide()`]) and dispatches the operation to [`crate::shoot::operate`]; failed
-//! operations are retried with per-shoot backoff.
+//! operations are retried with per-shoot backoff. A deletion cancels the shoot's running
+//! reconcile ([`cancel`]) and is not held back by the backoff of a failed reconcile.
 
+pub mod cancel;
 pub mod decide;
 
 use crate::config::GardenletConfig;
@@ -71,14 +73,33 @@ impl std::fmt::Debug for ShootController {
     }
 }
 
+/// What the controller's reconciles share: the controller and its running reconciles.
+struct Shared {
+    controller: ShootController,
+    running: cancel::Running,
+}
+
+/// Whether a failed operation's backoff holds `action` back: not a requested reconcile, and
+/// not the first deletion after a failed reconcile (a user deleting a broken shoot should not
+/// wait for the retry of its creation).
+fn held_back_by_backoff(action: &Action, shoot: &Shoot) -> bool {
+    let last_type = shoot.status.as_ref().and_then(|s| s.last_operation.as_ref()).map(|l| l.type_);
+    match action {
+        Action::Reconcile { requested: true } | Action::Skip(_) => false,
+        Action::Delete => last_type == Some(api::common::LastOperationType::Delete),
+        _ => true,
+    }
+}
+
 impl ShootController {
     /// Runs one reconcile of the shoot as the controller would for an unchanged shoot (no
     /// explicit request, so unchanged extension objects are not redeployed).
     pub async fn reconcile_once(&self, shoot: &Shoot) -> Result<(), ShootError> {
-        self.reconcile_shoot(shoot, false).await.map(|_| ())
+        self.reconcile_shoot(shoot, false, None).await.map(|_| ())
     }
 
-    async fn reconcile(shoot: Arc<Shoot>, this: Arc<Self>) -> Result<RequeueAction, ShootError> {
+    async fn reconcile(shoot: Arc<Shoot>, shared: Arc<Shared>) -> Result<RequeueAction, ShootError> {
+        let this = &shared.controller;
         let period = Duration::from_secs(this.config.controllers.shoot_sync_period_seconds);
         if let Some(m) = &this.metrics {
             m.cached_shoots.set(i64::try_from(this.caches.shoots().len()).unwrap_or(i64::MAX));
@@ -94,6 +115,9 @@ impl ShootController {
                 _ => RequeueAction::await_change(),
             });
         }
+        // Registered before the latest Shoot is read, so that a deletion from then on cancels
+        // the reconcile (the watch event of a deletion that came earlier is in the read).
+        let registered = shared.running.register(backoff_key(&shoot));
         // Act on the latest Shoot, not on the watch cache: the cache may lag behind an
         // ownership change (a hand-over, a forced takeover), and acting on a stale copy would
         // run a second control plane.
@@ -113,7 +137,7 @@ impl ShootController {
             .and_then(|s| s.last_operation.as_ref())
             .is_some_and(|l| l.state == api::common::LastOperationState::Error);
         if in_error
-            && !matches!(action, Action::Reconcile { requested: true } | Action::Skip(_))
+            && held_back_by_backoff(&action, &shoot)
             && let Some(wait) = this.backoff.remaining(&backoff_key(&shoot))
         {
             return Ok(RequeueAction::requeue(wait));
@@ -130,7 +154,9 @@ impl ShootController {
                     m.started();
                 }
                 let result = match action {
-                    Action::Reconcile { requested } => this.reconcile_shoot(&shoot, requested).await,
+                    Action::Reconcile { requested } => {
+                        this.reconcile_shoot(&shoot, requested, Some(&registered.cancel)).await
+                    }
                     Action::Migrate => this.migrate_shoot(&shoot).await,
                     _ => this.delete_shoot(&shoot).await,
                 };
@@ -169,8 +195,18 @@ impl ShootController {
             return;
         };
         let events = reflector::reflector(writer, watcher(shoots, selected)).default_backoff();
-        let this = Arc::new(self);
-        let controller = Controller::for_stream(events.applied_objects(), store.clone());
+        let running = cancel::Running::default();
+        // A deletion cancels the shoot's running reconcile as soon as the watch sees it (the
+        // controller runs one operation per shoot at a time, so the deletion's own reconcile
+        // comes only after the running one).
+        let observer = running.clone();
+        let applied = futures::TryStreamExt::inspect_ok(events.applied_objects(), move |shoot: &Shoot| {
+            if shoot.metadata.deletion_timestamp.is_some() && observer.cancel(&backoff_key(shoot)) {
+                tracing::info!(shoot = %shoot.name_any(), "the shoot is being deleted: cancelling its running reconcile");
+            }
+        });
+        let this = Arc::new(Shared { controller: self, running });
+        let controller = Controller::for_stream(applied, store.clone());
         let synced = runtime::cache::flag_when_synced(store, ready);
         controller
             .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
@@ -201,8 +237,34 @@ pub fn default_backoff() -> Arc<runtime::backoff::Backoff> {
 }
 
 /// Failed flows are retried with per-shoot capped exponential backoff (kube-runtime has none).
-fn error_policy(shoot: Arc<Shoot>, error: &ShootError, this: Arc<ShootController>) -> RequeueAction {
-    let delay = this.backoff.failed(&backoff_key(&shoot));
+fn error_policy(shoot: Arc<Shoot>, error: &ShootError, shared: Arc<Shared>) -> RequeueAction {
+    let delay = shared.controller.backoff.failed(&backoff_key(&shoot));
     tracing::warn!(error = %runtime::events::error_chain(error), ?delay, "shoot operation failed; retrying");
     RequeueAction::requeue(delay)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
+    use super::*;
+
+    fn failed(type_: &str) -> Shoot {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "s", "namespace": "garden-dev"},
+            "spec": {"region": "r", "provider": {"type": "local"}},
+            "status": {"hibernated": false, "technicalID": "shoot--dev--s",
+                       "lastOperation": {"type": type_, "state": "Error", "progress": 90, "description": "",
+                                         "lastUpdateTime": "2026-01-01T00:00:00Z"}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_first_deletion_after_a_failed_reconcile_is_not_held_back() {
+        assert!(!held_back_by_backoff(&Action::Delete, &failed("Create")));
+        assert!(!held_back_by_backoff(&Action::Delete, &failed("Reconcile")));
+        assert!(held_back_by_backoff(&Action::Delete, &failed("Delete")), "a failing deletion backs off");
+        assert!(held_back_by_backoff(&Action::Reconcile { requested: false }, &failed("Create")));
+        assert!(!held_back_by_backoff(&Action::Reconcile { requested: true }, &failed("Create")));
+    }
 }
