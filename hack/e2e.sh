@@ -5,7 +5,7 @@
 #
 # The cases run in two phases (docs/testing.md):
 #   1. side by side, at most $E2E_CONCURRENCY at once (default 4): the cases that only use the
-#      garden, each with its own names (local_cluster, shoot, managed_seed);
+#      garden, each with its own names (local_cluster, shoot, contract, managed_seed);
 #   2. one at a time: the cases that change the garden itself (garden upgrades gardenlet and
 #      freezes leaders; faults kills the kubelet and containerd).
 # Each phase and each case's time is printed at the end, and appended to $CI_TIMES when set
@@ -105,7 +105,7 @@ timed garden-install env KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.l
 timed build-tests cargo build -q -p e2e --tests
 failed=0
 # Phase 1: side by side. Phase 2: alone (they disturb the garden every other case relies on).
-timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" local_cluster shoot managed_seed || failed=1
+timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" local_cluster shoot contract managed_seed || failed=1
 timed alone run_phase alone 1 garden faults || failed=1
 [ "$failed" = 0 ] || exit 1
 

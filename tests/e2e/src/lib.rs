@@ -76,6 +76,14 @@ pub fn kubectl(args: &[&str]) -> Result<String, String> {
 
 /// Applies a YAML manifest (possibly several documents) with kubectl.
 pub fn apply(namespace: &str, yaml: &str) {
+    if let Err(e) = try_apply(namespace, yaml) {
+        panic!("{e}");
+    }
+}
+
+/// `kubectl apply` of `yaml` in `namespace`: its output, or kubectl's error output (what a user
+/// sees when the API server refuses the object).
+pub fn try_apply(namespace: &str, yaml: &str) -> Result<String, String> {
     use std::io::Write;
     let mut child = Command::new(assets().join("kubectl"))
         .arg(format!("--kubeconfig={}", kubeconfig().display()))
@@ -84,10 +92,19 @@ pub fn apply(namespace: &str, yaml: &str) {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("kubectl starts");
-    child.stdin.take().expect("stdin").write_all(yaml.as_bytes()).expect("manifest written");
-    let out = child.wait_with_output().expect("kubectl finishes");
-    assert!(out.status.success(), "kubectl apply failed: {}", String::from_utf8_lossy(&out.stderr));
+        .map_err(|e| format!("running kubectl: {e}"))?;
+    child
+        .stdin
+        .take()
+        .ok_or("kubectl has no stdin")?
+        .write_all(yaml.as_bytes())
+        .map_err(|e| format!("writing the manifest to kubectl: {e}"))?;
+    let out = child.wait_with_output().map_err(|e| format!("waiting for kubectl: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!("kubectl apply failed: {}", String::from_utf8_lossy(&out.stderr)))
+    }
 }
 
 /// A namespace for one test, deleted on drop (also when the test panics).

@@ -34,12 +34,13 @@ impl CaseShoot {
     /// Applies `example/shoot.yaml` as a user does, under the case's own name and node range
     /// (`10.<node_octet>.0.0/16`), pinned to the seed `local`.
     pub fn apply(case: &str, node_octet: u8) -> Self {
-        let name = format!("e2e-{case}");
-        let example = std::fs::read_to_string(repo_root().join("example/shoot.yaml")).expect("example/shoot.yaml");
-        let mut shoot: serde_json::Value = serde_yaml::from_str(&example).expect("example/shoot.yaml is YAML");
-        shoot["metadata"]["name"] = name.clone().into();
-        shoot["spec"]["seedName"] = "local".into();
-        shoot["spec"]["networking"]["nodes"] = format!("10.{node_octet}.0.0/16").into();
+        Self::apply_with(case, node_octet, |_| {})
+    }
+
+    /// [`Self::apply`] with `edit` applied to the manifest first (settings a case needs).
+    pub fn apply_with(case: &str, node_octet: u8, edit: impl FnOnce(&mut serde_json::Value)) -> Self {
+        let shoot = manifest(case, node_octet, edit);
+        let name = shoot["metadata"]["name"].as_str().unwrap_or_default().to_string();
         crate::apply(PROJECT_NS, &serde_yaml::to_string(&shoot).expect("the shoot as YAML"));
         let seed_ns = format!("shoot--{PROJECT}--{name}");
         Self { machine_ns: format!("{seed_ns}--machines"), seed_ns, name, deleted: false }
@@ -190,6 +191,18 @@ impl CaseShoot {
         }
         deleted
     }
+}
+
+/// `example/shoot.yaml` as the case `case` applies it: named `e2e-<case>`, with its own node
+/// range (`10.<node_octet>.0.0/16`), pinned to the seed `local`, then `edit`ed.
+pub fn manifest(case: &str, node_octet: u8, edit: impl FnOnce(&mut serde_json::Value)) -> serde_json::Value {
+    let example = std::fs::read_to_string(repo_root().join("example/shoot.yaml")).expect("example/shoot.yaml");
+    let mut shoot: serde_json::Value = serde_yaml::from_str(&example).expect("example/shoot.yaml is YAML");
+    shoot["metadata"]["name"] = format!("e2e-{case}").into();
+    shoot["spec"]["seedName"] = "local".into();
+    shoot["spec"]["networking"]["nodes"] = format!("10.{node_octet}.0.0/16").into();
+    edit(&mut shoot);
+    shoot
 }
 
 /// `Some(())` once the object kubectl reads is NotFound.
