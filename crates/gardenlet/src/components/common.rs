@@ -92,13 +92,49 @@ pub struct ControlPlaneValues {
     pub requests_percent: u32,
 }
 
-/// The shoot's own kube-apiserver settings (`spec.kubernetes.kubeAPIServer`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The shoot's own kube-apiserver settings (`spec.kubernetes.kubeAPIServer`), as
+/// `crate::components::kube_apiserver` turns them into flags and files. Admission has
+/// refused what cannot take effect; what is `None` or empty leaves the API server's default.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApiServerSettings {
     pub feature_gates: BTreeMap<String, bool>,
     pub runtime_config: BTreeMap<String, bool>,
     /// Admission plugins enabled in addition to the defaults.
     pub admission_plugins: Vec<String>,
+    /// Admission plugins with `disabled: true`: removed from the enabled set and passed to
+    /// `--disable-admission-plugins`.
+    pub disabled_admission_plugins: Vec<String>,
+    /// `admissionPlugins[].config` of the enabled plugins, by plugin name (an object; a YAML
+    /// string is parsed when the values are derived).
+    pub admission_plugin_configs: BTreeMap<String, serde_json::Value>,
+    /// `enableAnonymousAuthentication` (`--anonymous-auth`; unset means this system's default).
+    pub anonymous_auth: Option<bool>,
+    /// `apiAudiences` (`--api-audiences`).
+    pub api_audiences: Vec<String>,
+    /// `eventTTL` (`--event-ttl`), a Go duration.
+    pub event_ttl: Option<String>,
+    /// `requests` (`--max-requests-inflight`, `--max-mutating-requests-inflight`).
+    pub requests: api::core::shoot::kubernetes::ApiServerRequests,
+    /// `watchCacheSizes` (`--default-watch-cache-size`, `--watch-cache-sizes`).
+    pub watch_cache_sizes: api::core::shoot::kubernetes::WatchCacheSizes,
+    /// `logging` (`--v`, `--vmodule=httplog=<n>`).
+    pub logging: api::core::shoot::kubernetes::ApiServerLogging,
+    /// `defaultNotReadyTolerationSeconds`.
+    pub default_not_ready_toleration_seconds: Option<i64>,
+    /// `defaultUnreachableTolerationSeconds`.
+    pub default_unreachable_toleration_seconds: Option<i64>,
+    /// `oidcConfig` (the `--oidc-*` flags; `caBundle` becomes a mounted file).
+    pub oidc: Option<api::core::shoot::kubernetes::OidcConfig>,
+    /// `serviceAccountConfig` (`--service-account-*`).
+    pub service_account: api::core::shoot::kubernetes::ServiceAccountConfig,
+    /// `auditConfig.auditPolicy.configMapRef.name`: the ConfigMap in the shoot's garden
+    /// namespace whose `policy` gardenlet copies next to the API server.
+    pub audit_policy_config_map: Option<String>,
+    /// The audit policy read from that ConfigMap (filled in by the reconcile flow, which reads
+    /// the garden); `None` means no audit logging.
+    pub audit_policy: Option<String>,
+    /// `encryptionConfig.resources`: encrypted in etcd besides `secrets`.
+    pub encrypted_resources: Vec<String>,
 }
 
 /// The shoot's kube-controller-manager settings (`spec.kubernetes.kubeControllerManager`), as

@@ -1,12 +1,16 @@
 //! kube-apiserver: its Service (created first, its address goes into certificates and DNS)
 //! and its Deployment with the flags kubeadm's design calls for.
 
-use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
+use super::common::{self, ApiServerSettings, ControlPlaneValues, Images, component_labels, file, secrets};
 use super::etcd;
 use crate::config::ExposureClassHandler;
 pub use crate::config::ServiceType;
+use api::core::shoot::kubernetes::OidcConfig;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStrategy, RollingUpdateDeployment};
-use k8s_openapi::api::core::v1::{Container, ContainerPort, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, Probe, Service, ServicePort, ServiceSpec,
+    TCPSocketAction, Volume, VolumeMount,
+};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
 
@@ -86,17 +90,149 @@ fn join_flags(map: &BTreeMap<String, bool>) -> String {
     map.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
-/// The command-line flags, in a stable order.
-pub fn args(values: &ControlPlaneValues) -> Vec<String> {
+/// The admission plugins to enable: the defaults and the shoot's extra ones, without the ones
+/// the shoot disables (a plugin in both lists would stop the API server).
+pub fn enabled_admission_plugins(settings: &ApiServerSettings) -> Vec<String> {
     let mut plugins: Vec<String> = DEFAULT_ADMISSION_PLUGINS.iter().map(|p| p.to_string()).collect();
-    for extra in &values.apiserver.admission_plugins {
+    for extra in &settings.admission_plugins {
         if !plugins.contains(extra) {
             plugins.push(extra.clone());
         }
     }
+    plugins.retain(|p| !settings.disabled_admission_plugins.contains(p));
+    plugins
+}
+
+/// Whether the version has reached `major.minor`.
+fn at_least(version: &str, minor: u64) -> bool {
+    semver::Version::parse(version.trim_start_matches('v')).is_ok_and(|v| (v.major, v.minor) >= (1, minor))
+}
+
+/// The flags of the shoot's own settings (`spec.kubernetes.kubeAPIServer`) besides feature
+/// gates and runtime config; the issuer flags are in [`service_account_issuer_flags`].
+fn shoot_setting_flags(values: &ControlPlaneValues) -> Vec<String> {
+    let s = &values.apiserver;
+    let mut args = Vec::new();
+    if !s.disabled_admission_plugins.is_empty() {
+        args.push(format!("--disable-admission-plugins={}", s.disabled_admission_plugins.join(",")));
+    }
+    if admission_configuration(s).is_some() {
+        args.push(format!("--admission-control-config-file={ADMISSION_CONFIG_DIR}/{ADMISSION_CONFIG_KEY}"));
+    }
+    if !s.api_audiences.is_empty() {
+        args.push(format!("--api-audiences={}", s.api_audiences.join(",")));
+    }
+    if s.audit_policy.is_some() {
+        args.push(format!("--audit-policy-file={AUDIT_POLICY_DIR}/{AUDIT_POLICY_KEY}"));
+        args.push(format!("--audit-log-path={AUDIT_LOG_PATH}"));
+    }
+    if let Some(ttl) = &s.event_ttl {
+        args.push(format!("--event-ttl={ttl}"));
+    }
+    if let Some(n) = s.requests.max_non_mutating_inflight {
+        args.push(format!("--max-requests-inflight={n}"));
+    }
+    if let Some(n) = s.requests.max_mutating_inflight {
+        args.push(format!("--max-mutating-requests-inflight={n}"));
+    }
+    if let Some(n) = s.watch_cache_sizes.default {
+        args.push(format!("--default-watch-cache-size={n}"));
+    }
+    if !s.watch_cache_sizes.resources.is_empty() {
+        let sizes: Vec<String> = s
+            .watch_cache_sizes
+            .resources
+            .iter()
+            .map(|r| match r.api_group.as_deref().filter(|g| !g.is_empty()) {
+                Some(group) => format!("{}.{group}#{}", r.resource, r.size),
+                None => format!("{}#{}", r.resource, r.size),
+            })
+            .collect();
+        args.push(format!("--watch-cache-sizes={}", sizes.join(",")));
+    }
+    if let Some(v) = s.logging.verbosity {
+        args.push(format!("--v={v}"));
+    }
+    if let Some(v) = s.logging.http_access_verbosity {
+        args.push(format!("--vmodule=httplog={v}"));
+    }
+    if let Some(n) = s.default_not_ready_toleration_seconds {
+        args.push(format!("--default-not-ready-toleration-seconds={n}"));
+    }
+    if let Some(n) = s.default_unreachable_toleration_seconds {
+        args.push(format!("--default-unreachable-toleration-seconds={n}"));
+    }
+    if let Some(oidc) = &s.oidc {
+        args.extend(oidc_flags(oidc));
+    }
+    if let Some(extend) = s.service_account.extend_token_expiration {
+        args.push(format!("--service-account-extend-token-expiration={extend}"));
+    }
+    if let Some(max) = &s.service_account.max_token_expiration {
+        args.push(format!("--service-account-max-token-expiration={max}"));
+    }
+    args
+}
+
+/// The `--oidc-*` flags; none without an issuer (the API server needs issuer and client ID
+/// together, admission requires both).
+fn oidc_flags(oidc: &OidcConfig) -> Vec<String> {
+    let Some(issuer) = oidc.issuer_url.as_deref().filter(|i| !i.is_empty()) else {
+        return Vec::new();
+    };
+    let mut args = vec![format!("--oidc-issuer-url={issuer}")];
+    let optional = [
+        ("client-id", &oidc.client_id),
+        ("username-claim", &oidc.username_claim),
+        ("username-prefix", &oidc.username_prefix),
+        ("groups-claim", &oidc.groups_claim),
+        ("groups-prefix", &oidc.groups_prefix),
+    ];
+    for (name, value) in optional {
+        if let Some(v) = value {
+            args.push(format!("--oidc-{name}={v}"));
+        }
+    }
+    if let Some(algs) = oidc.signing_algs.as_ref().map(|a| a.to_vec()).filter(|a| !a.is_empty()) {
+        args.push(format!("--oidc-signing-algs={}", algs.join(",")));
+    }
+    for (claim, value) in &oidc.required_claims {
+        args.push(format!("--oidc-required-claim={claim}={value}"));
+    }
+    if oidc.ca_bundle.is_some() {
+        args.push(format!("--oidc-ca-file={OIDC_CA_DIR}/{OIDC_CA_KEY}"));
+    }
+    args
+}
+
+/// `--service-account-issuer` flags: the shoot's `issuer` or the API server's URL first (it
+/// signs new tokens); from 1.22 on, the default one (when replaced) and `acceptedIssuers`
+/// follow, accepted for verification only. Kubernetes 1.20 takes one issuer; admission
+/// refuses `acceptedIssuers` there.
+pub fn service_account_issuer_flags(values: &ControlPlaneValues) -> Vec<String> {
+    let default = format!("https://{}", values.advertised_host);
+    let sa = &values.apiserver.service_account;
+    let primary = sa.issuer.clone().filter(|i| !i.is_empty()).unwrap_or_else(|| default.clone());
+    let mut issuers = vec![primary];
+    if at_least(&values.kubernetes_version, 22) {
+        for extra in std::iter::once(&default).chain(&sa.accepted_issuers) {
+            if !issuers.contains(extra) {
+                issuers.push(extra.clone());
+            }
+        }
+    }
+    issuers.into_iter().map(|i| format!("--service-account-issuer={i}")).collect()
+}
+
+/// The command-line flags, in a stable order.
+pub fn args(values: &ControlPlaneValues) -> Vec<String> {
+    let plugins = enabled_admission_plugins(&values.apiserver);
+    // Anonymous requests stay allowed unless the shoot switches them off: the kubelet's HTTPS
+    // probes of `/livez` and `/readyz` are anonymous (see [`probes`]).
+    let anonymous = values.apiserver.anonymous_auth.unwrap_or(true);
     let mut args = vec![
         "--allow-privileged=true".to_string(),
-        "--anonymous-auth=true".to_string(),
+        format!("--anonymous-auth={anonymous}"),
         "--authorization-mode=Node,RBAC".to_string(),
         format!("--client-ca-file={}", file(secrets::CA_CLIENT_BUNDLE, secrets::BUNDLE)),
         format!("--enable-admission-plugins={}", plugins.join(",")),
@@ -117,13 +253,15 @@ pub fn args(values: &ControlPlaneValues) -> Vec<String> {
         "--requestheader-group-headers=X-Remote-Group".to_string(),
         "--requestheader-username-headers=X-Remote-User".to_string(),
         format!("--secure-port={PORT}"),
-        format!("--service-account-issuer=https://{}", values.advertised_host),
+    ];
+    args.extend(service_account_issuer_flags(values));
+    args.extend([
         format!("--service-account-key-file={}", file(secrets::SERVICE_ACCOUNT_KEY, secrets::SA_PUB)),
         format!("--service-account-signing-key-file={}", file(secrets::SERVICE_ACCOUNT_KEY, secrets::SA_KEY)),
         format!("--service-cluster-ip-range={}", values.service_cidr),
         format!("--tls-cert-file={}", file(secrets::KUBE_APISERVER, secrets::TLS_CERT)),
         format!("--tls-private-key-file={}", file(secrets::KUBE_APISERVER, secrets::TLS_KEY)),
-    ];
+    ]);
     if common::rotating(values, secrets::SERVICE_ACCOUNT_KEY) {
         // Tokens signed with the previous key stay valid until the rotation completes.
         args.push(format!("--service-account-key-file={}", file(secrets::SERVICE_ACCOUNT_KEY_OLD, secrets::SA_PUB)));
@@ -137,7 +275,100 @@ pub fn args(values: &ControlPlaneValues) -> Vec<String> {
     if !values.apiserver.runtime_config.is_empty() {
         args.push(format!("--runtime-config={}", join_flags(&values.apiserver.runtime_config)));
     }
+    args.extend(shoot_setting_flags(values));
     args
+}
+
+/// The ConfigMap with the AdmissionConfiguration of the plugins the shoot configures.
+pub const ADMISSION_CONFIG_MAP: &str = "kube-apiserver-admission-config";
+/// Its data key.
+pub const ADMISSION_CONFIG_KEY: &str = "admission-configuration.yaml";
+/// Where it is mounted.
+pub const ADMISSION_CONFIG_DIR: &str = "/etc/kubernetes/admission";
+/// The ConfigMap with the shoot's audit policy (copied from the garden).
+pub const AUDIT_POLICY_CONFIG_MAP: &str = "kube-apiserver-audit-policy";
+/// Its data key.
+pub const AUDIT_POLICY_KEY: &str = "audit-policy.yaml";
+/// Where it is mounted.
+pub const AUDIT_POLICY_DIR: &str = "/etc/kubernetes/audit";
+/// Where audit events go: `-` is the API server's standard output, so the events are in the
+/// container log (`kubectl logs deploy/kube-apiserver` in the seed namespace), one JSON
+/// `audit.k8s.io/v1` Event a line.
+pub const AUDIT_LOG_PATH: &str = "-";
+/// The ConfigMap with the OIDC issuer's CA bundle (`oidcConfig.caBundle`).
+pub const OIDC_CA_CONFIG_MAP: &str = "kube-apiserver-oidc-cabundle";
+/// Its data key.
+pub const OIDC_CA_KEY: &str = "ca.crt";
+/// Where it is mounted.
+pub const OIDC_CA_DIR: &str = "/etc/kubernetes/oidc";
+/// Every ConfigMap the API server may mount: one the settings no longer call for is deleted.
+pub const CONFIG_MAPS: &[&str] = &[ADMISSION_CONFIG_MAP, AUDIT_POLICY_CONFIG_MAP, OIDC_CA_CONFIG_MAP];
+
+/// The AdmissionConfiguration (`apiserver.config.k8s.io/v1`) with each configured plugin's
+/// configuration inline; `None` when no enabled plugin has a configuration.
+pub fn admission_configuration(settings: &ApiServerSettings) -> Option<String> {
+    let plugins: Vec<serde_json::Value> = settings
+        .admission_plugin_configs
+        .iter()
+        .filter(|(name, _)| !settings.disabled_admission_plugins.contains(name))
+        .map(|(name, config)| serde_json::json!({"name": name, "configuration": config}))
+        .collect();
+    if plugins.is_empty() {
+        return None;
+    }
+    let config = serde_json::json!({
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": plugins,
+    });
+    // Serializing a JSON value to YAML cannot fail; JSON is YAML should it ever.
+    Some(serde_yaml::to_string(&config).unwrap_or_else(|_| config.to_string()))
+}
+
+/// The files the settings call for, as (ConfigMap, data key, mount directory, content).
+fn config_files(values: &ControlPlaneValues) -> Vec<(&'static str, &'static str, &'static str, String)> {
+    let s = &values.apiserver;
+    let mut files = Vec::new();
+    if let Some(config) = admission_configuration(s) {
+        files.push((ADMISSION_CONFIG_MAP, ADMISSION_CONFIG_KEY, ADMISSION_CONFIG_DIR, config));
+    }
+    if let Some(policy) = &s.audit_policy {
+        files.push((AUDIT_POLICY_CONFIG_MAP, AUDIT_POLICY_KEY, AUDIT_POLICY_DIR, policy.clone()));
+    }
+    if let Some(ca) = s.oidc.as_ref().and_then(|o| o.ca_bundle.clone()) {
+        files.push((OIDC_CA_CONFIG_MAP, OIDC_CA_KEY, OIDC_CA_DIR, ca));
+    }
+    files
+}
+
+/// The ConfigMaps the API server mounts for the shoot's settings (admission configuration,
+/// audit policy, OIDC CA bundle); names of [`CONFIG_MAPS`] missing here are to be deleted.
+pub fn config_maps(values: &ControlPlaneValues) -> Vec<ConfigMap> {
+    config_files(values)
+        .into_iter()
+        .map(|(name, key, _, content)| ConfigMap {
+            metadata: common::metadata(name, values, labels()),
+            data: Some(BTreeMap::from([(key.to_string(), content)])),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// Liveness and readiness probes: HTTPS `/livez` and `/readyz` while anonymous requests are
+/// allowed (the kubelet probes without credentials); a TCP check of the port when the shoot
+/// switched anonymous authentication off, as those paths then answer 401.
+pub fn probes(values: &ControlPlaneValues) -> (Probe, Probe) {
+    let live = common::https_probe("/livez", PORT, 15, 10);
+    let ready = common::https_probe("/readyz", PORT, 10, 10);
+    if values.apiserver.anonymous_auth != Some(false) {
+        return (live, ready);
+    }
+    let tcp = |mut p: Probe| {
+        p.http_get = None;
+        p.tcp_socket = Some(TCPSocketAction { port: IntOrString::Int(PORT), ..Default::default() });
+        p
+    };
+    (tcp(live), tcp(ready))
 }
 
 /// The secrets the API server mounts.
@@ -180,12 +411,32 @@ pub fn encryption_key_name(key: &str) -> String {
 /// encrypted stays readable until it is rewritten; `identity` last, so Secrets written before
 /// encryption was switched on stay readable (and are encrypted when next written).
 pub fn encryption_configuration(key: &str, previous: Option<&str>) -> String {
+    encryption_configuration_for(key, previous, &[])
+}
+
+/// The resources encrypted: `secrets` and the shoot's `encryptionConfig.resources`
+/// (`resource` or `resource.group`; a trailing `.` of a core resource dropped), each once.
+pub fn encrypted_resources(extra: &[String]) -> Vec<String> {
+    let mut out = vec!["secrets".to_string()];
+    for r in extra {
+        let r = r.trim_end_matches('.').to_string();
+        if !r.is_empty() && !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// [`encryption_configuration`] for `secrets` and the `extra` resources (see
+/// [`encrypted_resources`]): all of them share the providers.
+pub fn encryption_configuration_for(key: &str, previous: Option<&str>, extra: &[String]) -> String {
     let mut keys = String::new();
     for k in std::iter::once(key).chain(previous) {
         keys.push_str(&format!("      - name: {}\n        secret: {}\n", encryption_key_name(k), k.trim()));
     }
+    let resources: String = encrypted_resources(extra).iter().map(|r| format!("  - {r}\n")).collect();
     format!(
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources:\n  - secrets\n  providers:\n  - aescbc:\n      keys:\n{keys}  - identity: {{}}\n"
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources:\n{resources}  providers:\n  - aescbc:\n      keys:\n{keys}  - identity: {{}}\n"
     )
 }
 
@@ -202,23 +453,39 @@ pub fn encryption_config_secret(
         type_: Some("Opaque".into()),
         data: Some(BTreeMap::from([(
             ENCRYPTION_CONFIG_KEY.to_string(),
-            ByteString(encryption_configuration(key, previous).into_bytes()),
+            ByteString(encryption_configuration_for(key, previous, &values.apiserver.encrypted_resources).into_bytes()),
         )])),
         ..Default::default()
     }
 }
 
-/// The kube-apiserver Deployment.
+/// The kube-apiserver Deployment: the secrets mounted, and the ConfigMaps of
+/// [`config_maps`] at their directories; a change of a ConfigMap's content or of the
+/// encrypted resources rolls the pods (checksum annotations), as kube-apiserver 1.20 reads
+/// these files only at start.
 pub fn deployment(values: &ControlPlaneValues) -> Deployment {
+    let (liveness, readiness) = probes(values);
+    let files = config_files(values);
     let container = Container {
         name: NAME.to_string(),
         image: Some(Images::resolve(&values.images.kube_apiserver, &values.kubernetes_version)),
         command: Some(vec!["kube-apiserver".to_string()]),
         args: Some(args(values)),
         ports: Some(vec![ContainerPort { name: Some("https".into()), container_port: PORT, ..Default::default() }]),
-        liveness_probe: Some(common::https_probe("/livez", PORT, 15, 10)),
-        readiness_probe: Some(common::https_probe("/readyz", PORT, 10, 10)),
+        liveness_probe: Some(liveness),
+        readiness_probe: Some(readiness),
         resources: Some(common::requests(values.requests_percent, 250, 512)),
+        volume_mounts: Some(
+            files
+                .iter()
+                .map(|(name, _, dir, _)| VolumeMount {
+                    name: name.to_string(),
+                    mount_path: dir.to_string(),
+                    read_only: Some(true),
+                    ..Default::default()
+                })
+                .collect(),
+        ),
         ..Default::default()
     };
     let strategy = DeploymentStrategy {
@@ -228,5 +495,30 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
             max_unavailable: Some(IntOrString::Int(0)),
         }),
     };
-    common::deployment(values, NAME, (APP, ROLE), &mounted_secrets(values), container, Some(strategy))
+    let mut d = common::deployment(values, NAME, (APP, ROLE), &mounted_secrets(values), container, Some(strategy));
+    let mut checksums: BTreeMap<String, String> = files
+        .iter()
+        .map(|(name, _, _, content)| (format!("checksum/configmap-{name}"), common::checksum(content)))
+        .collect();
+    if !values.apiserver.encrypted_resources.is_empty() {
+        let resources = encrypted_resources(&values.apiserver.encrypted_resources).join(",");
+        checksums.insert("checksum/encrypted-resources".into(), common::checksum(&resources));
+    }
+    if let Some(template) = d.spec.as_mut().map(|s| &mut s.template) {
+        if !checksums.is_empty() {
+            let meta = template.metadata.get_or_insert_with(Default::default);
+            meta.annotations.get_or_insert_with(Default::default).extend(checksums);
+        }
+        if let Some(pod) = template.spec.as_mut() {
+            pod.volumes.get_or_insert_with(Vec::new).extend(files.iter().map(|(name, _, _, _)| Volume {
+                name: name.to_string(),
+                config_map: Some(ConfigMapVolumeSource { name: name.to_string(), ..Default::default() }),
+                ..Default::default()
+            }));
+        }
+    }
+    d
 }
+
+#[cfg(test)]
+mod tests;

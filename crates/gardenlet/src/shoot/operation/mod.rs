@@ -4,6 +4,7 @@
 //! wait, deploy an extension object).
 
 pub mod apply;
+pub mod audit_policy;
 pub mod clients;
 pub mod context;
 pub mod readiness;

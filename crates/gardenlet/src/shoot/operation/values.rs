@@ -4,6 +4,7 @@
 
 use crate::components::common::{ControllerManagerSettings, SchedulerSettings};
 use crate::components::{ApiServerSettings, ControlPlaneValues, Images};
+use api::core::shoot::kubernetes::KubeApiServerConfig;
 use api::core::shoot::kubernetes::{KubeControllerManagerConfig, KubeSchedulerConfig, SchedulingProfile};
 use api::core::{Seed, Shoot};
 use api::helpers::names::{NameError, TechnicalId, project_of_namespace};
@@ -75,6 +76,66 @@ pub enum ValuesError {
     Cidr { shoot: String, field: &'static str, value: String, problem: String },
     #[error("shoot {shoot}: {field} is required")]
     Missing { shoot: String, field: &'static str },
+    #[error("shoot {shoot}: {field}: {problem}")]
+    Invalid { shoot: String, field: String, problem: String },
+}
+
+/// A plugin's `config` as the object the AdmissionConfiguration embeds: an object as is, a
+/// string parsed as YAML (the GEP-15 example writes it so).
+fn plugin_config(config: &serde_json::Value) -> Result<serde_json::Value, String> {
+    match config {
+        serde_json::Value::String(text) => serde_yaml::from_str(text).map_err(|e| format!("not YAML: {e}")),
+        other => Ok(other.clone()),
+    }
+}
+
+/// The kube-apiserver settings of `spec.kubernetes.kubeAPIServer`: plugins split into enabled
+/// and disabled (`disabled: true`), their configurations, and the flag-shaped settings as
+/// they are. The audit policy itself is read from the garden by the reconcile flow.
+pub fn apiserver_settings(shoot: &str, k: &KubeApiServerConfig) -> Result<ApiServerSettings, ValuesError> {
+    let mut out = ApiServerSettings {
+        feature_gates: k.feature_gates.clone(),
+        runtime_config: k.runtime_config.clone(),
+        anonymous_auth: k.enable_anonymous_authentication,
+        api_audiences: k.api_audiences.clone(),
+        event_ttl: k.event_ttl.clone(),
+        requests: k.requests.clone().unwrap_or_default(),
+        watch_cache_sizes: k.watch_cache_sizes.clone().unwrap_or_default(),
+        logging: k.logging.clone().unwrap_or_default(),
+        default_not_ready_toleration_seconds: k.default_not_ready_toleration_seconds,
+        default_unreachable_toleration_seconds: k.default_unreachable_toleration_seconds,
+        oidc: k.oidc_config.clone(),
+        service_account: k.service_account_config.clone().unwrap_or_default(),
+        audit_policy_config_map: k
+            .audit_config
+            .as_ref()
+            .and_then(|a| a.audit_policy.as_ref())
+            .and_then(|p| p.config_map_ref.as_ref())
+            .map(|r| r.name.clone())
+            .filter(|n| !n.is_empty()),
+        encrypted_resources: k.encryption_config.as_ref().map(|e| e.resources.clone()).unwrap_or_default(),
+        ..Default::default()
+    };
+    for (i, plugin) in k.admission_plugins.iter().enumerate() {
+        if plugin.disabled == Some(true) {
+            if !out.disabled_admission_plugins.contains(&plugin.name) {
+                out.disabled_admission_plugins.push(plugin.name.clone());
+            }
+            continue;
+        }
+        if !out.admission_plugins.contains(&plugin.name) {
+            out.admission_plugins.push(plugin.name.clone());
+        }
+        if let Some(config) = &plugin.config {
+            let config = plugin_config(&config.0).map_err(|problem| ValuesError::Invalid {
+                shoot: shoot.to_string(),
+                field: format!("spec.kubernetes.kubeAPIServer.admissionPlugins[{i}].config"),
+                problem,
+            })?;
+            out.admission_plugin_configs.insert(plugin.name.clone(), config);
+        }
+    }
+    Ok(out)
 }
 
 const DEFAULT_INTERNAL_SUFFIX: &str = "internal.local";
@@ -135,11 +196,7 @@ impl ShootValues {
             internal_domain: format!("api.{name}.{project}.{suffix}"),
             external_domain: shoot.spec.dns.as_ref().and_then(|d| d.domain.as_ref()).map(|d| format!("api.{d}")),
             hibernated: shoot.spec.hibernation_enabled(),
-            apiserver: ApiServerSettings {
-                feature_gates: kube_apiserver.feature_gates.clone(),
-                runtime_config: kube_apiserver.runtime_config.clone(),
-                admission_plugins: kube_apiserver.admission_plugins.iter().map(|p| p.name.clone()).collect(),
-            },
+            apiserver: apiserver_settings(&name, &kube_apiserver)?,
             controller_manager: controller_manager_settings(shoot.spec.kubernetes.kube_controller_manager.as_ref()),
             scheduler: scheduler_settings(shoot.spec.kubernetes.kube_scheduler.as_ref()),
             name,

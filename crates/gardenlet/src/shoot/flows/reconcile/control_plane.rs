@@ -6,13 +6,14 @@ use crate::flow::TaskError;
 use crate::shoot::credentials::secrets;
 use crate::shoot::objects::extensions as ext;
 use crate::shoot::operation::apply::{apply, deploy_extension, task_err, wait_for};
+use crate::shoot::operation::audit_policy;
 use crate::shoot::operation::context::OperationContext;
 use crate::shoot::operation::context::secret_value;
 use crate::shoot::operation::readiness as checks;
 use crate::shoot::operation::references;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::Service;
-use kube::ResourceExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::{Api, ResourceExt};
 use std::sync::Arc;
 
 pub(super) async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
@@ -106,13 +107,31 @@ pub(super) async fn deploy_deployment(ctx: &OperationContext, deployment: Deploy
 }
 
 pub(super) async fn deploy_kube_apiserver(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    let values = control_plane_values(&ctx);
+    let mut values = control_plane_values(&ctx);
+    // The shoot's audit policy lives in its garden namespace; the API server mounts a copy.
+    let policy = &values.apiserver.audit_policy_config_map;
+    values.apiserver.audit_policy =
+        audit_policy::read(&ctx.garden, &ctx.values.garden_namespace, policy.as_deref()).await.map_err(task_err)?;
+    let files = kube_apiserver::config_maps(&values);
+    for config_map in &files {
+        apply(&ctx, config_map).await?;
+    }
     // Secrets at rest: the EncryptionConfiguration from the shoot's persisted key.
     let name = pki::shoot_set::names::ETCD_ENCRYPTION_KEY;
     let key = secret_value(&ctx, name, pki::data_keys::VALUE)?;
     let previous = secret_value(&ctx, &pki::config::old_name(name), pki::data_keys::VALUE).ok();
     apply(&ctx, &kube_apiserver::encryption_config_secret(&values, &key, previous.as_deref())).await?;
-    deploy_deployment(&ctx, kube_apiserver::deployment(&values)).await
+    deploy_deployment(&ctx, kube_apiserver::deployment(&values)).await?;
+    // ConfigMaps the settings no longer call for go once no pod mounts them.
+    let api: Api<ConfigMap> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
+    for stale in kube_apiserver::CONFIG_MAPS.iter().filter(|n| !files.iter().any(|f| f.name_any() == **n)) {
+        match api.delete(stale, &Default::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(task_err(e)),
+        }
+    }
+    Ok(())
 }
 
 pub(super) async fn deploy_kcm(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
