@@ -8,6 +8,12 @@ pub const ANNOTATION_TIMESTAMP: &str = "gardener.cloud/timestamp";
 pub const ANNOTATION_CREATED_BY: &str = "gardener.cloud/created-by";
 /// Confirmation required before a Shoot may be deleted.
 pub const ANNOTATION_CONFIRM_DELETION: &str = "confirmation.gardener.cloud/deletion";
+/// Confirmation that a Shoot whose deletion is stuck may be deleted by force: its extension
+/// objects are deleted without their cleanup and their finalizers removed (docs/operations.md).
+/// The same annotation on an extension object tells its controller to skip the cleanup.
+pub const ANNOTATION_FORCE_DELETION: &str = "confirmation.gardener.cloud/force-deletion";
+/// `"true"` on a Shoot: gardenlet neither reconciles nor deletes it while it is set.
+pub const ANNOTATION_IGNORE: &str = "shoot.gardener.cloud/ignore";
 
 /// Values of [`ANNOTATION_OPERATION`].
 pub mod operation {
@@ -28,6 +34,20 @@ pub mod operation {
     /// Every two-phase rotation's completion.
     pub const ROTATE_CREDENTIALS_COMPLETE: &str = "rotate-credentials-complete";
     pub const ROTATE_SSH_KEYPAIR: &str = "rotate-ssh-keypair";
+    /// Runs the shoot's maintenance now (gardener-controller-manager).
+    pub const MAINTAIN: &str = "maintain";
+    /// An operator takes over a shoot whose owning seed is gone.
+    pub const FORCE_RESTORE: &str = "force-restore";
+    /// Both phases of the etcd encryption key rotation in one operation.
+    pub const ROTATE_ETCD_ENCRYPTION_KEY: &str = "rotate-etcd-encryption-key";
+    /// Gardener's rotation of the monitoring and logging credentials.
+    pub const ROTATE_OBSERVABILITY_CREDENTIALS: &str = "rotate-observability-credentials";
+    /// Gardener's rotation of the static kubeconfig token (removed from Gardener).
+    pub const ROTATE_KUBECONFIG_CREDENTIALS: &str = "rotate-kubeconfig-credentials";
+    /// `rollout-workers=<pool>[,<pool>...]` (or `=*`): replace the machines of these pools.
+    pub const ROLLOUT_WORKERS: &str = "rollout-workers";
+    /// Separates several operations in one annotation value (`rotate-ca-start;rotate-serviceaccount-key-start`).
+    pub const SEPARATOR: char = ';';
 }
 
 /// Finalizer gardener components put on garden objects they must clean up after.

@@ -10,6 +10,7 @@ pub mod quantity;
 pub mod redact;
 pub mod rotation;
 pub mod seed_labels;
+pub mod shoot_operation;
 pub mod versions;
 
 pub use names::{TechnicalId, project_namespace};

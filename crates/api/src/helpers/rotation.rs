@@ -48,6 +48,9 @@ const ALL: [Credential; 3] =
 pub enum Step {
     Start,
     Complete,
+    /// Both phases in one operation (`rotate-etcd-encryption-key`): it begins as a start, and
+    /// the operation completes it once phase one succeeded.
+    StartAndComplete,
 }
 
 /// What an operation annotation asks to rotate.
@@ -58,8 +61,25 @@ pub struct Request {
 }
 
 /// The rotation an operation annotation asks for on a shoot whose nodes are (`ssh_access`) or
-/// are not reached over SSH; `None` for any other operation.
+/// are not reached over SSH; `None` when it asks for none. A value of several operations
+/// separated by `;` asks for the rotations of all its parts (a step asked for twice once).
 pub fn request(operation: &str, ssh_access: bool) -> Option<Request> {
+    let mut merged: Option<Request> = None;
+    for part in crate::helpers::shoot_operation::parts(operation) {
+        let Some(one) = request_one(part, ssh_access) else { continue };
+        let all = merged.get_or_insert_with(|| Request { steps: Vec::new(), ssh_keypair: false });
+        for step in one.steps {
+            if !all.steps.contains(&step) {
+                all.steps.push(step);
+            }
+        }
+        all.ssh_keypair |= one.ssh_keypair;
+    }
+    merged
+}
+
+/// The rotation one operation asks for.
+pub fn request_one(operation: &str, ssh_access: bool) -> Option<Request> {
     let one = |c, s| Some(Request { steps: vec![(c, s)], ssh_keypair: false });
     match operation {
         op::ROTATE_CA_START => one(Credential::CertificateAuthorities, Step::Start),
@@ -68,6 +88,7 @@ pub fn request(operation: &str, ssh_access: bool) -> Option<Request> {
         op::ROTATE_SERVICE_ACCOUNT_KEY_COMPLETE => one(Credential::ServiceAccountKey, Step::Complete),
         op::ROTATE_ETCD_ENCRYPTION_KEY_START => one(Credential::EtcdEncryptionKey, Step::Start),
         op::ROTATE_ETCD_ENCRYPTION_KEY_COMPLETE => one(Credential::EtcdEncryptionKey, Step::Complete),
+        op::ROTATE_ETCD_ENCRYPTION_KEY => one(Credential::EtcdEncryptionKey, Step::StartAndComplete),
         op::ROTATE_CREDENTIALS_START => {
             Some(Request { steps: ALL.iter().map(|c| (*c, Step::Start)).collect(), ssh_keypair: ssh_access })
         }
@@ -77,6 +98,22 @@ pub fn request(operation: &str, ssh_access: bool) -> Option<Request> {
         op::ROTATE_SSH_KEYPAIR => Some(Request { steps: Vec::new(), ssh_keypair: true }),
         _ => None,
     }
+}
+
+/// The credentials `request` asks to take through both phases in one operation.
+pub fn at_once(request: &Request) -> Vec<Credential> {
+    request.steps.iter().filter(|(_, s)| *s == Step::StartAndComplete).map(|(c, _)| *c).collect()
+}
+
+/// The credentials for which `request` asks for steps that exclude each other (a start and a
+/// completion of the same rotation in one operation).
+pub fn conflicts(request: &Request) -> Vec<Credential> {
+    ALL.into_iter()
+        .filter(|c| {
+            let steps: Vec<Step> = request.steps.iter().filter(|(x, _)| x == c).map(|(_, s)| *s).collect();
+            steps.len() > 1
+        })
+        .collect()
 }
 
 /// The status of one two-phase credential.
@@ -145,8 +182,8 @@ pub fn allowed(request: &Request, rotation: Option<&ShootCredentialsRotation>, s
     for (credential, step) in &request.steps {
         let phase = of(rotation, *credential).map(|r| r.phase);
         match (step, phase) {
-            (Step::Start, None | Some(RotationPhase::Completed)) => {}
-            (Step::Start, Some(p)) => {
+            (Step::Start | Step::StartAndComplete, None | Some(RotationPhase::Completed)) => {}
+            (Step::Start | Step::StartAndComplete, Some(p)) => {
                 errors.push(format!("the rotation of the {credential} cannot start in phase {p:?}; it is under way"))
             }
             (Step::Complete, Some(RotationPhase::Prepared)) => {}
@@ -167,7 +204,7 @@ pub fn begin(request: &Request, rotation: Option<ShootCredentialsRotation>, now:
         let slot = of_mut(&mut rotation, *credential);
         let previous = slot.take();
         *slot = Some(match step {
-            Step::Start => TwoPhaseRotation {
+            Step::Start | Step::StartAndComplete => TwoPhaseRotation {
                 phase: RotationPhase::Preparing,
                 last_initiation_time: Some(now.clone()),
                 last_initiation_finished_time: None,
@@ -254,6 +291,35 @@ mod tests {
         assert!(complete.steps.iter().all(|(_, s)| *s == Step::Complete) && !complete.ssh_keypair);
         assert_eq!(request("rotate-ssh-keypair", true).unwrap(), Request { steps: vec![], ssh_keypair: true });
         assert_eq!(request("reconcile", true), None);
+    }
+
+    #[test]
+    fn a_list_of_operations_asks_for_every_rotation_in_it() {
+        let both = request("rotate-ca-start;rotate-serviceaccount-key-start; reconcile", true).unwrap();
+        assert_eq!(
+            both.steps,
+            [(Credential::CertificateAuthorities, Step::Start), (Credential::ServiceAccountKey, Step::Start)]
+        );
+        assert!(conflicts(&both).is_empty());
+        let ssh = request("rotate-ssh-keypair;rotate-ca-start", true).unwrap();
+        assert!(ssh.ssh_keypair);
+        let twice = request("rotate-credentials-start;rotate-ca-start", true).unwrap();
+        assert_eq!(twice.steps.len(), 3, "a step asked for twice is taken once");
+        let clash = request("rotate-ca-start;rotate-ca-complete", true).unwrap();
+        assert_eq!(conflicts(&clash), [Credential::CertificateAuthorities]);
+        assert_eq!(request("reconcile;retry", true), None);
+    }
+
+    #[test]
+    fn the_single_step_etcd_key_rotation_starts_like_a_start_and_is_completed_by_the_operation() {
+        let once = request("rotate-etcd-encryption-key", true).unwrap();
+        assert_eq!(at_once(&once), [Credential::EtcdEncryptionKey]);
+        assert!(allowed(&once, None, RUNNING).is_empty());
+        let r = begin(&once, None, &at("2026-01-01T10:00:00Z"));
+        assert_eq!(r.etcd_encryption_key.as_ref().unwrap().phase, RotationPhase::Preparing);
+        assert_eq!(allowed(&once, Some(&r), RUNNING).len(), 1, "not while one is under way");
+        let clash = request("rotate-etcd-encryption-key;rotate-etcd-encryption-key-start", true).unwrap();
+        assert_eq!(conflicts(&clash), [Credential::EtcdEncryptionKey]);
     }
 
     #[test]
