@@ -188,7 +188,7 @@ fn horizontal_pod_autoscaler(hpa: &HorizontalPodAutoscalerConfig, path: &Path) -
         }
     }
     if let Some(t) = hpa.tolerance
-        && !(t > 0.0)
+        && (t.is_nan() || t <= 0.0)
     {
         errs.push(FieldError::invalid(path.child("tolerance"), &t.to_string(), "tolerance of must be greater than 0"));
     }

@@ -148,7 +148,7 @@ impl Running {
             namespace,
             hibernated: status.hibernated,
             expected_nodes: shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
-            kube_proxy_enabled: crate::components::kube_proxy::enabled(&shoot),
+            kube_proxy_enabled: crate::components::kube_proxy::enabled(shoot),
             shoot: if status.hibernated { Err(String::new()) } else { self.shoot_client(namespace).await },
             workloads: Some(&self.workloads),
         };
