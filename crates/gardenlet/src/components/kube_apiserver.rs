@@ -427,6 +427,12 @@ pub fn encrypted_resources(extra: &[String]) -> Vec<String> {
     out
 }
 
+/// The shoot's listed resources as `status.encryptedResources` names them: normalised, each
+/// once, without `secrets` (always encrypted).
+pub fn listed_encrypted_resources(extra: &[String]) -> Vec<String> {
+    encrypted_resources(extra).into_iter().skip(1).collect()
+}
+
 /// [`encryption_configuration`] for `secrets` and the `extra` resources (see
 /// [`encrypted_resources`]): all of them share the providers.
 pub fn encryption_configuration_for(key: &str, previous: Option<&str>, extra: &[String]) -> String {

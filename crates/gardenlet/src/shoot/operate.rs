@@ -352,6 +352,12 @@ impl ShootController {
         if result.is_success() {
             status["observedGeneration"] = json!(shoot.metadata.generation);
             status["hibernated"] = json!(ctx.values.hibernated);
+            if !ctx.values.hibernated {
+                // The flow rewrote the objects of every newly listed resource (reconcile/encryption.rs).
+                let listed = &ctx.values.apiserver.encrypted_resources;
+                status["encryptedResources"] =
+                    json!(crate::components::kube_apiserver::listed_encrypted_resources(listed));
+            }
             if let Some(mut r) = rotation
                 && api::helpers::rotation::finish(&mut r, &now())
             {

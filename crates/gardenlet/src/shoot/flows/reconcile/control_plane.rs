@@ -122,6 +122,10 @@ pub(super) async fn deploy_kube_apiserver(ctx: Arc<OperationContext>) -> Result<
     let previous = secret_value(&ctx, &pki::config::old_name(name), pki::data_keys::VALUE).ok();
     apply(&ctx, &kube_apiserver::encryption_config_secret(&values, &key, previous.as_deref())).await?;
     deploy_deployment(&ctx, kube_apiserver::deployment(&values)).await?;
+    if values.replicas > 0 {
+        // Objects of a resource newly listed in encryptionConfig.resources are stored encrypted.
+        super::encryption::rewrite_newly_encrypted(&ctx).await?;
+    }
     // ConfigMaps the settings no longer call for go once no pod mounts them.
     let api: Api<ConfigMap> = Api::namespaced(ctx.seed.clone(), ctx.values.namespace());
     for stale in kube_apiserver::CONFIG_MAPS.iter().filter(|n| !files.iter().any(|f| f.name_any() == **n)) {

@@ -3,6 +3,7 @@
 
 mod backup;
 mod control_plane;
+mod encryption;
 mod extension_objects;
 mod foundation;
 mod nodes;

@@ -55,5 +55,12 @@ pub(super) async fn rewrite_secrets(ctx: Arc<OperationContext>) -> Result<(), Ta
         }
     }
     tracing::info!(rewritten, "Secrets rewritten with the new etcd encryption key");
+    // The resources of encryptionConfig.resources are encrypted with the same key.
+    for resource in
+        crate::components::kube_apiserver::listed_encrypted_resources(&ctx.values.apiserver.encrypted_resources)
+    {
+        let rewritten = super::encryption::rewrite(&client, &resource).await?;
+        tracing::info!(%resource, rewritten, "objects rewritten with the new etcd encryption key");
+    }
     Ok(())
 }
