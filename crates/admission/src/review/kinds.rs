@@ -191,8 +191,10 @@ fn validate_shoot(adm: &Admission, req: &Request<'_>) -> Result<(), ErrorList> {
         Operation::Update => Some(object(req.old_object.as_ref(), "oldObject")?),
         _ => return Ok(()),
     };
-    // A rotation request is judged when it is made, whatever else changes.
-    let operation_errors = shoot::operation::validate(&new, old.as_ref());
+    // An operation request or a force-deletion confirmation is judged when it is made,
+    // whatever else changes.
+    let requester = shoot::operation::Requester { user: &req.user, operators: &adm.config().seed_assigners };
+    let operation_errors = shoot::validate_annotations(&new, old.as_ref(), requester);
     if !operation_errors.is_empty() {
         return Err(operation_errors);
     }

@@ -8,6 +8,7 @@ pub mod apiserver;
 pub mod components;
 pub mod contract;
 pub mod defaults;
+pub mod force_deletion;
 pub mod offered;
 pub mod operation;
 pub mod profile;
@@ -110,6 +111,16 @@ pub fn validate_update(new: &Shoot, old: &Shoot, ctx: ShootContext<'_>) -> Error
     errs.extend(reference::validate_change(&new.spec, &old.spec, ctx.profile_roots.0, ctx.profile_roots.1));
     errs.extend(against_profile(new, Some(old), ctx));
     errs.extend(update::validate_seed_name(new, Some(old), ctx.user, ctx.seed_assigners));
+    errs.extend(force_deletion::validate(new, Some(old)));
+    errs
+}
+
+/// The rules on a shoot's annotations, judged on every create and update whatever else
+/// changes (a metadata-only update skips the spec rules): the operation annotation
+/// ([`operation`]) and the force-deletion confirmation ([`force_deletion`]).
+pub fn validate_annotations(new: &Shoot, old: Option<&Shoot>, requester: operation::Requester<'_>) -> ErrorList {
+    let mut errs = operation::validate(new, old, requester);
+    errs.extend(force_deletion::validate(new, old));
     errs
 }
 
