@@ -429,11 +429,7 @@ pub const FIELDS: &[Field] = &[
         "passed unchanged to the Worker extension's pool",
         "worker_conforms",
     ),
-    honoured(
-        "spec.provider.workers[].zones",
-        "the pool's zones, checked against the region's zones and passed to the Worker extension",
-        "worker_conforms",
-    ),
+    honoured("spec.provider.workers[].zones", "checked against the region's zones; the pool's machines are spread over its zones in turn and their Nodes carry `topology.kubernetes.io/zone`", "machines_are_spread_over_the_pool_zones_in_turn"),
     only_as(
         "spec.provider.workers[].cri.name",
         &["\"containerd\""],
@@ -449,9 +445,9 @@ pub const FIELDS: &[Field] = &[
         "the_contract_accepts_what_the_system_does_anyway",
         "keeping system components off a pool is not supported yet",
     ),
-    refused("spec.provider.workers[].labels", "pool labels do not reach the Nodes yet"),
-    refused("spec.provider.workers[].annotations", "pool annotations do not reach the Nodes yet"),
-    refused("spec.provider.workers[].taints", "pool taints do not reach the Nodes yet"),
+    honoured("spec.provider.workers[].labels", "the pool's Nodes carry the labels (provider-local applies them on registration; a change replaces the machines)", "a_node_gets_what_its_pool_wants_once"),
+    honoured("spec.provider.workers[].annotations", "the pool's Nodes carry the annotations (provider-local applies them on registration; a change replaces the machines)", "a_node_gets_what_its_pool_wants_once"),
+    honoured("spec.provider.workers[].taints", "the pool's Nodes carry the taints, next to the kubelet's own (a change replaces the machines)", "a_node_gets_what_its_pool_wants_once"),
     refused("spec.provider.workers[].kubernetes.kubelet", KUBELET),
     refused(
         "spec.provider.workers[].kubernetes.version",
