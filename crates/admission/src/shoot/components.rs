@@ -206,7 +206,7 @@ fn horizontal_pod_autoscaler(hpa: &HorizontalPodAutoscalerConfig, path: &Path) -
 fn kube_scheduler(s: &KubeSchedulerConfig, version: &str, path: &Path) -> ErrorList {
     let mut errs = feature_gates::validate(&s.feature_gates, version, &path.child("featureGates"));
     if let Some(v) = &s.kube_max_pd_vols
-        && v.trim().parse::<i64>().map_or(true, |n| n <= 0)
+        && v.parse::<i64>().map_or(true, |n| n <= 0)
     {
         // kube-scheduler would log the error and silently use its default.
         errs.push(FieldError::invalid(

@@ -210,6 +210,8 @@ fn kube_max_pd_vols_must_be_a_positive_integer() {
     let p = "spec.kubernetes.kubeScheduler.kubeMaxPDVols";
     refused(json!({"kubernetes": {"kubeScheduler": {"kubeMaxPDVols": "many"}}}), p, "must be a positive integer");
     refused(json!({"kubernetes": {"kubeScheduler": {"kubeMaxPDVols": "0"}}}), p, "must be a positive integer");
+    // Go's strconv.Atoi refuses surrounding blanks: kube-scheduler would ignore " 25".
+    refused(json!({"kubernetes": {"kubeScheduler": {"kubeMaxPDVols": " 25"}}}), p, "must be a positive integer");
 }
 
 #[test]
