@@ -63,9 +63,6 @@ const NO_VPA: &str = "no vertical pod autoscaler runs in this system's seeds or 
 const NO_ADDONS: &str =
     "this system deploys no addons (Gardener deprecated them); install them into the shoot yourself";
 const KUBELET: &str = "the kubelet settings are not passed to the nodes yet";
-const KCM: &str = "kube-controller-manager settings are not passed to the component yet";
-const SCHEDULER: &str = "kube-scheduler settings are not passed to the component yet";
-const APISERVER: &str = "this kube-apiserver setting is not passed to the component yet";
 const MACHINE_VOLUMES: &str =
     "provider-local's machines keep their root and kubelet data on the seed's node; they have no volumes of their own";
 const MCM: &str = "machines are managed by provider-local's worker controller, which has no such setting yet";
@@ -271,34 +268,148 @@ pub const FIELDS: &[Field] = &[
         "the plugin is added to `--enable-admission-plugins`",
         "apiserver_takes_shoot_settings_and_drops_removed_flags",
     ),
-    only_as(
+    honoured(
         "spec.kubernetes.kubeAPIServer.admissionPlugins[].disabled",
-        &["false"],
-        "the plugin is enabled",
-        "apiserver_takes_shoot_settings_and_drops_removed_flags",
-        "disabling admission plugins is not supported yet",
+        "`true` moves the plugin from `--enable-admission-plugins` to `--disable-admission-plugins`; refused for required plugins (shoot::apiserver)",
+        "a_disabled_plugin_leaves_the_enable_list_and_joins_the_disable_list",
     ),
-    refused("spec.kubernetes.kubeAPIServer.admissionPlugins[].config", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.admissionPlugins[].kubeconfigSecretName", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.apiAudiences", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.auditConfig", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.defaultNotReadyTolerationSeconds", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.defaultUnreachableTolerationSeconds", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.enableAnonymousAuthentication", APISERVER),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.admissionPlugins[].config",
+        "the plugin's configuration in a mounted AdmissionConfiguration (`--admission-control-config-file`); refused for plugins that take none",
+        "plugin_configurations_become_a_mounted_admission_configuration",
+    ),
+    refused(
+        "spec.kubernetes.kubeAPIServer.admissionPlugins[].kubeconfigSecretName",
+        "plugin kubeconfigs from `spec.resources` are not implemented",
+    ),
+    honoured("spec.kubernetes.kubeAPIServer.apiAudiences", "`--api-audiences`", "every_flag_setting_becomes_its_flag"),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.auditConfig",
+        "the policy from the referenced ConfigMap (key `policy`) is mounted (`--audit-policy-file`) and audit events go to the API server's log (`--audit-log-path=-`); a missing ConfigMap fails the reconcile naming it",
+        "the_audit_policy_is_mounted_logged_to_stdout_and_rolls_the_pods",
+    ),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.defaultNotReadyTolerationSeconds",
+        "`--default-not-ready-toleration-seconds`",
+        "every_flag_setting_becomes_its_flag",
+    ),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.defaultUnreachableTolerationSeconds",
+        "`--default-unreachable-toleration-seconds`",
+        "every_flag_setting_becomes_its_flag",
+    ),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.enableAnonymousAuthentication",
+        "`--anonymous-auth`; with `false` the probes become TCP checks",
+        "switching_anonymous_authentication_off_keeps_the_probes_working",
+    ),
     refused(
         "spec.kubernetes.kubeAPIServer.enableBasicAuthentication",
         "basic authentication was removed from Kubernetes; Gardener forbids it",
     ),
-    refused("spec.kubernetes.kubeAPIServer.encryptionConfig", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.eventTTL", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.logging", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.oidcConfig", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.requests", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.serviceAccountConfig", APISERVER),
-    refused("spec.kubernetes.kubeAPIServer.watchCacheSizes", APISERVER),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.encryptionConfig",
+        "the resources are encrypted with the shoot's key next to Secrets, existing objects are rewritten, `status.encryptedResources` lists them; removing one is refused",
+        "encrypted_resources_join_secrets_and_roll_the_pods",
+    ),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.eventTTL",
+        "`--event-ttl` (at most 7 days)",
+        "every_flag_setting_becomes_its_flag",
+    ),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.logging",
+        "`--v` and `--vmodule=httplog=<n>`",
+        "every_flag_setting_becomes_its_flag",
+    ),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.oidcConfig",
+        "the `--oidc-*` flags with the CA bundle as a mounted file; `clientAuthentication` is refused (the API server never used it)",
+        "oidc_settings_become_flags_and_the_ca_a_mounted_file",
+    ),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.requests",
+        "`--max-requests-inflight` and `--max-mutating-requests-inflight`",
+        "every_flag_setting_becomes_its_flag",
+    ),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.serviceAccountConfig",
+        "`--service-account-issuer` (first), `--service-account-extend-token-expiration`, `--service-account-max-token-expiration`; accepted issuers only from 1.22",
+        "the_service_account_issuer_on_1_20_and_from_1_22",
+    ),
+    honoured(
+        "spec.kubernetes.kubeAPIServer.watchCacheSizes",
+        "`--default-watch-cache-size` and `--watch-cache-sizes`",
+        "every_flag_setting_becomes_its_flag",
+    ),
     // kube-controller-manager, kube-scheduler, kube-proxy.
-    refused("spec.kubernetes.kubeControllerManager", KCM),
-    refused("spec.kubernetes.kubeScheduler", SCHEDULER),
+    honoured(
+        "spec.kubernetes.kubeControllerManager.nodeCIDRMaskSize",
+        "`--node-cidr-mask-size`; immutable, checked against the pod range and the highest maxPods",
+        "controller_manager_flags_carry_the_shoot_settings",
+    ),
+    honoured(
+        "spec.kubernetes.kubeControllerManager.horizontalPodAutoscaler.cpuInitializationPeriod",
+        "`--horizontal-pod-autoscaler-cpu-initialization-period`",
+        "controller_manager_flags_carry_the_shoot_settings",
+    ),
+    honoured(
+        "spec.kubernetes.kubeControllerManager.horizontalPodAutoscaler.downscaleStabilization",
+        "`--horizontal-pod-autoscaler-downscale-stabilization`",
+        "controller_manager_flags_carry_the_shoot_settings",
+    ),
+    honoured(
+        "spec.kubernetes.kubeControllerManager.horizontalPodAutoscaler.initialReadinessDelay",
+        "`--horizontal-pod-autoscaler-initial-readiness-delay`",
+        "controller_manager_flags_carry_the_shoot_settings",
+    ),
+    honoured(
+        "spec.kubernetes.kubeControllerManager.horizontalPodAutoscaler.syncPeriod",
+        "`--horizontal-pod-autoscaler-sync-period`",
+        "controller_manager_flags_carry_the_shoot_settings",
+    ),
+    honoured(
+        "spec.kubernetes.kubeControllerManager.horizontalPodAutoscaler.tolerance",
+        "`--horizontal-pod-autoscaler-tolerance`",
+        "controller_manager_flags_carry_the_shoot_settings",
+    ),
+    honoured(
+        "spec.kubernetes.kubeControllerManager.nodeMonitorGracePeriod",
+        "`--node-monitor-grace-period`",
+        "controller_manager_flags_carry_the_shoot_settings",
+    ),
+    honoured(
+        "spec.kubernetes.kubeControllerManager.featureGates",
+        "`--feature-gates` (gates Kubernetes 1.20 knows, not locked)",
+        "controller_manager_flags_carry_the_shoot_settings",
+    ),
+    refused(
+        "spec.kubernetes.kubeControllerManager.podEvictionTimeout",
+        "kube-controller-manager 1.20 ignores `--pod-eviction-timeout` with the taint manager on; set kubeAPIServer.defaultNotReadyTolerationSeconds / defaultUnreachableTolerationSeconds",
+    ),
+    refused(
+        "spec.kubernetes.kubeControllerManager.horizontalPodAutoscaler.downscaleDelay",
+        "only for Kubernetes < 1.12; a no-op in 1.20",
+    ),
+    refused(
+        "spec.kubernetes.kubeControllerManager.horizontalPodAutoscaler.upscaleDelay",
+        "only for Kubernetes < 1.12; a no-op in 1.20",
+    ),
+    honoured(
+        "spec.kubernetes.kubeScheduler.profile",
+        "a KubeSchedulerConfiguration; `bin-packing` scores with NodeResourcesMostAllocated",
+        "scheduler_bin_packing_scores_most_allocated_in_every_profile",
+    ),
+    honoured(
+        "spec.kubernetes.kubeScheduler.featureGates",
+        "`--feature-gates` of kube-scheduler (gates Kubernetes 1.20 knows, not locked)",
+        "scheduler_feature_gates_and_kube_max_pd_vols",
+    ),
+    honoured(
+        "spec.kubernetes.kubeScheduler.kubeMaxPDVols",
+        "the environment variable `KUBE_MAX_PD_VOLS` of kube-scheduler",
+        "scheduler_feature_gates_and_kube_max_pd_vols",
+    ),
     only_as(
         "spec.kubernetes.kubeProxy.mode",
         &["\"IPTables\""],
@@ -306,14 +417,16 @@ pub const FIELDS: &[Field] = &[
         "pods_reach_a_service_by_dns_name_and_cluster_ip_and_kubectl_reaches_pods",
         "IPVS needs the ip_vs kernel modules, which the local provider's machines cannot load: they share the seed's kernel",
     ),
-    only_as(
+    honoured(
         "spec.kubernetes.kubeProxy.enabled",
-        &["true"],
-        "kube-proxy runs on every node",
-        "pods_reach_a_service_by_dns_name_and_cluster_ip_and_kubectl_reaches_pods",
-        "the network of this system needs kube-proxy for Services",
+        "`false` deletes kube-proxy's DaemonSet, ConfigMap, ClusterRoleBinding and ServiceAccount from the shoot; `true` deploys them",
+        "turning_kube_proxy_off_deletes_its_objects_and_on_again_restores_them",
     ),
-    refused("spec.kubernetes.kubeProxy.featureGates", "kube-proxy settings are not passed to the component yet"),
+    honoured(
+        "spec.kubernetes.kubeProxy.featureGates",
+        "`--feature-gates` of kube-proxy (known 1.20 gates only)",
+        "the_daemon_set_runs_on_every_node_with_the_shoot_s_settings",
+    ),
     // kubelet.
     refused("spec.kubernetes.kubelet", KUBELET),
     // Maintenance.
@@ -429,7 +542,11 @@ pub const FIELDS: &[Field] = &[
         "passed unchanged to the Worker extension's pool",
         "worker_conforms",
     ),
-    honoured("spec.provider.workers[].zones", "checked against the region's zones; the pool's machines are spread over its zones in turn and their Nodes carry `topology.kubernetes.io/zone`", "machines_are_spread_over_the_pool_zones_in_turn"),
+    honoured(
+        "spec.provider.workers[].zones",
+        "checked against the region's zones; the pool's machines are spread over its zones in turn and their Nodes carry `topology.kubernetes.io/zone`",
+        "machines_are_spread_over_the_pool_zones_in_turn",
+    ),
     only_as(
         "spec.provider.workers[].cri.name",
         &["\"containerd\""],
@@ -445,9 +562,21 @@ pub const FIELDS: &[Field] = &[
         "the_contract_accepts_what_the_system_does_anyway",
         "keeping system components off a pool is not supported yet",
     ),
-    honoured("spec.provider.workers[].labels", "the pool's Nodes carry the labels (provider-local applies them on registration; a change replaces the machines)", "a_node_gets_what_its_pool_wants_once"),
-    honoured("spec.provider.workers[].annotations", "the pool's Nodes carry the annotations (provider-local applies them on registration; a change replaces the machines)", "a_node_gets_what_its_pool_wants_once"),
-    honoured("spec.provider.workers[].taints", "the pool's Nodes carry the taints, next to the kubelet's own (a change replaces the machines)", "a_node_gets_what_its_pool_wants_once"),
+    honoured(
+        "spec.provider.workers[].labels",
+        "the pool's Nodes carry the labels (provider-local applies them on registration; a change replaces the machines)",
+        "a_node_gets_what_its_pool_wants_once",
+    ),
+    honoured(
+        "spec.provider.workers[].annotations",
+        "the pool's Nodes carry the annotations (provider-local applies them on registration; a change replaces the machines)",
+        "a_node_gets_what_its_pool_wants_once",
+    ),
+    honoured(
+        "spec.provider.workers[].taints",
+        "the pool's Nodes carry the taints, next to the kubelet's own (a change replaces the machines)",
+        "a_node_gets_what_its_pool_wants_once",
+    ),
     refused("spec.provider.workers[].kubernetes.kubelet", KUBELET),
     refused(
         "spec.provider.workers[].kubernetes.version",
@@ -475,7 +604,17 @@ pub const FIELDS: &[Field] = &[
         "osc_output_is_deterministic_and_reads_referenced_secrets",
     ),
     // System components.
-    refused("spec.systemComponents", "cluster DNS settings are not passed to the component yet"),
+    only_as(
+        "spec.systemComponents.nodeLocalDNS.enabled",
+        &["false"],
+        "no node-local DNS cache runs",
+        "cluster_dns_autoscaling_rewriting_and_node_local_dns_are_refused",
+        "node-local DNS needs a DNS cache on every node that the machines do not carry",
+    ),
+    refused(
+        "spec.systemComponents",
+        "the cluster DNS runs one replica of this system's own server, authoritative for cluster.local only: HPA autoscaling needs a metrics API the shoot lacks, cluster-proportional scaling an autoscaler the machines do not carry, and rewriting has nothing to forward to",
+    ),
 ];
 
 /// The entry that decides a field: the longest entry path that is `pattern` or one of its
