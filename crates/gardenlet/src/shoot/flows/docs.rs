@@ -57,10 +57,36 @@ pub fn document() -> Result<String, Box<dyn std::error::Error>> {
         std::time::Duration::from_secs(1),
     ));
     Ok(format!(
-        "# gardenlet flows\n\nGenerated from the code by `UPDATE_FLOW_DOCS=1 cargo test -p gardenlet --test flow_docs`; do not edit.\nTasks start as soon as everything they depend on is done; independent tasks run in parallel.\n\n{}\n{}\n{}\n{}",
+        "# gardenlet flows\n\nGenerated from the code by `UPDATE_FLOW_DOCS=1 cargo test -p gardenlet --test flow_docs`; do not edit.\nTasks start as soon as everything they depend on is done; independent tasks run in parallel.\n\n{}\n{}\n{}\n{}\n{}",
         table(&crate::shoot::flows::reconcile::flow(&ctx)?),
         table(&crate::shoot::flows::hibernate::flow(&ctx)?),
         table(&crate::shoot::flows::migrate::flow(&ctx)?),
-        table(&crate::shoot::flows::delete::flow(&ctx)?)
+        table(&crate::shoot::flows::delete::flow(&ctx)?),
+        waits()
     ))
+}
+
+/// How the waits of the flows end, with the bounds from the code.
+fn waits() -> String {
+    use crate::shoot::operation::apply::served::UNSERVED_AFTER;
+    let after = UNSERVED_AFTER.as_secs();
+    format!(
+        "## Waits\n\n\
+         A wait for an object watches it (no polling) and is bounded by gardenlet's wait timeout \
+         (ten minutes). A wait for an extension object ends earlier when no controller can serve it: if the \
+         object was not picked up (no status, or the operation annotation still set) after {after} s, \
+         gardenlet reads the ControllerRegistrations and this seed's ControllerInstallations once. \
+         Without an `Installed` ControllerInstallation of a registration that is primary for the \
+         object's kind and type, the task fails with `<Kind> <namespace>/<name> was not picked up \
+         within {after}s: no controller installed for it on seed <seed>: ...`: with \
+         `ERR_CONFIGURATION_PROBLEM` when no ControllerRegistration serves the kind and type at all \
+         (the shoot is `Failed`, no automatic retry), with `ERR_RETRYABLE_CONFIGURATION_PROBLEM` when \
+         one does but its installation on this seed is missing or not installed (retried with \
+         backoff). An object that is picked up, or served, is left to the wait and its timeout.\n\n\
+         A deletion issued while a reconcile runs cancels that reconcile as soon as gardenlet's watch \
+         sees the deletion timestamp: the reconcile's flow is dropped where it is (its running tasks \
+         are aborted, as a restart of gardenlet would), nothing more is written for it, and the \
+         deletion flow runs next. The first deletion after a failed reconcile does not wait for that \
+         reconcile's retry backoff.\n"
+    )
 }

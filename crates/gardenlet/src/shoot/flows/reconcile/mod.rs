@@ -98,9 +98,11 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
         running && token_phase == Some(RotationPhase::Completing),
         t(ctx, service_account_tokens),
     );
+    // Nodes become ready only with the pod network: without the Network, this wait could only
+    // run into its timeout, holding the whole operation after the Network task failed.
     let system_components = f.task_if(
         "Waiting until shoot system components are healthy",
-        &[&worker, &system_resources, &kcm, &scheduler, &new_tokens],
+        &[&worker, &network, &system_resources, &kcm, &scheduler, &new_tokens],
         running && has_workers,
         t(ctx, wait_system_components),
     );
