@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the garden on the local cluster with Helm, from charts/: the control plane (CRDs,
-# gardener-scheduler, gardener-controller-manager) and gardenlet (registers the seed `local`),
-# with the values in hack/local-values/; then registers provider-local, which gardenlet installs.
+# gardener-scheduler, gardener-controller-manager), then registers provider-local (admission
+# refuses a Seed no registered controller serves), then gardenlet (registers the seed `local` and
+# installs provider-local there), with the values in hack/local-values/.
 # Waits until every pod is Ready, the Seed is GardenletReady and provider-local is Healthy.
 # Idempotent: an installed release is upgraded. Needs `local-cluster up` (make local-up runs both).
 set -euo pipefail
@@ -38,14 +39,11 @@ backup_volume='[{"name": "backup", "hostPath": {"path": "'"$backup_dir"'", "type
 backup_mount='[{"name": "backup", "mountPath": "'"$backup_dir"'"}]'
 
 release gardener-controlplane controlplane
-release gardenlet gardenlet \
-  --set-json "additionalVolumes=$backup_volume" --set-json "additionalVolumeMounts=$backup_mount" \
-  --set-json "config.managedSeeds.additionalVolumes=$backup_volume" \
-  --set-json "config.managedSeeds.additionalVolumeMounts=$backup_mount"
-
 # provider-local is registered, not installed: the controller-manager asks the seed's gardenlet
 # for it (ControllerInstallation provider-local-local) and gardenlet deploys the objects of its
-# ControllerDeployment into extension-provider-local-local.
+# ControllerDeployment into extension-provider-local-local. Registered before gardenlet: admission
+# refuses a Seed whose provider, backup or DNS type no ControllerRegistration serves
+# (docs/admission.md, extension types), and gardenlet registers the Seed `local` at its start.
 start=$SECONDS
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 profile="${IMAGE_PROFILE:-dev}" # as hack/images.sh built it
@@ -64,6 +62,11 @@ registry_ca="$state_dir/pki/ca/ca.crt"
   --backup-host-path "$backup_dir" |
   "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" apply -f - >/dev/null ||
   die "could not register provider-local"
+release gardenlet gardenlet \
+  --set-json "additionalVolumes=$backup_volume" --set-json "additionalVolumeMounts=$backup_mount" \
+  --set-json "config.managedSeeds.additionalVolumes=$backup_volume" \
+  --set-json "config.managedSeeds.additionalVolumeMounts=$backup_mount"
+
 installation() {
   "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" wait controllerinstallation/provider-local-local --for=condition="$1" --timeout="$2" >/dev/null 2>&1
 }
