@@ -6,7 +6,7 @@
 
 use crate::flow::{Progress, RunOptions};
 use crate::shoot::controller::{ShootController, ShootError, backoff_key};
-use crate::shoot::flows::{delete, hibernate, migrate, reconcile};
+use crate::shoot::flows::{delete, force_delete, hibernate, migrate, reconcile};
 use crate::shoot::operation::context::OperationContext;
 use crate::shoot::operation::values::ShootValues;
 use crate::shoot::status::last_operation::{finished, progressed, quiet_resync, reconcile_type, started, unchanged};
@@ -282,6 +282,7 @@ impl ShootController {
         // A rotation request is recorded in the status before its annotation goes, so that a
         // failure in between loses nothing.
         let (rotation, rotating) = rotation_for(shoot, requested, &now());
+        let at_once = if rotating { at_once(shoot) } else { Vec::new() };
         if requested && !takeover && !rotating {
             meta["metadata"]["annotations"] = json!({ ANNOTATION_OPERATION: null });
         }
@@ -320,19 +321,25 @@ impl ShootController {
             reconcile::flow(&ctx)
         }
         .map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
-        let run = self.run_flow(shoot, type_, flow, false, ctx.redaction(), !quiet);
-        let result = match cancel {
-            None => run.await,
-            Some(cancel) => tokio::select! {
-                result = run => result,
-                () = cancel.cancelled() => {
-                    // Dropping the flow aborts its running tasks where they are (mostly waits),
-                    // as a restart of gardenlet would; the deletion's flow takes over.
-                    tracing::info!("cancelled: the shoot is being deleted");
-                    return Ok(RequeueAction::requeue(Duration::ZERO));
-                }
-            },
+        let Some(mut result) = self.run_cancellable(shoot, type_, flow, &ctx, quiet, cancel).await else {
+            return Ok(RequeueAction::requeue(Duration::ZERO));
         };
+        // `rotate-etcd-encryption-key`: once phase one succeeded, phase two runs in the same
+        // operation (recorded as `Completing` first, so that a restart goes on with it).
+        let (mut ctx, mut rotation) = (ctx, rotation);
+        if result.is_success()
+            && let Some(second) = second_phase(rotation.as_ref(), &at_once, &now())
+        {
+            let credentials = crate::shoot::credentials::rotation::status_patch(&second);
+            self.patch_status(shoot, json!({ "credentials": credentials })).await?;
+            ctx = self.context(shoot, true, restore, Some(second.clone())).await?;
+            rotation = Some(second);
+            let flow = reconcile::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
+            let Some(again) = self.run_cancellable(shoot, type_, flow, &ctx, quiet, cancel).await else {
+                return Ok(RequeueAction::requeue(Duration::ZERO));
+            };
+            result = again;
+        }
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
         let outcome = finished(type_, shoot.status.as_ref(), &result, retry_window, &now());
         let mut status = json!({
@@ -387,14 +394,52 @@ impl ShootController {
         }
     }
 
+    /// Runs a reconcile's flow; `None` when `cancel` ended it (the shoot is being deleted).
+    async fn run_cancellable(
+        &self,
+        shoot: &Shoot,
+        type_: LastOperationType,
+        flow: crate::flow::Flow,
+        ctx: &OperationContext,
+        quiet: bool,
+        cancel: Option<&crate::shoot::controller::cancel::Cancel>,
+    ) -> Option<crate::flow::FlowResult> {
+        let run = self.run_flow(shoot, type_, flow, false, ctx.redaction(), !quiet);
+        match cancel {
+            None => Some(run.await),
+            Some(cancel) => tokio::select! {
+                result = run => Some(result),
+                () = cancel.cancelled() => {
+                    // Dropping the flow aborts its running tasks where they are (mostly waits),
+                    // as a restart of gardenlet would; the deletion's flow takes over.
+                    tracing::info!("cancelled: the shoot is being deleted");
+                    None
+                }
+            },
+        }
+    }
+
     #[tracing::instrument(skip_all, fields(shoot = %shoot.name_any(), namespace = ?shoot.namespace()))]
     pub(crate) async fn delete_shoot(&self, shoot: &Shoot) -> Result<RequeueAction, ShootError> {
+        self.run_deletion(shoot, false).await
+    }
+
+    /// Deletes the shoot without the cleanup of its extension objects
+    /// ([`crate::shoot::flows::force_delete`]), as `confirmation.gardener.cloud/force-deletion`
+    /// confirms; the status and the finalizer are handled as for a deletion.
+    #[tracing::instrument(skip_all, fields(shoot = %shoot.name_any(), namespace = ?shoot.namespace()))]
+    pub(crate) async fn force_delete_shoot(&self, shoot: &Shoot) -> Result<RequeueAction, ShootError> {
+        self.run_deletion(shoot, true).await
+    }
+
+    async fn run_deletion(&self, shoot: &Shoot, force: bool) -> Result<RequeueAction, ShootError> {
         if !shoot.finalizers().iter().any(|f| f == FINALIZER_GARDENER) {
             return Ok(RequeueAction::await_change());
         }
         let ctx = self.context(shoot, true, false, api::helpers::rotation::status(shoot).cloned()).await?;
         self.patch_status(shoot, json!({ "lastOperation": started(LastOperationType::Delete, &now()) })).await?;
-        let flow = delete::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
+        let flow = if force { force_delete::flow(&ctx) } else { delete::flow(&ctx) }
+            .map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
         let result = self.run_flow(shoot, LastOperationType::Delete, flow, false, ctx.redaction(), true).await;
         if !result.is_success() {
             let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
@@ -478,6 +523,31 @@ fn rotation_for(shoot: &Shoot, requested: bool, now: &Time) -> (Option<ShootCred
     (Some(r::begin(&request, current, now)), true)
 }
 
+/// The credentials the shoot's operation annotation asks to rotate through both phases in one
+/// operation (`rotate-etcd-encryption-key`).
+fn at_once(shoot: &Shoot) -> Vec<api::helpers::rotation::Credential> {
+    let value = api::helpers::shoot_operation::value(shoot);
+    let request = value.and_then(|v| api::helpers::rotation::request(v, shoot.spec.provider.ssh_access()));
+    request.map(|r| api::helpers::rotation::at_once(&r)).unwrap_or_default()
+}
+
+/// The status with which phase two of `at_once` begins after phase one succeeded: what was
+/// `Preparing` is `Prepared`, and `at_once` is `Completing`; `None` when nothing is asked.
+fn second_phase(
+    rotation: Option<&ShootCredentialsRotation>,
+    at_once: &[api::helpers::rotation::Credential],
+    now: &Time,
+) -> Option<ShootCredentialsRotation> {
+    use api::helpers::rotation as r;
+    if at_once.is_empty() {
+        return None;
+    }
+    let mut prepared = rotation?.clone();
+    r::finish(&mut prepared, now);
+    let complete = r::Request { steps: at_once.iter().map(|c| (*c, r::Step::Complete)).collect(), ssh_keypair: false };
+    Some(r::begin(&complete, Some(prepared), now))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // test code: a panic is the failure report
@@ -499,6 +569,24 @@ mod tests {
             s.metadata.annotations = Some([(ANNOTATION_OPERATION.to_string(), op.to_string())].into());
         }
         s
+    }
+
+    #[test]
+    fn the_single_step_etcd_rotation_goes_on_to_phase_two_in_the_same_operation() {
+        let at = now();
+        let s = shoot(Some("rotate-etcd-encryption-key;rotate-ca-start"), false, true);
+        let (rotation, begins) = rotation_for(&s, true, &at);
+        assert!(begins);
+        let once = at_once(&s);
+        assert_eq!(once, [api::helpers::rotation::Credential::EtcdEncryptionKey]);
+        let second = second_phase(rotation.as_ref(), &once, &at).unwrap();
+        assert_eq!(second.etcd_encryption_key.as_ref().unwrap().phase, RotationPhase::Completing);
+        assert_eq!(second.certificate_authorities.as_ref().unwrap().phase, RotationPhase::Prepared, "phase one only");
+        let mut done = second;
+        api::helpers::rotation::finish(&mut done, &at);
+        assert_eq!(done.etcd_encryption_key.unwrap().phase, RotationPhase::Completed);
+        assert!(at_once(&shoot(Some("rotate-etcd-encryption-key-start"), false, true)).is_empty());
+        assert_eq!(second_phase(rotation.as_ref(), &[], &at), None);
     }
 
     #[test]

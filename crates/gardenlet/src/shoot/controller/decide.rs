@@ -1,16 +1,22 @@
-//! When gardenlet acts on a Shoot (pure): only shoots of its seed; deletion; an operation
-//! annotation (`reconcile`, `retry`, a credential rotation); a generation it has not reconciled; an unfinished
+//! When gardenlet acts on a Shoot (pure): never while `shoot.gardener.cloud/ignore` is `"true"`;
+//! only shoots of its seed; deletion (forced with `confirmation.gardener.cloud/force-deletion`);
+//! an operation annotation (`reconcile`, `retry`, a credential rotation, `rollout-workers=…`, or
+//! several of them separated by `;`); a generation it has not reconciled; an unfinished
 //! operation; and otherwise a regular resync, spread per shoot so that many shoots do not
 //! resync at once. A Failed shoot waits for a `retry` (or a spec change).
 
 use api::common::{LastOperationState, LastOperationType};
 use api::core::Shoot;
-use api::helpers::constants::{ANNOTATION_OPERATION, operation};
+use api::helpers::constants::{ANNOTATION_FORCE_DELETION, operation};
+use api::helpers::shoot_operation::{self, has};
 use std::time::Duration;
 
 /// The operation annotation value with which an operator takes over a shoot whose owning
 /// seed (`status.seedName`) is gone.
-pub const FORCE_RESTORE: &str = "force-restore";
+pub const FORCE_RESTORE: &str = operation::FORCE_RESTORE;
+
+/// Why an ignored shoot is skipped.
+pub const IGNORED: &str = "shoot.gardener.cloud/ignore is \"true\": neither reconciled nor deleted until it is removed";
 
 /// What to do with a Shoot now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +28,10 @@ pub enum Action {
     /// The shoot moved to another seed while this one still runs it: migrate, then hand over.
     Migrate,
     Delete,
+    /// A deletion confirmed with `confirmation.gardener.cloud/force-deletion: "true"`: the
+    /// extension objects are not cleaned up but deleted by force
+    /// ([`crate::shoot::flows::force_delete`]).
+    ForceDelete,
     RequeueAfter(Duration),
 }
 
@@ -33,8 +43,13 @@ pub fn spread(uid: &str, period: Duration) -> Duration {
 }
 
 pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_openapi::jiff::Timestamp) -> Action {
+    // An operator keeps gardenlet's hands off the shoot (Gardener's semantics: the care
+    // controller still reports on it).
+    if shoot_operation::ignored(shoot) {
+        return Action::Skip(IGNORED);
+    }
     let owner = shoot.status.as_ref().and_then(|s| s.seed_name.as_deref()).filter(|s| !s.is_empty());
-    let annotation = shoot.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_OPERATION)).map(String::as_str);
+    let annotation = shoot_operation::value(shoot);
     let last = shoot.status.as_ref().and_then(|s| s.last_operation.as_ref());
     if shoot.spec.seed_name.as_deref() != Some(seed_name) {
         // Still the owner: the control plane runs here until it is migrated and handed over
@@ -42,7 +57,7 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
         if owner == Some(seed_name) {
             let failed =
                 last.is_some_and(|l| l.type_ == LastOperationType::Migrate && l.state == LastOperationState::Failed);
-            if failed && annotation != Some(operation::RETRY) {
+            if failed && !has(annotation, operation::RETRY) {
                 return Action::Skip("the migration failed; annotate gardener.cloud/operation=retry");
             }
             return Action::Migrate;
@@ -57,7 +72,7 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
     if let Some(owner) = owner
         && owner != seed_name
     {
-        return if annotation == Some(FORCE_RESTORE) {
+        return if has(annotation, FORCE_RESTORE) {
             Action::Reconcile { requested: true }
         } else {
             Action::Skip(
@@ -71,17 +86,13 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
         return Action::Reconcile { requested: annotation.is_some() };
     }
     if shoot.metadata.deletion_timestamp.is_some() {
-        return Action::Delete;
+        let forced = shoot.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_FORCE_DELETION));
+        return if forced.is_some_and(|v| v == "true") { Action::ForceDelete } else { Action::Delete };
     }
-    // A force-restore on a shoot this seed owns (or nobody does) is consumed, not kept armed.
-    if annotation == Some(FORCE_RESTORE) {
-        return Action::Reconcile { requested: true };
-    }
-    if matches!(annotation, Some(operation::RECONCILE) | Some(operation::RETRY)) {
-        return Action::Reconcile { requested: true };
-    }
-    // A credential rotation is a reconcile that takes the rotation's step.
-    if annotation.and_then(|a| api::helpers::rotation::request(a, false)).is_some() {
+    // A force-restore on a shoot this seed owns (or nobody does) is consumed, not kept armed;
+    // `reconcile`, `retry`, a credential rotation (a reconcile that takes the rotation's step)
+    // and a rollout of worker pools are requested reconciles, alone or as parts of a list.
+    if requested(annotation) {
         return Action::Reconcile { requested: true };
     }
     let status = shoot.status.as_ref();
@@ -107,6 +118,17 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
         }
         _ => Action::Reconcile { requested: false },
     }
+}
+
+/// Whether the operation annotation asks gardenlet for a reconcile: any part of it that
+/// gardenlet acts on (`maintain` is gardener-controller-manager's).
+pub fn requested(annotation: Option<&str>) -> bool {
+    let Some(value) = annotation else { return false };
+    shoot_operation::parts(value).any(|part| {
+        matches!(part, operation::RECONCILE | operation::RETRY | FORCE_RESTORE)
+            || api::helpers::rotation::request_one(part, false).is_some()
+            || shoot_operation::rollout_pools(part).is_some()
+    })
 }
 
 #[cfg(test)]
@@ -257,6 +279,78 @@ mod tests {
             "type": "Migrate", "state": "Succeeded", "progress": 100, "description": "",
             "lastUpdateTime": Timestamp::from_second(9_999).unwrap().to_string()}}});
         assert_eq!(decide(&shoot(handed_over), "local", HOUR, now), Action::Reconcile { requested: false });
+    }
+
+    fn annotated(annotations: serde_json::Value, extra: serde_json::Value) -> Shoot {
+        let mut s = shoot(extra);
+        s.metadata.annotations = serde_json::from_value(annotations).unwrap();
+        s
+    }
+
+    #[test]
+    fn an_ignored_shoot_is_neither_reconciled_nor_deleted() {
+        let now = Timestamp::from_second(10_000).unwrap();
+        let ignore =
+            serde_json::json!({"shoot.gardener.cloud/ignore": "true", "gardener.cloud/operation": "reconcile"});
+        assert_eq!(
+            decide(&annotated(ignore.clone(), serde_json::json!({})), "local", HOUR, now),
+            Action::Skip(IGNORED)
+        );
+        let deleting = serde_json::json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"}});
+        assert_eq!(decide(&annotated(ignore.clone(), deleting.clone()), "local", HOUR, now), Action::Skip(IGNORED));
+        let forced = serde_json::json!({"shoot.gardener.cloud/ignore": "true",
+            "confirmation.gardener.cloud/force-deletion": "true"});
+        assert_eq!(decide(&annotated(forced, deleting.clone()), "local", HOUR, now), Action::Skip(IGNORED));
+        // A migrating shoot is not migrated either.
+        let migrating = serde_json::json!({"spec": {"seedName": "new"}, "status": {"seedName": "local"}});
+        assert_eq!(decide(&annotated(ignore, migrating), "local", HOUR, now), Action::Skip(IGNORED));
+        // Any other value, or removing it, lets gardenlet act again.
+        let not = serde_json::json!({"shoot.gardener.cloud/ignore": "false"});
+        assert_eq!(decide(&annotated(not, deleting), "local", HOUR, now), Action::Delete);
+    }
+
+    #[test]
+    fn a_confirmed_force_deletion_replaces_the_deletion() {
+        let now = Timestamp::from_second(10_000).unwrap();
+        let deleting = serde_json::json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"}});
+        let forced = serde_json::json!({"confirmation.gardener.cloud/force-deletion": "true"});
+        assert_eq!(decide(&annotated(forced.clone(), deleting), "local", HOUR, now), Action::ForceDelete);
+        // Without a deletion the confirmation does nothing (admission refuses it anyway).
+        assert_eq!(
+            decide(&annotated(forced, serde_json::json!({})), "local", HOUR, now),
+            Action::Reconcile { requested: false }
+        );
+        // A shoot another seed still owns is not force-deleted here either.
+        let owned = serde_json::json!({"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"},
+            "status": {"seedName": "old-seed"}});
+        let forced = serde_json::json!({"confirmation.gardener.cloud/force-deletion": "true"});
+        assert!(matches!(decide(&annotated(forced, owned), "local", HOUR, now), Action::Skip(_)));
+    }
+
+    #[test]
+    fn every_part_of_an_operation_list_counts() {
+        let now = Timestamp::from_second(10_000).unwrap();
+        for value in [
+            "rotate-ca-start;rotate-serviceaccount-key-start",
+            "maintain;reconcile",
+            "rotate-etcd-encryption-key",
+            "rollout-workers=pool",
+            "bogus; retry",
+        ] {
+            let mut s = annotated(serde_json::json!({"gardener.cloud/operation": value}), serde_json::json!({}));
+            s.status = shoot(succeeded_at(9_999, 1)).status;
+            assert_eq!(decide(&s, "local", HOUR, now), Action::Reconcile { requested: true }, "{value}");
+        }
+        let mut maintain =
+            annotated(serde_json::json!({"gardener.cloud/operation": "maintain"}), serde_json::json!({}));
+        maintain.status = shoot(succeeded_at(9_999, 1)).status;
+        assert!(matches!(decide(&maintain, "local", HOUR, now), Action::RequeueAfter(_)), "controller-manager's");
+        // A failed migration is retried by a `retry` in a list too.
+        let failed = serde_json::json!({"spec": {"seedName": "new"}, "status": {"seedName": "local",
+            "lastOperation": {"type": "Migrate", "state": "Failed", "progress": 30, "description": "",
+            "lastUpdateTime": "2024-01-01T00:00:00Z"}}});
+        let retried = annotated(serde_json::json!({"gardener.cloud/operation": "reconcile;retry"}), failed);
+        assert_eq!(decide(&retried, "local", HOUR, now), Action::Migrate);
     }
 
     #[test]

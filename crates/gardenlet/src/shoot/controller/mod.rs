@@ -86,7 +86,7 @@ fn held_back_by_backoff(action: &Action, shoot: &Shoot) -> bool {
     let last_type = shoot.status.as_ref().and_then(|s| s.last_operation.as_ref()).map(|l| l.type_);
     match action {
         Action::Reconcile { requested: true } | Action::Skip(_) => false,
-        Action::Delete => last_type == Some(api::common::LastOperationType::Delete),
+        Action::Delete | Action::ForceDelete => last_type == Some(api::common::LastOperationType::Delete),
         _ => true,
     }
 }
@@ -158,6 +158,7 @@ impl ShootController {
                         this.reconcile_shoot(&shoot, requested, Some(&registered.cancel)).await
                     }
                     Action::Migrate => this.migrate_shoot(&shoot).await,
+                    Action::ForceDelete => this.force_delete_shoot(&shoot).await,
                     _ => this.delete_shoot(&shoot).await,
                 };
                 if let Some(m) = &this.metrics {
