@@ -42,13 +42,14 @@ local-up:
 	@hack/setup-local.sh
 	@assets=$$(hack/setup-envtest.sh --node); \
 	images=$$(hack/images.sh "$$assets"); \
-	cargo run -q -p local-cluster -- up --assets "$$assets" --images "$$images"; \
+	bins=$$(hack/build-bins.sh); \
+	"$$bins/local-cluster" up --assets "$$assets" --images "$$images"; \
 	mkdir -p .local/bin && ln -sf "$$assets/kubectl" .local/bin/kubectl; \
 	hack/local-garden.sh
 
 ## Remove the local cluster and restore the host.
 local-down:
-	@cargo run -q -p local-cluster -- down
+	@"$$(hack/build-bins.sh)/local-cluster" down
 
 ## End-to-end tests: bring the local cluster up, test it, tear it down, check the host is as before.
 ## E2E_CONCURRENCY: how many cases run side by side in the first phase (docs/testing.md).

@@ -33,9 +33,8 @@ fi
 timed setup-local hack/setup-local.sh
 assets=$(timed kubernetes-binaries hack/setup-envtest.sh --node)
 images=$(timed images hack/images.sh "$assets")
-timed build-local-cluster cargo build -q -p local-cluster
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-bin="$target_dir/debug/local-cluster"
+bins=$(timed build-local-cluster hack/build-bins.sh)
+bin="$bins/local-cluster"
 export E2E_ASSETS="$assets" E2E_IMAGES="$images" E2E_LOCAL_CLUSTER="$bin" LOCAL_CLUSTER_STATE="$PWD/.local"
 
 work=$(mktemp -d)
@@ -66,9 +65,9 @@ run_phase() {
   local tests=()
   for t in "$@"; do tests+=(--test "$t"); done
   if cargo nextest --version >/dev/null 2>&1; then
-    cargo nextest run -p e2e "${tests[@]}" --no-fail-fast -j "$jobs" 2>&1 | tee "$work/$name.out" || status=1
+    cargo nextest run --workspace "${tests[@]}" --no-fail-fast -j "$jobs" 2>&1 | tee "$work/$name.out" || status=1
   else
-    cargo test -p e2e "${tests[@]}" --no-fail-fast -- --test-threads="$jobs" 2>&1 | tee "$work/$name.out" || status=1
+    cargo test --workspace "${tests[@]}" --no-fail-fast -- --test-threads="$jobs" 2>&1 | tee "$work/$name.out" || status=1
   fi
   # nextest's result lines, e.g. "        PASS [ 123.456s] (2/5) e2e::shoot a_case" (the count only
   # in newer releases; a failure is listed again in the summary): "  case shoot::a_case 123 PASS"
@@ -102,7 +101,10 @@ trap finish EXIT
 
 timed local-up "$bin" up --assets "$assets" --images "$images"
 timed garden-install env KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.local/kubeconfig"
-timed build-tests cargo build -q -p e2e --tests
+# The e2e tests by name from the whole workspace: the features of `make test`'s build, so the
+# libraries are not compiled again (docs/testing.md, "One build").
+e2e_tests=(local_cluster shoot contract managed_seed garden faults)
+timed build-tests cargo build -q --workspace $(printf -- '--test %s ' "${e2e_tests[@]}")
 failed=0
 # Phase 1: side by side. Phase 2: alone (they disturb the garden every other case relies on).
 timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" local_cluster shoot contract managed_seed || failed=1

@@ -263,13 +263,12 @@ if ! want "${ours[@]}" machine; then
 fi
 
 # Our binaries: gardener-rs.local/<binary>:v<version>, the version their --version prints.
-# The dev profile is what `make test` already built, so CI compiles nothing twice; stripped, the
-# binaries are 30-50 MB. IMAGE_PROFILE=release gives smaller, faster binaries for a real install.
+# The dev profile is what `make test` already built (hack/build-bins.sh builds with its features),
+# so CI compiles nothing twice; stripped, the binaries are 30-50 MB. IMAGE_PROFILE=release gives
+# smaller, faster binaries for a real install.
 profile="${IMAGE_PROFILE:-dev}"
-target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
-out_dir="$target_dir/$([ "$profile" = dev ] && echo debug || echo "$profile")"
-log "cargo build --profile $profile (our binaries)"
-cargo build -q --profile "$profile" --bin gardenlet --bin gardener-scheduler --bin gardener-controller-manager --bin gardener-extension-provider-local --bin machine-init --bin cluster-dns >&2
+log "cargo build --profile $profile (our binaries, hack/build-bins.sh)"
+out_dir=$(hack/build-bins.sh "$profile")
 # cluster-dns is the shoots' cluster DNS (the machines carry its image).
 for bin in "${ours[@]}"; do
   version=$("$out_dir/$bin" --version | awk '{print $2}')
