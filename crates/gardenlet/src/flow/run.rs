@@ -50,6 +50,9 @@ pub struct Progress {
     pub total: usize,
     /// The task whose completion triggered this report.
     pub finished: TaskId,
+    /// The tasks running after it (including those it unblocked), in flow order: what the
+    /// operation now waits for.
+    pub running: Vec<TaskId>,
 }
 
 type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
@@ -173,11 +176,17 @@ impl Flow {
                 }
             }
             if let Some(report) = &options.on_progress {
+                // Start what this task unblocked first, so that the report names every task that
+                // runs now (scheduling again at the top of the loop then changes nothing).
+                self.schedule(&mut state, &mut result, &mut running);
+                let now_running =
+                    state.iter().zip(&self.tasks).filter(|(s, _)| **s == State::Running).map(|(_, t)| t.id.clone());
                 report(&Progress {
                     percent: percent(result.succeeded.len(), total),
                     succeeded: result.succeeded.len(),
                     total,
                     finished: id,
+                    running: now_running.collect(),
                 });
             }
         }

@@ -345,3 +345,46 @@ fn kube_and_io_errors_are_classified_by_their_cause() {
     assert!(TaskError::new(&Wrapper(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset"))).is_transient());
     assert!(!TaskError::new(&std::io::Error::new(std::io::ErrorKind::InvalidData, "bad")).is_transient());
 }
+
+#[tokio::test]
+async fn progress_names_the_tasks_running_after_each_finish() {
+    // `quick` finishes first and unblocks `after`; `slow` runs until `after` is done.
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let released = Arc::new(Mutex::new(Some(released)));
+    let mut b = FlowBuilder::new("waiting");
+    let quick = b.task("quick", &[], || async { Ok(()) });
+    b.task("slow", &[], move || {
+        let released = released.lock().unwrap().take();
+        async move {
+            if let Some(r) = released {
+                let _ = r.await;
+            }
+            Ok(())
+        }
+    });
+    let release = Arc::new(Mutex::new(Some(release)));
+    b.task("after", &[&quick], move || {
+        let release = release.lock().unwrap().take();
+        async move {
+            if let Some(r) = release {
+                let _ = r.send(());
+            }
+            Ok(())
+        }
+    });
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let options = RunOptions {
+        on_progress: Some({
+            let r = reports.clone();
+            Arc::new(move |p: &Progress| {
+                let running: Vec<String> = p.running.iter().map(|t| t.0.clone()).collect();
+                r.lock().unwrap().push((p.finished.0.clone(), running));
+            })
+        }),
+        ..Default::default()
+    };
+    assert!(b.build().unwrap().run(&options).await.is_success());
+    let reports = reports.lock().unwrap().clone();
+    assert_eq!(reports[0], ("quick".to_string(), vec!["slow".to_string(), "after".to_string()]));
+    assert_eq!(reports.last().unwrap().1, Vec::<String>::new(), "{reports:?}");
+}

@@ -56,9 +56,31 @@ pub fn started(type_: LastOperationType, now: &Time) -> LastOperation {
     op(type_, LastOperationState::Processing, 0, format!("{verb} the shoot cluster"), now)
 }
 
-/// Progress while the flow runs.
-pub fn progressed(type_: LastOperationType, percent: i32, task: &str, now: &Time) -> LastOperation {
-    op(type_, LastOperationState::Processing, percent.clamp(0, 99), format!("Finished task {task:?}"), now)
+/// Progress while the flow runs: the task that finished and the tasks the operation now waits
+/// for (`Finished task "A"; waiting for "B", "C"`).
+pub fn progressed(type_: LastOperationType, percent: i32, task: &str, running: &[&str], now: &Time) -> LastOperation {
+    let mut description = format!("Finished task {task:?}");
+    if !running.is_empty() {
+        let names: Vec<String> = running.iter().map(|t| format!("{t:?}")).collect();
+        description.push_str(&format!("; waiting for {}", names.join(", ")));
+    }
+    op(type_, LastOperationState::Processing, percent.clamp(0, 99), description, now)
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    #[test]
+    fn progress_names_what_the_operation_waits_for() {
+        let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+        let p = progressed(LastOperationType::Create, 90, "Deploying kube-apiserver", &["Deploying Network"], &now);
+        assert_eq!(p.description, "Finished task \"Deploying kube-apiserver\"; waiting for \"Deploying Network\"");
+        assert_eq!(p.state, LastOperationState::Processing);
+        let done = progressed(LastOperationType::Create, 100, "Checking control plane health", &[], &now);
+        assert_eq!(done.description, "Finished task \"Checking control plane health\"");
+        assert_eq!(done.progress, 99, "100 only once the operation succeeded");
+    }
 }
 
 /// The outcome of a finished flow.
