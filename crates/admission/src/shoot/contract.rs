@@ -62,7 +62,6 @@ const NO_AUTOSCALER: &str = "no cluster-autoscaler runs in this system's shoots;
 const NO_VPA: &str = "no vertical pod autoscaler runs in this system's seeds or shoots";
 const NO_ADDONS: &str =
     "this system deploys no addons (Gardener deprecated them); install them into the shoot yourself";
-const KUBELET: &str = "the kubelet settings are not passed to the nodes yet";
 const MACHINE_VOLUMES: &str =
     "provider-local's machines keep their root and kubelet data on the seed's node; they have no volumes of their own";
 const MCM: &str = "machines are managed by provider-local's worker controller, which has no such setting yet";
@@ -428,7 +427,151 @@ pub const FIELDS: &[Field] = &[
         "the_daemon_set_runs_on_every_node_with_the_shoot_s_settings",
     ),
     // kubelet.
-    refused("spec.kubernetes.kubelet", KUBELET),
+    honoured(
+        "spec.kubernetes.kubelet.containerLogMaxFiles",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.containerLogMaxSize",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.cpuCFSQuota",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.evictionHard",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.evictionMaxPodGracePeriod",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.evictionMinimumReclaim",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.evictionPressureTransitionPeriod",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.evictionSoft",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.evictionSoftGracePeriod",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.failSwapOn",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.featureGates",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.imageGCHighThresholdPercent",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.imageGCLowThresholdPercent",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.imageMinimumGCAge",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.kubeReserved",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.maxPods",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.podPidsLimit",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.registryBurst",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.registryPullQPS",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.serializeImagePulls",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.streamingConnectionIdleTimeout",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.systemReserved",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "every_mapped_field_appears_under_its_kubelet_configuration_name",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.seccompDefault",
+        "the KubeletConfiguration field from Kubernetes 1.25; refused on older versions naming the version (shoot::kubelet)",
+        "fields_newer_than_the_kubelet_are_refused_naming_the_field_and_the_version",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.memorySwap",
+        "the KubeletConfiguration field from Kubernetes 1.22; refused on older versions naming the version (shoot::kubelet)",
+        "fields_newer_than_the_kubelet_are_refused_naming_the_field_and_the_version",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.maxParallelImagePulls",
+        "the KubeletConfiguration field from Kubernetes 1.27; refused on older versions naming the version (shoot::kubelet)",
+        "fields_newer_than_the_kubelet_are_refused_naming_the_field_and_the_version",
+    ),
+    honoured(
+        "spec.kubernetes.kubelet.imageMaximumGCAge",
+        "the KubeletConfiguration field from Kubernetes 1.29; refused on older versions naming the version (shoot::kubelet)",
+        "fields_newer_than_the_kubelet_are_refused_naming_the_field_and_the_version",
+    ),
+    only_as(
+        "spec.kubernetes.kubelet.protectKernelDefaults",
+        &["false"],
+        "the kubelet does not check the kernel's sysctls",
+        "settings_that_cannot_take_effect_on_nested_machines_are_refused_with_the_reason",
+        "the local provider's machines share the seed's kernel: its sysctls are not the shoot's to set, and the kubelet would not start",
+    ),
+    only_as(
+        "spec.kubernetes.kubelet.cpuManagerPolicy",
+        &["\"none\""],
+        "the kubelet's CPU manager policy is `none`",
+        "settings_that_cannot_take_effect_on_nested_machines_are_refused_with_the_reason",
+        "machines have no cpuset of their own: every machine's kubelet would hand out the same exclusive CPUs",
+    ),
+    refused("spec.kubernetes.kubelet.imagePullProgressDeadline", "a dockershim setting; the nodes run containerd"),
     // Maintenance.
     honoured(
         "spec.maintenance.autoUpdate",
@@ -577,7 +720,154 @@ pub const FIELDS: &[Field] = &[
         "the pool's Nodes carry the taints, next to the kubelet's own (a change replaces the machines)",
         "a_node_gets_what_its_pool_wants_once",
     ),
-    refused("spec.provider.workers[].kubernetes.kubelet", KUBELET),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.containerLogMaxFiles",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.containerLogMaxSize",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.cpuCFSQuota",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.evictionHard",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.evictionMaxPodGracePeriod",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.evictionMinimumReclaim",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.evictionPressureTransitionPeriod",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.evictionSoft",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.evictionSoftGracePeriod",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.failSwapOn",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.featureGates",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.imageGCHighThresholdPercent",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.imageGCLowThresholdPercent",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.imageMinimumGCAge",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.kubeReserved",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.maxPods",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.podPidsLimit",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.registryBurst",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.registryPullQPS",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.serializeImagePulls",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.streamingConnectionIdleTimeout",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.systemReserved",
+        "the same-named KubeletConfiguration field of the nodes (checked as Gardener and the 1.20 kubelet check it: shoot::kubelet)",
+        "a_pool_setting_replaces_the_shoot_settings_for_that_pool_only",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.seccompDefault",
+        "the KubeletConfiguration field from Kubernetes 1.25; refused on older versions naming the version (shoot::kubelet)",
+        "fields_newer_than_the_kubelet_are_refused_naming_the_field_and_the_version",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.memorySwap",
+        "the KubeletConfiguration field from Kubernetes 1.22; refused on older versions naming the version (shoot::kubelet)",
+        "fields_newer_than_the_kubelet_are_refused_naming_the_field_and_the_version",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.maxParallelImagePulls",
+        "the KubeletConfiguration field from Kubernetes 1.27; refused on older versions naming the version (shoot::kubelet)",
+        "fields_newer_than_the_kubelet_are_refused_naming_the_field_and_the_version",
+    ),
+    honoured(
+        "spec.provider.workers[].kubernetes.kubelet.imageMaximumGCAge",
+        "the KubeletConfiguration field from Kubernetes 1.29; refused on older versions naming the version (shoot::kubelet)",
+        "fields_newer_than_the_kubelet_are_refused_naming_the_field_and_the_version",
+    ),
+    only_as(
+        "spec.provider.workers[].kubernetes.kubelet.protectKernelDefaults",
+        &["false"],
+        "the kubelet does not check the kernel's sysctls",
+        "settings_that_cannot_take_effect_on_nested_machines_are_refused_with_the_reason",
+        "the local provider's machines share the seed's kernel: its sysctls are not the shoot's to set, and the kubelet would not start",
+    ),
+    only_as(
+        "spec.provider.workers[].kubernetes.kubelet.cpuManagerPolicy",
+        &["\"none\""],
+        "the kubelet's CPU manager policy is `none`",
+        "settings_that_cannot_take_effect_on_nested_machines_are_refused_with_the_reason",
+        "machines have no cpuset of their own: every machine's kubelet would hand out the same exclusive CPUs",
+    ),
+    refused(
+        "spec.provider.workers[].kubernetes.kubelet.imagePullProgressDeadline",
+        "a dockershim setting; the nodes run containerd",
+    ),
     refused(
         "spec.provider.workers[].kubernetes.version",
         "every pool runs the shoot's Kubernetes version; per-pool versions are not supported yet",

@@ -9,6 +9,7 @@ pub mod components;
 pub mod contract;
 pub mod defaults;
 pub mod force_deletion;
+pub mod kubelet;
 pub mod offered;
 pub mod operation;
 pub mod profile;
@@ -98,6 +99,7 @@ fn add_contract(errs: &mut ErrorList, contract: ErrorList) {
 pub fn validate_create(shoot: &Shoot, ctx: ShootContext<'_>) -> ErrorList {
     let mut errs = spec::validate(shoot);
     errs.extend(components::validate(shoot));
+    errs.extend(kubelet::validate(shoot));
     errs.extend(apiserver::validate(shoot));
     add_contract(&mut errs, contract::validate(shoot, None));
     errs.extend(against_profile(shoot, None, ctx));
@@ -110,6 +112,7 @@ pub fn validate_create(shoot: &Shoot, ctx: ShootContext<'_>) -> ErrorList {
 pub fn validate_update(new: &Shoot, old: &Shoot, ctx: ShootContext<'_>) -> ErrorList {
     let mut errs = spec::validate(new);
     errs.extend(components::validate(new));
+    errs.extend(kubelet::validate(new));
     errs.extend(components::validate_update(new, old));
     errs.extend(apiserver::validate(new));
     errs.extend(apiserver::validate_update(new, old));

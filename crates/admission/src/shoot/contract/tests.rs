@@ -55,8 +55,8 @@ fn the_contract_refuses_what_it_does_not_honour() {
     let cases = [
         (
             "/kubernetes/kubelet",
-            serde_json::json!({"seccompDefault": true}),
-            "spec.kubernetes.kubelet: Forbidden: not supported: ",
+            serde_json::json!({"imagePullProgressDeadline": "1m"}),
+            "spec.kubernetes.kubelet.imagePullProgressDeadline: Forbidden: not supported: a dockershim setting",
         ),
         (
             "/monitoring",
@@ -155,7 +155,7 @@ fn an_update_checks_only_what_changed() {
 fn entries_cover_their_descendants_and_the_longest_entry_wins() {
     assert_eq!(
         entry_for("spec.kubernetes.kubelet.evictionHard.memoryAvailable").map(|f| f.path),
-        Some("spec.kubernetes.kubelet")
+        Some("spec.kubernetes.kubelet.evictionHard")
     );
     assert_eq!(
         entry_for("spec.kubernetes.verticalPodAutoscaler.enabled").map(|f| f.path),

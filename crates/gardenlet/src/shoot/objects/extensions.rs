@@ -244,9 +244,11 @@ fn ssh_access(authorized_keys: &str) -> (Vec<Unit>, Vec<(String, i32, String)>) 
 
 /// One OperatingSystemConfig per worker pool: the kubelet unit and the files it needs to join
 /// the cluster by TLS bootstrapping (bootstrap kubeconfig with the token, the CA bundle, the
-/// kubelet configuration, and the kubelet CA bundle it trusts for the API server's client
+/// pool's kubelet configuration with the shoot's or the pool's kubelet settings
+/// ([`super::kubelet`]), and the kubelet CA bundle it trusts for the API server's client
 /// certificate); with `authorized_keys` (the shoot's nodes are reached over SSH), the user
-/// `gardener` with those keys and sshd.
+/// `gardener` with those keys and sshd. A changed kubelet setting changes the pool's
+/// configuration and so its [`node_agent_secret_name`]: the pool's machines are replaced.
 pub fn operating_system_configs(
     v: &ShootValues,
     shoot: &Shoot,
@@ -284,7 +286,7 @@ pub fn operating_system_configs(
                 inline(bootstrap_kubeconfig, 0o600, BOOTSTRAP_KUBECONFIG_PATH),
                 inline(ca_bundle, 0o644, "/var/lib/kubelet/ca.crt"),
                 inline(kubelet_ca_bundle, 0o644, KUBELET_CLIENT_CA_PATH),
-                inline(&kubelet_config(v), 0o644, KUBELET_CONFIG_PATH),
+                inline(&super::kubelet::pool_config(v, shoot, pool), 0o644, KUBELET_CONFIG_PATH),
             ];
             if let Some(keys) = authorized_keys {
                 let (ssh_units, ssh_files) = ssh_access(keys);
@@ -323,14 +325,13 @@ pub fn cluster_dns(v: &ShootValues) -> std::net::IpAddr {
     v.services.hosts().nth(9).unwrap_or_else(|| v.services.network())
 }
 
-/// The kubelet configuration: client certificates rotated through CSRs, webhook
-/// authentication and authorization against the shoot's API server, the shoot's cluster DNS,
-/// cgroupfs, and eviction thresholds low enough for a machine sharing its host's disk.
+/// The kubelet configuration of a pool without settings of its own or of the shoot: client
+/// certificates rotated through CSRs, webhook authentication and authorization against the
+/// shoot's API server, the shoot's cluster DNS, cgroupfs, and eviction thresholds low enough for
+/// a machine sharing its host's disk ([`super::kubelet::base`]; a pool's own file is
+/// [`super::kubelet::pool_config`]).
 pub fn kubelet_config(v: &ShootValues) -> String {
-    format!(
-        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nauthentication:\n  anonymous:\n    enabled: false\n  webhook:\n    enabled: true\n  x509:\n    clientCAFile: {KUBELET_CLIENT_CA_PATH}\nauthorization:\n  mode: Webhook\nrotateCertificates: true\ncgroupDriver: cgroupfs\nfailSwapOn: false\nreadOnlyPort: 0\nclusterDomain: cluster.local\nclusterDNS:\n- {dns}\nevictionHard:\n  memory.available: 100Mi\n  nodefs.available: \"1%\"\n  nodefs.inodesFree: \"1%\"\n  imagefs.available: \"1%\"\nimageGCHighThresholdPercent: 100\nimageGCLowThresholdPercent: 99\nserializeImagePulls: false\nmaxPods: 110\n",
-        dns = cluster_dns(v)
-    )
+    super::kubelet::render(v, None)
 }
 
 /// The Worker with one pool per shoot worker group; `user_data` maps pool name to the rendered
@@ -362,6 +363,7 @@ pub fn worker(
             max_unavailable: w.max_unavailable.clone(),
             annotations: w.annotations.clone(),
             labels: w.labels.clone(),
+            taints: w.taints.clone(),
             provider_config: w.provider_config.clone(),
             user_data: user_data.get(&w.name).cloned().unwrap_or_default(),
             node_agent_secret_name: pool_keys.get(&w.name).cloned(),
