@@ -5,7 +5,7 @@
 //! takeover could race (see `ShootController::patch_status_as_owner`).
 
 use crate::flow::{Progress, RunOptions};
-use crate::shoot::controller::{ShootController, ShootError, backoff_key};
+use crate::shoot::controller::{ShootController, ShootError, backoff_key, rollout};
 use crate::shoot::flows::{delete, force_delete, hibernate, migrate, reconcile};
 use crate::shoot::operation::context::OperationContext;
 use crate::shoot::operation::values::ShootValues;
@@ -287,6 +287,11 @@ impl ShootController {
         if requested && !takeover && !rotating {
             meta["metadata"]["annotations"] = json!({ ANNOTATION_OPERATION: null });
         }
+        // Rollouts of worker pools wait in an annotation until the Worker has their stamps.
+        let pending = rollout::requested(shoot, requested, &now().0.to_string());
+        if pending != rollout::pending(shoot) {
+            meta["metadata"]["annotations"][rollout::PENDING] = json!(rollout::encode(&pending));
+        }
         if meta != json!({}) {
             self.patch_meta(shoot, meta, "preparing the shoot").await?;
         }
@@ -295,7 +300,13 @@ impl ShootController {
         let was_hibernated = shoot.status.as_ref().is_some_and(|s| s.hibernated);
         let transition = was_hibernated != shoot.spec.hibernation_enabled();
         let restore = type_ == LastOperationType::Restore;
-        let ctx = self.context(shoot, requested || transition, restore, rotation.clone()).await?;
+        let mut ctx = self.context(shoot, requested || transition, restore, rotation.clone()).await?;
+        // The pools' rollout stamps: carried forward from the Worker, new ones from the request.
+        let worker = self.deployed_worker(&ctx).await?;
+        let stamped = rollout::stamped(shoot, &rollout::deployed(worker.as_ref()), &pending);
+        if let Some(stamped) = &stamped {
+            ctx = self.context(stamped, requested || transition, restore, rotation.clone()).await?;
+        }
         let quiet = quiet_resync(shoot, type_, requested || transition || takeover);
         if !quiet {
             let mut start = json!({
@@ -333,7 +344,7 @@ impl ShootController {
         {
             let credentials = crate::shoot::credentials::rotation::status_patch(&second);
             self.patch_status(shoot, json!({ "credentials": credentials })).await?;
-            ctx = self.context(shoot, true, restore, Some(second.clone())).await?;
+            ctx = self.context(stamped.as_ref().unwrap_or(shoot), true, restore, Some(second.clone())).await?;
             rotation = Some(second);
             let flow = reconcile::flow(&ctx).map_err(|source| ShootError::Graph { shoot: shoot.name_any(), source })?;
             let Some(again) = self.run_cancellable(shoot, type_, flow, &ctx, quiet, cancel).await else {
@@ -385,6 +396,10 @@ impl ShootController {
             self.patch_status(shoot, status).await?;
         }
         if result.is_success() {
+            if !pending.is_empty() {
+                let written = json!({ "metadata": { "annotations": { rollout::PENDING: null } } });
+                self.patch_meta(shoot, written, "recording the rollout of worker pools").await?;
+            }
             self.backoff.reset(&backoff_key(shoot));
             let period = Duration::from_secs(self.config.controllers.shoot_sync_period_seconds);
             Ok(RequeueAction::requeue(period))
@@ -393,6 +408,16 @@ impl ShootController {
         } else {
             Err(ShootError::Flow { shoot: shoot.name_any(), summary: result.summary() })
         }
+    }
+
+    /// The shoot's Worker in the seed as the last reconcile wrote it, if any.
+    async fn deployed_worker(&self, ctx: &OperationContext) -> Result<Option<api::extensions::Worker>, ShootError> {
+        let workers: Api<api::extensions::Worker> = Api::namespaced(self.seed.clone(), ctx.values.namespace());
+        workers.get_opt(&ctx.values.name).await.map_err(|source| ShootError::Kube {
+            what: "reading the Worker",
+            shoot: ctx.values.name.clone(),
+            source,
+        })
     }
 
     /// Runs a reconcile's flow; `None` when `cancel` ended it (the shoot is being deleted).

@@ -5,6 +5,7 @@
 
 pub mod cancel;
 pub mod decide;
+pub mod rollout;
 
 use crate::config::GardenletConfig;
 use api::core::Shoot;
