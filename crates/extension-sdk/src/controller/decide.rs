@@ -143,8 +143,10 @@ pub fn decide(
     let cluster_changed = match cluster {
         ClusterView::NotLoaded => return Action::LoadCluster,
         ClusterView::Absent => false,
-        ClusterView::Loaded { failed: true, .. } => return Action::Skip(SkipReason::ShootFailed),
-        ClusterView::Loaded { failed: false, changed } => changed,
+        // A failed shoot is left alone, except that its deletion goes through: the shoot's
+        // deletion must be able to remove what its failed creation left.
+        ClusterView::Loaded { failed: true, .. } if !deleting => return Action::Skip(SkipReason::ShootFailed),
+        ClusterView::Loaded { changed, .. } => changed,
     };
 
     let generation_moved = status.and_then(|s| s.observed_generation) != meta.generation;
@@ -300,6 +302,11 @@ mod tests {
             decide(&meta(None, false, false, 1), &spec("example"), None, failed, &f),
             Action::Skip(SkipReason::ShootFailed)
         );
+        // The deletion of a failed shoot's object goes through.
+        assert!(matches!(
+            decide(&meta(None, true, true, 1), &spec("example"), None, failed, &f),
+            Action::Act(Plan { operation: T::Delete, .. })
+        ));
     }
 
     #[test]
