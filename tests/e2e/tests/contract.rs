@@ -95,3 +95,192 @@ async fn a_shoot_whose_extension_nobody_serves_fails_within_a_minute_and_is_dele
     let deleted_in = s.delete().await;
     println!("failed {failed_after:?} after the registration was removed; deleted in {deleted_in:?}");
 }
+
+/// `kubectl` against the shoot whose admin kubeconfig is `kubeconfig`.
+fn shoot_kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new(e2e::assets().join("kubectl"))
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .args(args)
+        .output()
+        .map_err(|e| format!("running kubectl: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!("kubectl {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// The container args of the Deployment `name` in the shoot's seed namespace.
+fn deployment_args(s: &CaseShoot, name: &str) -> Vec<String> {
+    let args = kubectl(&[
+        "-n",
+        &s.seed_ns,
+        "get",
+        "deployment",
+        name,
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].args}",
+    ])
+    .unwrap();
+    let mut parsed: Vec<String> = serde_json::from_str(&args).unwrap_or_default();
+    if parsed.is_empty() {
+        // Some components carry their flags in `command`.
+        let command = kubectl(&[
+            "-n",
+            &s.seed_ns,
+            "get",
+            "deployment",
+            name,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].command}",
+        ])
+        .unwrap();
+        parsed = serde_json::from_str(&command).unwrap_or_default();
+    }
+    parsed
+}
+
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [\"configmaps\"]\n- level: None\n";
+
+/// A shoot that sets kubelet settings at shoot level (pool `a` inherits them) and at pool level
+/// (pool `b`: its own replace the shoot's, as in Gardener), pool labels and annotations, an audit
+/// policy, OIDC, kube-controller-manager and kube-scheduler settings, becomes Ready; every
+/// setting is then read where it takes effect: the kubelets' `/configz`, the Nodes, the control
+/// plane's flags and files, and the audit events of a ConfigMap the test creates.
+#[tokio::test]
+async fn settings_reach_the_nodes_and_the_control_plane() {
+    let audit_config_map = "e2e-settings-audit-policy";
+    e2e::apply(
+        PROJECT_NS,
+        &serde_yaml::to_string(&serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": audit_config_map},
+            "data": {"policy": AUDIT_POLICY},
+        }))
+        .unwrap(),
+    );
+    let mut s = CaseShoot::apply_with("settings", 27, |s| {
+        let pool = s["spec"]["provider"]["workers"][0].clone();
+        let mut a = pool.clone();
+        a["name"] = "a".into();
+        a["labels"] = serde_json::json!({"e2e.gardener.cloud/pool": "a"});
+        a["annotations"] = serde_json::json!({"e2e.gardener.cloud/note": "from the pool"});
+        let mut b = pool;
+        b["name"] = "b".into();
+        b["kubernetes"] = serde_json::json!({"kubelet": {"maxPods": 60, "registryPullQPS": 9}});
+        s["spec"]["provider"]["workers"] = serde_json::json!([a, b]);
+        s["spec"]["kubernetes"]["kubelet"] = serde_json::json!({
+            "maxPods": 90, "registryPullQPS": 7, "registryBurst": 14,
+            "streamingConnectionIdleTimeout": "5m", "containerLogMaxSize": "20Mi", "podPidsLimit": 1000,
+        });
+        s["spec"]["kubernetes"]["kubeAPIServer"] = serde_json::json!({
+            "auditConfig": {"auditPolicy": {"configMapRef": {"name": audit_config_map}}},
+            "oidcConfig": {"issuerURL": "https://oidc.e2e.invalid", "clientID": "e2e", "usernameClaim": "email"},
+            "eventTTL": "2h",
+        });
+        s["spec"]["kubernetes"]["kubeControllerManager"] =
+            serde_json::json!({"nodeMonitorGracePeriod": "50s", "horizontalPodAutoscaler": {"syncPeriod": "20s"}});
+        s["spec"]["kubernetes"]["kubeScheduler"] = serde_json::json!({"profile": "bin-packing"});
+    });
+    let created = s.created().await;
+    println!("created in {created:?}");
+
+    // The control plane's flags and files.
+    let apiserver = deployment_args(&s, "kube-apiserver");
+    for flag in [
+        "--oidc-issuer-url=https://oidc.e2e.invalid",
+        "--oidc-client-id=e2e",
+        "--oidc-username-claim=email",
+        "--event-ttl=2h",
+        "--audit-log-path=-",
+    ] {
+        assert!(apiserver.iter().any(|a| a == flag), "kube-apiserver lacks {flag}: {apiserver:?}");
+    }
+    assert!(apiserver.iter().any(|a| a.starts_with("--audit-policy-file=")), "{apiserver:?}");
+    let kcm = deployment_args(&s, "kube-controller-manager");
+    for flag in ["--node-monitor-grace-period=50s", "--horizontal-pod-autoscaler-sync-period=20s"] {
+        assert!(kcm.iter().any(|a| a == flag), "kube-controller-manager lacks {flag}: {kcm:?}");
+    }
+    let scheduler_config =
+        kubectl(&["-n", &s.seed_ns, "get", "configmap", "kube-scheduler-config", "-o", "jsonpath={.data}"]).unwrap();
+    assert!(scheduler_config.contains("NodeResourcesMostAllocated"), "{scheduler_config}");
+
+    // The nodes: each pool's kubelet runs with its settings.
+    s.ready_client().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, s.kubeconfig().unwrap()).unwrap();
+    let node_of = |pool: &str| {
+        let selector = format!("worker.gardener.cloud/pool={pool}");
+        let kubeconfig = kubeconfig.clone();
+        move || {
+            let kubeconfig = kubeconfig.clone();
+            let selector = selector.clone();
+            async move {
+                let name = shoot_kubectl(
+                    &kubeconfig,
+                    &["get", "nodes", "-l", &selector, "-o", "jsonpath={.items[0].metadata.name}"],
+                )?;
+                Ok((!name.trim().is_empty()).then(|| name.trim().to_string()))
+            }
+        }
+    };
+    let (node_a, _) = s.wait("pool a has a node", e2e::shoot::STEP_TIMEOUT, node_of("a")).await;
+    let (node_b, _) = s.wait("pool b has a node", e2e::shoot::STEP_TIMEOUT, node_of("b")).await;
+    let configz = |node: &str| -> serde_json::Value {
+        let raw =
+            shoot_kubectl(&kubeconfig, &["get", "--raw", &format!("/api/v1/nodes/{node}/proxy/configz")]).unwrap();
+        serde_json::from_str::<serde_json::Value>(&raw).unwrap()["kubeletconfig"].clone()
+    };
+    let a = configz(&node_a);
+    for (key, want) in [
+        ("maxPods", serde_json::json!(90)),
+        ("registryPullQPS", serde_json::json!(7)),
+        ("registryBurst", serde_json::json!(14)),
+        ("streamingConnectionIdleTimeout", serde_json::json!("5m0s")),
+        ("containerLogMaxSize", serde_json::json!("20Mi")),
+        ("podPidsLimit", serde_json::json!(1000)),
+    ] {
+        assert_eq!(a[key], want, "pool a's kubelet ({node_a}): {key}; configz: {a}");
+    }
+    let b = configz(&node_b);
+    assert_eq!(b["maxPods"], serde_json::json!(60), "pool b's kubelet ({node_b}); configz: {b}");
+    assert_eq!(b["registryPullQPS"], serde_json::json!(9), "pool b's kubelet ({node_b}); configz: {b}");
+    assert_ne!(b["registryBurst"], serde_json::json!(14), "pool b's own settings replace the shoot's: {b}");
+    let capacity =
+        shoot_kubectl(&kubeconfig, &["get", "node", &node_a, "-o", "jsonpath={.status.capacity.pods}"]).unwrap();
+    assert_eq!(capacity.trim(), "90", "node {node_a}'s pod capacity");
+
+    // The pool's labels, annotations and zone on its Node.
+    let (labels, _) = s
+        .wait("node a carries its pool's labels", e2e::shoot::STEP_TIMEOUT, || async {
+            let meta = shoot_kubectl(&kubeconfig, &["get", "node", &node_a, "-o", "jsonpath={.metadata}"])?;
+            let meta: serde_json::Value = serde_json::from_str(&meta).map_err(|e| e.to_string())?;
+            let labelled = meta["labels"]["e2e.gardener.cloud/pool"] == "a"
+                && meta["labels"]["topology.kubernetes.io/zone"] == "0"
+                && meta["annotations"]["e2e.gardener.cloud/note"] == "from the pool";
+            Ok(labelled.then_some(meta))
+        })
+        .await;
+    println!("node {node_a}: {}", labels["labels"]);
+
+    // Audit events of the shoot's API server.
+    // A read names the object in its URL, so its event carries the name whatever the verb.
+    shoot_kubectl(&kubeconfig, &["create", "configmap", "e2e-audited", "-n", "default"]).unwrap();
+    shoot_kubectl(&kubeconfig, &["get", "configmap", "e2e-audited", "-n", "default"]).unwrap();
+    s.wait("the audit log records the ConfigMap's creation and read", e2e::shoot::STEP_TIMEOUT, || async {
+        let log = kubectl(&["-n", &s.seed_ns, "logs", "deploy/kube-apiserver", "--since=10m"])?;
+        let found = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).any(|e| {
+            e["kind"] == "Event"
+                && e["verb"] == "get"
+                && e["objectRef"]["resource"] == "configmaps"
+                && e["objectRef"]["name"] == "e2e-audited"
+        });
+        Ok(found.then_some(()))
+    })
+    .await;
+
+    let deleted = s.delete().await;
+    kubectl(&["-n", PROJECT_NS, "delete", "configmap", audit_config_map, "--ignore-not-found"]).unwrap();
+    println!("deleted in {deleted:?}");
+}

@@ -636,9 +636,14 @@ fn a_field_refused_by_a_specific_rule_is_not_refused_again_by_the_contract() {
         Some(serde_json::from_value(serde_json::json!({"mode": "IPVS", "enabled": true})).unwrap());
     let user = UserInfo::default();
     let ids = Identities::default();
-    let errs = validate_create(&s, ShootContext::with_profile(None, k8s_openapi::jiff::Timestamp::UNIX_EPOCH, &user, &ids));
-    let ipvs: Vec<String> =
-        errs.0.iter().filter(|e| e.path.as_str() == "spec.kubernetes.kubeProxy.mode").map(ToString::to_string).collect();
+    let errs =
+        validate_create(&s, ShootContext::with_profile(None, k8s_openapi::jiff::Timestamp::UNIX_EPOCH, &user, &ids));
+    let ipvs: Vec<String> = errs
+        .0
+        .iter()
+        .filter(|e| e.path.as_str() == "spec.kubernetes.kubeProxy.mode")
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(ipvs.len(), 1, "{ipvs:?}");
     assert!(ipvs[0].contains("IPVS"), "{ipvs:?}");
 }

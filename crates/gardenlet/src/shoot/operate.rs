@@ -368,8 +368,11 @@ impl ShootController {
                 crate::shoot::status::conditions::next_conditions(&previous, &computed, threshold, &now());
             status["conditions"] = json!(conditions);
         }
+        // The generation was acted on, successfully or not (Gardener records it when the operation
+        // starts): a failed operation is not started again until the spec changes or a retry
+        // is requested.
+        status["observedGeneration"] = json!(shoot.metadata.generation);
         if result.is_success() {
-            status["observedGeneration"] = json!(shoot.metadata.generation);
             status["hibernated"] = json!(ctx.values.hibernated);
             if !ctx.values.hibernated {
                 // The flow rewrote the objects of every newly listed resource (reconcile/encryption.rs).
