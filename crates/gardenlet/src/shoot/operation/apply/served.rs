@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// How long an extension object may go without being picked up before gardenlet checks whether
 /// any controller is installed for it on this seed (and, if none is, ends the wait).
-pub const UNSERVED_AFTER: Duration = Duration::from_secs(45);
+pub const UNSERVED_AFTER: Duration = Duration::from_secs(30);
 
 /// Whether an extension controller has taken the object's current request.
 pub fn picked_up(meta: &ObjectMeta, status: Option<&DefaultStatus>) -> bool {
@@ -180,7 +180,7 @@ mod tests {
             Serving::Unregistered.error("Network shoot--dev--demo/demo", "Network", "calico", "local").unwrap();
         assert_eq!(
             message,
-            "Network shoot--dev--demo/demo was not picked up within 45s: no controller installed for it on seed local: \
+            "Network shoot--dev--demo/demo was not picked up within 30s: no controller installed for it on seed local: \
              no ControllerRegistration serves Network type \"calico\""
         );
         assert_eq!(code, ErrorCode::ConfigurationProblem);
