@@ -15,7 +15,7 @@ use std::time::Instant;
 #[tokio::test]
 async fn a_shoot_the_system_cannot_build_is_refused_naming_the_field() {
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(&str, Edit, &[&str]); 5] = [
+    let cases: [(&str, Edit, &[&str]); 6] = [
         // Gardener's own provider-local example uses calico, which no extension serves here.
         (
             "calico",
@@ -26,6 +26,12 @@ async fn a_shoot_the_system_cannot_build_is_refused_naming_the_field() {
             "os",
             |s| s["spec"]["provider"]["workers"][0]["machine"]["image"]["name"] = "gardenlinux".into(),
             &["spec.provider.workers[0].machine.image.name", "gardenlinux"],
+        ),
+        // A kubelet setting Kubernetes 1.20 does not have (the user saw it accepted and ignored).
+        (
+            "seccomp",
+            |s| s["spec"]["kubernetes"]["kubelet"] = serde_json::json!({"seccompDefault": true}),
+            &["spec.kubernetes.kubelet.seccompDefault", "1.25"],
         ),
         (
             "ipvs",
