@@ -16,6 +16,7 @@ use api::extensions as ext;
 use gardenlet::config::GardenletConfig;
 use gardenlet::seed::SeedController;
 use gardenlet::shoot::controller::ShootController;
+use gardenlet::shoot::operation::apply::served::UNSERVED_AFTER;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -30,9 +31,9 @@ const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    p
 /// this garden serves.
 const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\n  labels:\n    name.seed.gardener.cloud/local: \"true\"\nspec:\n  seedName: local\n  region: local\n  credentialsBindingName: creds\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: calico\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n";
 
-/// gardenlet's wait bound: above the 45 s after which an unserved extension object fails the
+/// gardenlet's wait bound: above the time after which an unserved extension object fails the
 /// creation with ERR_CONFIGURATION_PROBLEM, short enough for the stuck deletion to fail soon.
-const WAIT_TIMEOUT: Duration = Duration::from_secs(50);
+const WAIT_TIMEOUT: Duration = Duration::from_secs(UNSERVED_AFTER.as_secs() + 20);
 
 struct Harness {
     _env: testenv::TestEnv,
