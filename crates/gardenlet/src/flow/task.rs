@@ -88,6 +88,13 @@ impl TaskError {
         Self { message, codes: Vec::new(), transient }
     }
 
+    /// `what: <err>`, transient as `err` is ([`TaskError::new`]): the way to say what failed
+    /// without losing whether it may pass.
+    pub fn context(what: impl fmt::Display, err: &(dyn StdError + 'static)) -> Self {
+        let inner = Self::new(err);
+        Self { message: format!("{what}: {}", inner.message), ..inner }
+    }
+
     /// An error from a plain message (not transient).
     pub fn msg(message: impl Into<String>) -> Self {
         Self { message: message.into(), codes: Vec::new(), transient: false }

@@ -388,3 +388,13 @@ async fn progress_names_the_tasks_running_after_each_finish() {
     assert_eq!(reports[0], ("quick".to_string(), vec!["slow".to_string(), "after".to_string()]));
     assert_eq!(reports.last().unwrap().1, Vec::<String>::new(), "{reports:?}");
 }
+
+#[test]
+fn context_keeps_whether_the_cause_is_transient() {
+    let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+    let e = TaskError::context("applying shoot system resources", &refused);
+    assert_eq!(e.message(), "applying shoot system resources: refused");
+    assert!(e.is_transient());
+    let bad = std::io::Error::new(std::io::ErrorKind::InvalidData, "bad");
+    assert!(!TaskError::context("reading", &bad).is_transient());
+}

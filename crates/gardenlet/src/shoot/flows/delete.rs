@@ -43,7 +43,7 @@ where
     match api.delete(name, &DeleteParams::background()).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(TaskError::msg(format!("deleting {} {}/{name}: {e}", K::kind(&()), ctx.values.namespace()))),
+        Err(e) => Err(TaskError::context(format!("deleting {} {}/{name}", K::kind(&()), ctx.values.namespace()), &e)),
     }
 }
 

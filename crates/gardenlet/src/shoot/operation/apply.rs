@@ -83,7 +83,7 @@ where
     let name = obj.name_any();
     let fail = |e: kube::Error| {
         let at = obj.namespace().map(|ns| format!("{ns}/")).unwrap_or_default();
-        TaskError::msg(format!("applying {} {at}{name}: {e}", K::kind(&())))
+        TaskError::context(format!("applying {} {at}{name}", K::kind(&())), &e)
     };
     let intent = serde_json::to_value(obj).map_err(task_err)?;
     let hash = intent_hash(&intent);
@@ -156,7 +156,7 @@ where
     match waited {
         Ok(Ok(Some(obj))) => Ok(obj),
         Ok(Ok(None)) => Err(TaskError::msg(format!("{} {name} disappeared while waiting", K::kind(&())))),
-        Ok(Err(e)) => Err(TaskError::msg(format!("watching {} {name}: {e}", K::kind(&())))),
+        Ok(Err(e)) => Err(TaskError::context(format!("watching {} {name}", K::kind(&())), &e)),
         Err(_) => {
             Err(TaskError::msg(format!("{} {namespace}/{name} is not ready after {timeout:?}: {reason}", K::kind(&()))))
         }

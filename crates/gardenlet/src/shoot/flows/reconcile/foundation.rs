@@ -107,7 +107,7 @@ pub(super) async fn deploy_cloudprovider_secret(ctx: Arc<OperationContext>) -> R
     if let Some(binding) = &ctx.shoot.spec.secret_binding_name {
         let bindings: Api<SecretBinding> = Api::namespaced(ctx.garden.clone(), &garden_ns);
         let b = bindings.get(binding).await.map_err(|e| {
-            TaskError::msg(format!("reading SecretBinding {garden_ns}/{binding} (spec.secretBindingName): {e}"))
+            TaskError::context(format!("reading SecretBinding {garden_ns}/{binding} (spec.secretBindingName)"), &e)
         })?;
         let ns = b.spec.secret_ref.namespace.clone().unwrap_or_else(|| garden_ns.clone());
         let what = format!("Secret {ns}/{} of SecretBinding {binding}", b.spec.secret_ref.name);
@@ -155,7 +155,7 @@ pub(super) async fn credentials_secret_data(
     let secret = Api::<Secret>::namespaced(ctx.garden.clone(), namespace)
         .get(name)
         .await
-        .map_err(|e| TaskError::msg(format!("reading {what}: {e}")))?;
+        .map_err(|e| TaskError::context(format!("reading {what}"), &e))?;
     // Provider credentials must not come back in an extension's error.
     ctx.add_secrets(secret.data.iter().flatten().filter_map(|(_, v)| std::str::from_utf8(&v.0).ok()));
     Ok(secret.data.filter(|d| !d.is_empty()))

@@ -87,7 +87,7 @@ pub(super) async fn deploy_system_resources(ctx: Arc<OperationContext>) -> Resul
     };
     system::apply(&client, &token, &info, &components)
         .await
-        .map_err(|e| TaskError::msg(format!("applying shoot system resources: {e}")))
+        .map_err(|e| TaskError::context("applying shoot system resources", &e))
 }
 
 pub(super) async fn deploy_operating_system_configs(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
