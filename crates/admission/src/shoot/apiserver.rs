@@ -123,37 +123,12 @@ fn minor_of(version: &str) -> Option<u64> {
     }
 }
 
-/// A Go duration (`1h30m`, `90s`, `-5m`, `0`) in seconds.
-pub fn parse_go_duration(text: &str) -> Option<f64> {
-    let (sign, mut rest) = match text.strip_prefix('-') {
-        Some(r) => (-1.0, r),
-        None => (1.0, text.strip_prefix('+').unwrap_or(text)),
-    };
-    if rest == "0" {
-        return Some(0.0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total = 0.0;
-    while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let number: f64 = rest[..number_len].parse().ok()?;
-        rest = &rest[number_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let factor = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += number * factor;
-    }
-    Some(sign * total)
+/// A Go duration (`1h30m`, `90s`, `-5m`, `0`) in seconds, as [`super::components::parse_go_duration`]
+/// parses it.
+// Nanoseconds within Go's range: f64 keeps them to well under a microsecond.
+#[allow(clippy::cast_precision_loss)]
+fn duration_seconds(text: &str) -> Option<f64> {
+    super::components::parse_go_duration(text).ok().map(|nanos| nanos as f64 / 1e9)
 }
 
 /// Every rule of `spec.kubernetes.kubeAPIServer` that needs only the shoot.
@@ -316,7 +291,7 @@ fn validate_oidc(oidc: &OidcConfig, path: &Path, errs: &mut ErrorList) {
 fn service_account(sa: &ServiceAccountConfig, minor: u64, path: &Path, errs: &mut ErrorList) {
     if let Some(max) = &sa.max_token_expiration {
         let at = path.child("maxTokenExpiration");
-        match parse_go_duration(max) {
+        match duration_seconds(max) {
             None => errs.push(FieldError::invalid(at, max, "must be a duration (for example 720h)")),
             Some(d) if d < 0.0 => errs.push(FieldError::invalid(at, max, "can not be negative")),
             Some(d) if d > 0.0 && d < MIN_TOKEN_EXPIRATION_SECONDS => {
@@ -407,7 +382,7 @@ fn limits(k: &KubeApiServerConfig, path: &Path, errs: &mut ErrorList) {
     }
     if let Some(ttl) = &k.event_ttl {
         let at = path.child("eventTTL");
-        match parse_go_duration(ttl) {
+        match duration_seconds(ttl) {
             None => errs.push(FieldError::invalid(at, ttl, "must be a duration (for example 1h)")),
             Some(d) if d < 0.0 => errs.push(FieldError::invalid(at, ttl, "can not be negative")),
             Some(d) if d > MAX_EVENT_TTL_SECONDS => {

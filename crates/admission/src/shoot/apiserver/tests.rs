@@ -268,11 +268,11 @@ fn an_encrypted_resource_can_be_added_but_not_removed() {
 
 #[test]
 fn go_durations_parse_like_go() {
-    assert_eq!(parse_go_duration("1h30m"), Some(5400.0));
-    assert_eq!(parse_go_duration("0"), Some(0.0));
-    assert_eq!(parse_go_duration("1.5s"), Some(1.5));
-    assert_eq!(parse_go_duration("-2m"), Some(-120.0));
-    assert_eq!(parse_go_duration("3"), None, "a unit is required");
-    assert_eq!(parse_go_duration("1d"), None);
-    assert_eq!(parse_go_duration(""), None);
+    assert_eq!(duration_seconds("1h30m"), Some(5400.0));
+    assert_eq!(duration_seconds("0"), Some(0.0));
+    assert_eq!(duration_seconds("1.5s"), Some(1.5));
+    assert_eq!(duration_seconds("-2m"), Some(-120.0));
+    assert_eq!(duration_seconds("3"), None, "a unit is required");
+    assert_eq!(duration_seconds("1d"), None);
+    assert_eq!(duration_seconds(""), None);
 }
