@@ -191,6 +191,21 @@ pub async fn completed_logs(client: &Client, ns: &TestNamespace, pod: &str) -> S
     api.logs(pod, &Default::default()).await.expect("logs through the API server")
 }
 
+/// Waits until a running pod's log has its first line and returns the log (through the API
+/// server). A container is Ready when it started, which can be before its first `echo` reached
+/// the log file, so a log read right after Ready may be empty.
+pub async fn written_logs(client: &Client, ns: &TestNamespace, pod: &str) -> String {
+    let api: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
+    eventually(&format!("the log of pod {pod} has a line"), ns, || {
+        let api = api.clone();
+        async move {
+            let log = api.logs(pod, &Default::default()).await.map_err(|e| e.to_string())?;
+            Ok((!log.trim().is_empty()).then_some(log))
+        }
+    })
+    .await
+}
+
 pub fn name_of(pod: &Pod) -> String {
     pod.name_any()
 }

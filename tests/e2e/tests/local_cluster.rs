@@ -157,7 +157,7 @@ spec:
     apply(&ns.name, &sts);
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns.name);
     let first = ready_pods(&client, &ns, "app=store", 1).await.remove(0);
-    let log = pods.logs("store-0", &Default::default()).await.expect("logs");
+    let log = written_logs(&client, &ns, "store-0").await;
     assert_eq!(log.trim(), "wrote");
 
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns.name);
@@ -177,7 +177,7 @@ spec:
         }
     })
     .await;
-    let log = pods.logs("store-0", &Default::default()).await.expect("logs");
+    let log = written_logs(&client, &ns, "store-0").await;
     assert_eq!(log.trim(), format!("found token-{}", std::process::id()));
 
     // Deleting the claim removes the volume and its directory.
