@@ -278,6 +278,9 @@ for bin in "${ours[@]}"; do
   root="$work/$bin/rootfs"
   stage_with_libs "$out_dir/$bin" "$root" "/usr/local/bin/$bin"
   strip "$root/usr/local/bin/$bin"
+  # provider-local's image also runs in shoots as the pod routes agent (crates/provider-local/src/
+  # pod_routes.rs), which changes its node's routing table with iproute2's ip.
+  if [ "$bin" = gardener-extension-provider-local ]; then stage_with_libs /usr/sbin/ip "$root" /usr/sbin/ip; fi
   ln -s "usr/local/bin/$bin" "$root/entrypoint"
   build "gardener-rs.local/$bin:v$version" "$work/$bin" images/gardener-component/Containerfile
 done

@@ -40,8 +40,9 @@ pub struct Cli {
     #[arg(long, default_value = "ClusterIP", value_parser = ["ClusterIP", "NodePort", "LoadBalancer"])]
     pub bastion_service_type: String,
     /// provider-local's own image: ControlPlane deploys it into every shoot with workers as the
-    /// volume provisioner of the shoot's default StorageClass. Unset: ControlPlane deploys
-    /// nothing and claims in shoots stay Pending.
+    /// volume provisioner of the shoot's default StorageClass, and Network as the pod routes
+    /// agent of every node. Unset: neither deploys anything, so claims in shoots stay Pending and
+    /// pods reach only pods on their own node.
     #[arg(long, value_name = "IMAGE")]
     pub volume_provisioner_image: Option<String>,
     #[command(flatten)]
@@ -118,6 +119,14 @@ pub enum Command {
         /// The node's directory holding the volumes, mounted at the same path.
         #[arg(long, value_name = "DIR", default_value = crate::volume_provisioner::VOLUMES_DIR)]
         volumes_dir: PathBuf,
+    },
+    /// Keep the routes of one node of a shoot to the other nodes' pod CIDRs (what the DaemonSet
+    /// that Network deploys runs, in the node's network namespace). Uses the in-cluster
+    /// ServiceAccount unless --kubeconfig is given.
+    PodRoutes {
+        /// The node this pod runs on (the downward API's spec.nodeName).
+        #[arg(long, value_name = "NAME")]
+        node_name: String,
     },
 }
 

@@ -13,7 +13,7 @@
 //! | OperatingSystemConfig | [`LocalOperatingSystemConfig`] | a provisioning script |
 //! | Worker | [`LocalWorker`] | one Pod per machine |
 //! | ControlPlane | [`LocalControlPlane`] | in the shoot: default StorageClass + volume provisioner |
-//! | Network | [`LocalNetwork`] | nothing (CIDRs recorded) |
+//! | Network | [`LocalNetwork`] | in the shoot: the pod routes agent on every node ([`pod_routes`]) |
 //! | Bastion | [`LocalBastion`] | sshd Pod + Service |
 //! | Extension | [`LocalExtension`] | nothing; observes lifecycle ordering |
 //!
@@ -44,6 +44,7 @@ pub mod extension;
 pub mod infrastructure;
 pub mod network;
 pub mod osc;
+pub mod pod_routes;
 pub mod registration;
 pub mod registry;
 pub mod shoot;
@@ -97,8 +98,8 @@ pub struct Settings {
     /// Where machines pull `gardener-rs.local/*` and `registry.k8s.io/*` from (none: they run
     /// only the images they carry).
     pub registry_mirror: Option<registry::RegistryMirror>,
-    /// provider-local's own image, run by the volume provisioner the ControlPlane deploys into
-    /// shoots (none: ControlPlane deploys nothing).
+    /// provider-local's own image, run in shoots by the volume provisioner the ControlPlane
+    /// deploys and by the pod routes agent the Network deploys (none: neither deploys anything).
     pub volume_provisioner_image: Option<String>,
 }
 
@@ -166,7 +167,8 @@ pub fn register(runner: &mut Runner, client: &Client, settings: &Settings) {
         add(runner, client, LocalControlPlane::new(client.clone(), image), &local, c);
     }
     if on("network") {
-        add(runner, client, LocalNetwork, &local, c);
+        let image = settings.volume_provisioner_image.clone();
+        add(runner, client, LocalNetwork::new(client.clone(), image), &local, c);
     }
     if on("bastion") {
         add(runner, client, LocalBastion::new(client.clone(), settings.bastion.clone()), &local, c);

@@ -50,7 +50,17 @@ fn main() -> ExitCode {
     if let Some(Command::VolumeProvisioner { node_name, volumes_dir }) = cli.command {
         return cli::block_on(volume_provisioner(cli.common, node_name, volumes_dir));
     }
+    if let Some(Command::PodRoutes { node_name }) = cli.command {
+        return cli::block_on(pod_routes(cli.common, node_name));
+    }
     cli::block_on(run(cli))
+}
+
+/// The pod routes agent of one node of a shoot (the DaemonSet Network deploys).
+async fn pod_routes(common: cli::CommonArgs, node_name: String) -> Result<(), Box<dyn std::error::Error>> {
+    let client = common.client().await?;
+    provider_local::pod_routes::run(client, node_name).await?;
+    Ok(())
 }
 
 /// The shoot's volume provisioner of one node (the DaemonSet ControlPlane deploys).

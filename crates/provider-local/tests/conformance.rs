@@ -230,7 +230,7 @@ async fn network_conforms() {
             ip_families: Vec::new(),
         },
     ));
-    conforms(|_| LocalNetwork, sample, |n| n.spec.pod_cidr = "10.5.0.0/16".into()).await;
+    conforms(|client| LocalNetwork::new(client, None), sample, |n| n.spec.pod_cidr = "10.5.0.0/16".into()).await;
 }
 
 #[tokio::test]

@@ -116,6 +116,70 @@ fn shoot_kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> Result<String, 
     }
 }
 
+/// Runs a busybox web server pinned to `node_b` behind the Service `cross`, and two clients,
+/// pinned to `node_a` and `node_b`: the one on `node_a` fetches from the server's pod address,
+/// both fetch from `http://cross/` (the cluster DNS, then kube-proxy). Each fetch is tried for at
+/// most 30 times 4 s (bounded) and fails with what it last saw. Returns when both succeeded, with their
+/// logs.
+async fn cross_node_traffic(
+    s: &CaseShoot,
+    kubeconfig: &std::path::Path,
+    node_a: &str,
+    node_b: &str,
+) -> (std::time::Duration, Vec<String>) {
+    const IMAGE: &str = "gardener-rs.local/busybox:1.35.0";
+    let manifests = |docs: serde_json::Value| {
+        let path = kubeconfig.with_file_name("cross-node.yaml");
+        std::fs::write(&path, serde_json::to_string(&docs).unwrap()).unwrap();
+        shoot_kubectl(kubeconfig, &["apply", "-f", &path.display().to_string()]).unwrap();
+    };
+    manifests(serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cross-web", "namespace": "default", "labels": {"app": "cross-web"}},
+         "spec": {"nodeName": node_b, "containers": [{"name": "web", "image": IMAGE,
+            "command": ["sh", "-c", "mkdir -p /tmp/www && echo served on the other node > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"],
+            "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1}}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "cross", "namespace": "default"},
+         "spec": {"selector": {"app": "cross-web"}, "ports": [{"port": 80, "targetPort": 8080}]}},
+    ]}));
+    let (ip, _) = s
+        .wait("pod cross-web has an address", e2e::shoot::STEP_TIMEOUT, || async {
+            let ip = shoot_kubectl(kubeconfig, &["get", "pod", "cross-web", "-n", "default", "-o", "jsonpath={.status.podIP}"])?;
+            Ok((!ip.trim().is_empty()).then(|| ip.trim().to_string()))
+        })
+        .await;
+    let fetch = |what: &str, url: &str| {
+        format!(
+            r#"ok=''; for i in $(seq 1 30); do a=$(timeout 2 wget -qO- {url} 2>&1) && {{ echo "{what}: $a"; ok=1; break; }}; sleep 2; done; [ -n "$ok" ] || {{ echo "{what}: no answer from {url}: $a"; exit 1; }}"#
+        )
+    };
+    let client = |name: &str, node: &str, script: String| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "restartPolicy": "Never",
+                     "containers": [{"name": "client", "image": IMAGE, "command": ["sh", "-c", script]}]}})
+    };
+    let on_a = format!("{} && {}", fetch("pod address", &format!("http://{ip}:8080/")), fetch("service name", "http://cross/"));
+    manifests(serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        client("cross-client-a", node_a, on_a),
+        client("cross-client-b", node_b, fetch("service name", "http://cross/")),
+    ]}));
+    let mut logs = Vec::new();
+    let mut took = std::time::Duration::ZERO;
+    for name in ["cross-client-a", "cross-client-b"] {
+        let (phase, after) = s
+            .wait(&format!("pod {name} completes"), e2e::shoot::STEP_TIMEOUT, || async {
+                let phase =
+                    shoot_kubectl(kubeconfig, &["get", "pod", name, "-n", "default", "-o", "jsonpath={.status.phase}"])?;
+                Ok(matches!(phase.trim(), "Succeeded" | "Failed").then(|| phase.trim().to_string()))
+            })
+            .await;
+        let log = shoot_kubectl(kubeconfig, &["logs", name, "-n", "default"]).unwrap_or_default();
+        assert_eq!(phase, "Succeeded", "pod {name}: {log}\n{}", s.diagnosis());
+        logs.push(log.trim().to_string());
+        took = took.max(after);
+    }
+    (took, logs)
+}
+
 /// The container args of the Deployment `name` in the shoot's seed namespace.
 fn deployment_args(s: &CaseShoot, name: &str) -> Vec<String> {
     let args = kubectl(&[
@@ -269,6 +333,12 @@ async fn settings_reach_the_nodes_and_the_control_plane() {
         })
         .await;
     println!("node {node_a}: {}", labels["labels"]);
+
+    // The pod network spans the nodes (the Network's pod routes agent): a pod on node a reaches
+    // a pod on node b by its address, and pods on both nodes resolve and reach a Service by
+    // name, whichever node the cluster DNS runs on.
+    let (took, logs) = cross_node_traffic(&s, &kubeconfig, &node_a, &node_b).await;
+    println!("pods on {node_a} and {node_b} reached each other and the Service after {took:?}: {logs:?}");
 
     // Audit events of the shoot's API server.
     // A read names the object in its URL, so its event carries the name whatever the verb.

@@ -66,6 +66,14 @@ pub async fn apply<K>(api: &Api<K>, obj: &K, replace_if_invalid: bool) -> Result
 where
     K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
 {
+    apply_as(super::COMPONENT, api, obj, replace_if_invalid).await
+}
+
+/// [`apply`] with the field manager `provider-local/<component>` (another actuator's objects).
+pub async fn apply_as<K>(component: &str, api: &Api<K>, obj: &K, replace_if_invalid: bool) -> Result<Written, Error>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + Serialize + DeserializeOwned,
+{
     let name = obj.name_any();
     let what = match obj.namespace() {
         Some(ns) => format!("{} {ns}/{name} in the shoot", K::kind(&())),
@@ -82,7 +90,7 @@ where
     }
     let mut desired = obj.clone();
     desired.annotations_mut().insert(INTENT_HASH_ANNOTATION.into(), hash);
-    let params = apply_params(super::COMPONENT);
+    let params = apply_params(component);
     match api.patch(&name, &params, &Patch::Apply(&desired)).await {
         Ok(_) => {
             tracing::info!(object = %what, "applied");
