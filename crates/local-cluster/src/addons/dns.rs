@@ -1,17 +1,20 @@
 //! Cluster DNS: hickory's authoritative server for the cluster domain, answering from records
 //! computed from Services and Endpoints ([`super::records`]), and for the extra zones kept in
 //! ConfigMaps ([`super::zones`]: provider-local's DNSRecords, so a shoot's API server name
-//! resolves). Queries for any other name are refused: nothing is forwarded, so no lookup ever
-//! leaves the machine.
+//! resolves). Reverse names of the addresses it knows (cluster IPs, headless endpoints) are
+//! zones of their own, one PTR name each. Pod names (`a-b-c-d.<ns>.pod.<domain>`) are answered
+//! from a zone built for the query ([`records::pod_records`]): their address is in the name.
+//! Queries for any other name, other reverse names included, are refused: nothing is
+//! forwarded, so no lookup ever leaves the machine.
 //!
 //! The zone is rebuilt as a whole when a watched object changes (coalesced over a short
 //! window) and swapped in atomically; a rebuild that yields the same records swaps nothing.
 
-use super::records::{self, Data, Records};
+use super::records::{self, ClusterRecords, Data, Records};
 use super::zones::Zones as ExtraZones;
 use crate::error::{Error, Result};
 use hickory_server::net::runtime::Time;
-use hickory_server::proto::rr::rdata::{A, AAAA, CNAME, SOA, SRV, TXT};
+use hickory_server::proto::rr::rdata::{A, AAAA, CNAME, PTR, SOA, SRV, TXT};
 use hickory_server::proto::rr::{LowerName, Name, RData, Record};
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
 use hickory_server::store::in_memory::InMemoryZoneHandler;
@@ -28,6 +31,8 @@ const TTL: u32 = 5;
 pub struct Zones {
     current: Arc<RwLock<Arc<Catalog>>>,
     domain: String,
+    /// `pod.<domain>`: queries below it are answered by [`pod_catalog`].
+    pod_zone: LowerName,
 }
 
 impl std::fmt::Debug for Zones {
@@ -38,13 +43,17 @@ impl std::fmt::Debug for Zones {
 
 impl Zones {
     pub fn new(domain: &str) -> Result<Self> {
-        let catalog = catalog(domain, &Records::new(), &ExtraZones::new(), 1)?;
-        Ok(Self { current: Arc::new(RwLock::new(Arc::new(catalog))), domain: domain.to_string() })
+        let catalog = catalog(domain, &ClusterRecords::default(), &ExtraZones::new(), 1)?;
+        Ok(Self {
+            current: Arc::new(RwLock::new(Arc::new(catalog))),
+            domain: domain.to_string(),
+            pod_zone: LowerName::new(&name(&records::pod_zone(domain))?),
+        })
     }
 
-    /// Replaces the cluster domain's records and the extra zones.
-    pub fn replace(&self, records: &Records, extra: &ExtraZones, serial: u32) -> Result<()> {
-        let catalog = catalog(&self.domain, records, extra, serial)?;
+    /// Replaces the cluster domain's records, the reverse records and the extra zones.
+    pub fn replace(&self, cluster: &ClusterRecords, extra: &ExtraZones, serial: u32) -> Result<()> {
+        let catalog = catalog(&self.domain, cluster, extra, serial)?;
         if let Ok(mut current) = self.current.write() {
             *current = Arc::new(catalog);
         }
@@ -62,7 +71,15 @@ impl Zones {
 #[async_trait::async_trait]
 impl RequestHandler for Zones {
     async fn handle_request<R: ResponseHandler, T: Time>(&self, request: &Request, response_handle: R) -> ResponseInfo {
-        let catalog = self.catalog();
+        let pod_query = request.request_info().ok().map(|info| info.query.name()).filter(|q| self.pod_zone.zone_of(q));
+        let catalog = match pod_query.map(|q| pod_catalog(&self.domain, &q.to_string())) {
+            Some(Ok(pods)) => Arc::new(pods),
+            Some(Err(e)) => {
+                tracing::warn!(error = %crate::report(&e), "DNS pod zone");
+                self.catalog()
+            }
+            None => self.catalog(),
+        };
         catalog.handle_request::<R, T>(request, response_handle).await
     }
 }
@@ -72,10 +89,16 @@ fn name(fqdn: &str) -> Result<Name> {
         .map_err(|e| Error::Dns(format!("{fqdn:?} is not a DNS name: {e}").into()))
 }
 
-fn catalog(domain: &str, records: &Records, extra: &ExtraZones, serial: u32) -> Result<Catalog> {
+fn catalog(domain: &str, cluster: &ClusterRecords, extra: &ExtraZones, serial: u32) -> Result<Catalog> {
     let mut catalog = Catalog::new();
     let origin = name(domain)?;
-    catalog.upsert(LowerName::new(&origin), vec![Arc::new(zone(origin, domain, records, serial)?)]);
+    catalog.upsert(LowerName::new(&origin), vec![Arc::new(zone(origin, domain, &cluster.names, serial)?)]);
+    // One zone per reverse name: authoritative for the addresses the cluster knows only.
+    for (reverse, ptrs) in &cluster.reverse {
+        let origin = name(reverse)?;
+        let records = Records::from([(reverse.clone(), ptrs.clone())]);
+        catalog.upsert(LowerName::new(&origin), vec![Arc::new(zone(origin, domain, &records, serial)?)]);
+    }
     for (origin, records) in extra {
         let origin_name = name(origin)?;
         catalog.upsert(LowerName::new(&origin_name), vec![Arc::new(zone(origin_name, origin, records, serial)?)]);
@@ -83,7 +106,18 @@ fn catalog(domain: &str, records: &Records, extra: &ExtraZones, serial: u32) -> 
     Ok(catalog)
 }
 
-/// One authoritative zone: an SOA and `records`.
+/// The catalog answering one query for `qname` below `pod.<domain>`: the pod zone holding
+/// the A record the name stands for, if any, so hickory answers it, NODATA for other types, or
+/// NXDOMAIN.
+fn pod_catalog(domain: &str, qname: &str) -> Result<Catalog> {
+    let origin = name(&records::pod_zone(domain))?;
+    let mut catalog = Catalog::new();
+    let records = records::pod_records(domain, qname);
+    catalog.upsert(LowerName::new(&origin), vec![Arc::new(zone(origin, domain, &records, 1)?)]);
+    Ok(catalog)
+}
+
+/// One authoritative zone: an SOA (named after `domain`) and `records`.
 fn zone(
     origin: Name,
     domain: &str,
@@ -107,6 +141,7 @@ fn zone(
                 Data::Cname(target) => RData::CNAME(CNAME(name(target)?)),
                 Data::Srv { port, target } => RData::SRV(SRV::new(0, 100, *port, name(target)?)),
                 Data::Txt(text) => RData::TXT(TXT::new(vec![text.clone()])),
+                Data::Ptr(target) => RData::PTR(PTR(name(target)?)),
             };
             zone.upsert_mut(Record::from_rdata(owner.clone(), TTL, rdata), serial);
         }
@@ -128,10 +163,10 @@ pub async fn serve(zones: Zones, listen: SocketAddr) -> Result<()> {
     server.block_until_done().await.map_err(|e| Error::Dns(Box::new(e)))
 }
 
-/// What the server answers: the cluster domain's records and the extra zones.
+/// What the server answers: the cluster domain's and the reverse records, and the extra zones.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    pub cluster: Records,
+    pub cluster: ClusterRecords,
     pub extra: ExtraZones,
     /// Lines and ConfigMaps of the extra zones that are not served, and why.
     pub problems: Vec<String>,
@@ -154,50 +189,98 @@ pub fn snapshot(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dnsclient::{Answer, query_a};
+    use crate::dnsclient::{Answer, Transport, query_a, query_a_over, query_ptr};
     use std::net::Ipv4Addr;
 
+    /// A loopback address whose port is free for both UDP and TCP (the server binds both).
+    fn free_udp_and_tcp_port() -> SocketAddr {
+        for _ in 0..100 {
+            let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = tcp.local_addr().unwrap();
+            if std::net::UdpSocket::bind(addr).is_ok() {
+                return addr;
+            }
+        }
+        panic!("no port free for both UDP and TCP")
+    }
+
+    /// Asks `listen` with `ask` in a blocking task, retrying while the server may still be
+    /// binding.
+    async fn retry<F>(what: String, ask: F) -> Answer
+    where
+        F: Fn() -> std::io::Result<Answer> + Send + 'static,
+    {
+        tokio::task::spawn_blocking(move || {
+            let mut last = None;
+            for _ in 0..40 {
+                match ask() {
+                    Ok(answer) => return answer,
+                    Err(e) => {
+                        last = Some(e);
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                }
+            }
+            panic!("no answer for {what}: {last:?}")
+        })
+        .await
+        .unwrap()
+    }
+
     /// The real server on loopback: a Service name, a name from an extra zone, a name the zone
-    /// does not hold, and a name outside every zone (refused, never forwarded).
+    /// does not hold, and a name outside every zone (refused, never forwarded); pod names and
+    /// reverse names over UDP and TCP.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn serves_cluster_and_extra_zones_and_refuses_the_rest() {
-        let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let listen = free_udp_and_tcp_port();
         let zones = Zones::new("cluster.local").unwrap();
-        let cluster =
-            Records::from([("web.a.svc.cluster.local".to_string(), vec![Data::A(Ipv4Addr::new(10, 96, 3, 4))])]);
+        let cluster = ClusterRecords {
+            names: Records::from([("web.a.svc.cluster.local".to_string(), vec![Data::A(Ipv4Addr::new(10, 96, 3, 4))])]),
+            reverse: Records::from([(
+                "4.3.96.10.in-addr.arpa".to_string(),
+                vec![Data::Ptr("web.a.svc.cluster.local".to_string())],
+            )]),
+        };
         let extra = ExtraZones::from([(
             "local.gardener.cloud".to_string(),
             Records::from([("api.s.p.local.gardener.cloud".to_string(), vec![Data::A(Ipv4Addr::new(10, 96, 9, 9))])]),
         )]);
         zones.replace(&cluster, &extra, 2).unwrap();
         let server = tokio::spawn(serve(zones.clone(), listen));
-        let ask = move |name: &'static str| {
-            tokio::task::spawn_blocking(move || {
-                // The server may still be binding: retry a few times.
-                let mut last = None;
-                for _ in 0..20 {
-                    match query_a(listen, name, Duration::from_millis(250)) {
-                        Ok(answer) => return answer,
-                        Err(e) => last = Some(e),
-                    }
-                }
-                panic!("no answer for {name}: {last:?}")
-            })
+        let timeout = Duration::from_millis(250);
+        let ask = move |name: &'static str| retry(name.to_string(), move || query_a(listen, name, timeout));
+        let ask_over = move |name: &'static str, transport: Transport| {
+            retry(format!("{name} over {transport:?}"), move || query_a_over(listen, name, transport, timeout))
         };
-        assert_eq!(
-            ask("web.a.svc.cluster.local.").await.unwrap(),
-            Answer::Addresses(vec![Ipv4Addr::new(10, 96, 3, 4)])
-        );
-        assert_eq!(
-            ask("api.s.p.local.gardener.cloud.").await.unwrap(),
-            Answer::Addresses(vec![Ipv4Addr::new(10, 96, 9, 9)])
-        );
-        assert_eq!(ask("api.gone.p.local.gardener.cloud.").await.unwrap(), Answer::Code("NXDomain".into()));
-        assert_eq!(ask("example.com.").await.unwrap(), Answer::Code("Refused".into()));
+        let ask_ptr = move |name: &'static str, transport: Transport| {
+            retry(format!("{name} PTR over {transport:?}"), move || query_ptr(listen, name, transport, timeout))
+        };
+        assert_eq!(ask("web.a.svc.cluster.local.").await, Answer::Addresses(vec![Ipv4Addr::new(10, 96, 3, 4)]));
+        assert_eq!(ask("api.s.p.local.gardener.cloud.").await, Answer::Addresses(vec![Ipv4Addr::new(10, 96, 9, 9)]));
+        assert_eq!(ask("api.gone.p.local.gardener.cloud.").await, Answer::Code("NXDomain".into()));
+        assert_eq!(ask("example.com.").await, Answer::Code("Refused".into()));
+        for transport in [Transport::Udp, Transport::Tcp] {
+            // A pod name resolves to the address it carries, in any namespace.
+            assert_eq!(
+                ask_over("100-96-1-7.e2e-dns-1.pod.cluster.local.", transport).await,
+                Answer::Addresses(vec![Ipv4Addr::new(100, 96, 1, 7)])
+            );
+            assert_eq!(ask_over("1-2-3.ns.pod.cluster.local.", transport).await, Answer::Code("NXDomain".into()));
+            // A cluster IP's reverse name names its Service.
+            assert_eq!(
+                ask_ptr("4.3.96.10.in-addr.arpa.", transport).await,
+                Answer::Names(vec!["web.a.svc.cluster.local.".into()])
+            );
+            // Reverse names of unknown addresses are other zones: refused, like every name
+            // outside the server's zones.
+            assert_eq!(ask_ptr("8.8.8.8.in-addr.arpa.", transport).await, Answer::Code("Refused".into()));
+            assert_eq!(ask_ptr("5.3.96.10.in-addr.arpa.", transport).await, Answer::Code("Refused".into()));
+        }
+        // Pod names do not shadow the rest of the cluster domain.
+        assert_eq!(ask("web.a.svc.cluster.local.").await, Answer::Addresses(vec![Ipv4Addr::new(10, 96, 3, 4)]));
         // A zone that goes away stops being answered.
         zones.replace(&cluster, &ExtraZones::new(), 3).unwrap();
-        assert_eq!(ask("api.s.p.local.gardener.cloud.").await.unwrap(), Answer::Code("Refused".into()));
+        assert_eq!(ask("api.s.p.local.gardener.cloud.").await, Answer::Code("Refused".into()));
         server.abort();
     }
 }

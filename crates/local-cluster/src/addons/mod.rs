@@ -83,7 +83,8 @@ pub async fn cluster_dns(
                     match zones.replace(&next.cluster, &next.extra, serial) {
                         Ok(()) => {
                             tracing::debug!(
-                                names = next.cluster.len(),
+                                names = next.cluster.names.len(),
+                                reverse = next.cluster.reverse.len(),
                                 zones = next.extra.len(),
                                 serial,
                                 "DNS zones updated"

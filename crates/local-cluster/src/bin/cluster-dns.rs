@@ -1,7 +1,8 @@
 //! `cluster-dns`: the project's cluster DNS server as a workload, for clusters that run it as a
 //! pod (the shoots' `kube-system/cluster-dns`). The same server as the local cluster's add-ons
-//! (`local_cluster::addons::cluster_dns`): authoritative for the cluster domain from watches of
-//! Services and Endpoints, refusing every other name, forwarding nothing.
+//! (`local_cluster::addons::cluster_dns`): authoritative for the cluster domain (pod names
+//! included) and the reverse names of its addresses from watches of Services and Endpoints,
+//! refusing every other name, forwarding nothing.
 
 use clap::Parser;
 use runtime::cli;
