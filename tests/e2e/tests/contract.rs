@@ -143,7 +143,10 @@ async fn cross_node_traffic(
     ]}));
     let (ip, _) = s
         .wait("pod cross-web has an address", e2e::shoot::STEP_TIMEOUT, || async {
-            let ip = shoot_kubectl(kubeconfig, &["get", "pod", "cross-web", "-n", "default", "-o", "jsonpath={.status.podIP}"])?;
+            let ip = shoot_kubectl(
+                kubeconfig,
+                &["get", "pod", "cross-web", "-n", "default", "-o", "jsonpath={.status.podIP}"],
+            )?;
             Ok((!ip.trim().is_empty()).then(|| ip.trim().to_string()))
         })
         .await;
@@ -157,7 +160,11 @@ async fn cross_node_traffic(
             "spec": {"nodeName": node, "restartPolicy": "Never",
                      "containers": [{"name": "client", "image": IMAGE, "command": ["sh", "-c", script]}]}})
     };
-    let on_a = format!("{} && {}", fetch("pod address", &format!("http://{ip}:8080/")), fetch("service name", "http://cross/"));
+    let on_a = format!(
+        "{} && {}",
+        fetch("pod address", &format!("http://{ip}:8080/")),
+        fetch("service name", "http://cross/")
+    );
     manifests(serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
         client("cross-client-a", node_a, on_a),
         client("cross-client-b", node_b, fetch("service name", "http://cross/")),
@@ -167,8 +174,10 @@ async fn cross_node_traffic(
     for name in ["cross-client-a", "cross-client-b"] {
         let (phase, after) = s
             .wait(&format!("pod {name} completes"), e2e::shoot::STEP_TIMEOUT, || async {
-                let phase =
-                    shoot_kubectl(kubeconfig, &["get", "pod", name, "-n", "default", "-o", "jsonpath={.status.phase}"])?;
+                let phase = shoot_kubectl(
+                    kubeconfig,
+                    &["get", "pod", name, "-n", "default", "-o", "jsonpath={.status.phase}"],
+                )?;
                 Ok(matches!(phase.trim(), "Succeeded" | "Failed").then(|| phase.trim().to_string()))
             })
             .await;
