@@ -1,8 +1,10 @@
-//! CloudProfile validation: versions are semantic versions and unique, names unique; on update
-//! no Kubernetes or machine image version may be removed while a Shoot still uses it.
+//! CloudProfile validation: versions are semantic versions and unique, names unique, the
+//! quantities of machine and volume types non-negative quantities; on update no Kubernetes or
+//! machine image version may be removed while a Shoot still uses it.
 
+use crate::common::non_negative_quantity;
 use crate::field::{ErrorList, FieldError, Path};
-use api::core::cloudprofile::ExpirableVersion;
+use api::core::cloudprofile::{ExpirableVersion, MachineType, MachineTypeStorage, VolumeType};
 use api::core::{CloudProfile, Shoot};
 use kube::ResourceExt;
 use std::collections::BTreeSet;
@@ -28,6 +30,42 @@ fn unique_names<'a>(names: impl Iterator<Item = &'a str>, p: &Path, field: &str,
             errs.push(FieldError::duplicate(p.index(i).child(field), n));
         }
     }
+}
+
+/// The quantities of machine types (`cpu`, `gpu`, `memory`, `storage` or its `size` and
+/// `minSize`) and volume types (`minSize`) under `sp`: each parses and is not negative (quota
+/// accounting multiplies them; a negative one would lower a shoot's usage). Shared with
+/// NamespacedCloudProfiles, whose added types are merged into what shoots use.
+pub fn type_quantities(machine_types: &[MachineType], volume_types: &[VolumeType], sp: &Path) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let mut check = |path: Path, value: &str| {
+        if let Err(e) = non_negative_quantity(&path, value) {
+            errs.push(e);
+        }
+    };
+    for (i, t) in machine_types.iter().enumerate() {
+        let tp = sp.child("machineTypes").index(i);
+        for (name, q) in [("cpu", &t.cpu), ("gpu", &t.gpu), ("memory", &t.memory)] {
+            check(tp.child(name), &q.0);
+        }
+        match &t.storage {
+            None => {}
+            Some(MachineTypeStorage::Size(q)) => check(tp.child("storage"), &q.0),
+            Some(MachineTypeStorage::Volume(v)) => {
+                for (name, q) in [("size", &v.size), ("minSize", &v.min_size)] {
+                    if let Some(q) = q {
+                        check(tp.child("storage").child(name), &q.0);
+                    }
+                }
+            }
+        }
+    }
+    for (i, t) in volume_types.iter().enumerate() {
+        if let Some(q) = &t.min_size {
+            check(sp.child("volumeTypes").index(i).child("minSize"), &q.0);
+        }
+    }
+    errs
 }
 
 /// Every rule; on update (`old`), `shoots` are the shoots of the whole garden, of which those
@@ -69,6 +107,7 @@ pub fn validate_in_hierarchy<S: AsRef<Shoot>>(
     }
     unique_names(spec.machine_types.iter().map(|t| t.name.as_str()), &sp.child("machineTypes"), "name", &mut errs);
     unique_names(spec.volume_types.iter().map(|t| t.name.as_str()), &sp.child("volumeTypes"), "name", &mut errs);
+    errs.extend(type_quantities(&spec.machine_types, &spec.volume_types, &sp));
     unique_names(spec.regions.iter().map(|r| r.name.as_str()), &sp.child("regions"), "name", &mut errs);
     for (i, r) in spec.regions.iter().enumerate() {
         unique_names(
@@ -142,7 +181,9 @@ fn removed_in_use<S: AsRef<Shoot>>(
 mod tests {
     use super::*;
     use crate::fixtures;
+    use api::core::cloudprofile::MachineTypeStorageVolume;
     use api::core::shoot::provider::ShootMachineImage;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use std::sync::Arc;
 
     #[test]
@@ -172,6 +213,36 @@ mod tests {
                 "bad image version",
                 |p| p.spec.machine_images[0].versions[0].expirable.version = "x".into(),
                 "spec.machineImages[0].versions[0].version: Invalid value: \"x\"",
+            ),
+            (
+                "negative machine cpu",
+                |p| p.spec.machine_types[1].cpu = Quantity("-8".into()),
+                "spec.machineTypes[1].cpu: Invalid value: \"-8\": must be a non-negative quantity",
+            ),
+            (
+                "unparsable machine memory",
+                |p| p.spec.machine_types[0].memory = Quantity("4 GB".into()),
+                "spec.machineTypes[0].memory: Invalid value: \"4 GB\": must be a quantity (for example 100Mi)",
+            ),
+            (
+                "negative machine storage",
+                |p| p.spec.machine_types[0].storage = Some(MachineTypeStorage::Size(Quantity("-1Pi".into()))),
+                "spec.machineTypes[0].storage: Invalid value: \"-1Pi\": must be a non-negative quantity",
+            ),
+            (
+                "negative machine storage minSize",
+                |p| {
+                    p.spec.machine_types[0].storage = Some(MachineTypeStorage::Volume(MachineTypeStorageVolume {
+                        min_size: Some(Quantity("-1Gi".into())),
+                        ..Default::default()
+                    }))
+                },
+                "spec.machineTypes[0].storage.minSize: Invalid value: \"-1Gi\": must be a non-negative quantity",
+            ),
+            (
+                "negative volume type minSize",
+                |p| p.spec.volume_types[0].min_size = Some(Quantity("-20Gi".into())),
+                "spec.volumeTypes[0].minSize: Invalid value: \"-20Gi\": must be a non-negative quantity",
             ),
         ];
         for (name, mutate, want) in cases {

@@ -1,5 +1,5 @@
 //! Small checks shared by every kind: DNS names, CIDRs, pairwise disjoint networks, immutable
-//! fields.
+//! fields, quantities.
 
 use crate::field::{ErrorList, ErrorType, FieldError, Path};
 use ipnet::IpNet;
@@ -64,6 +64,23 @@ pub fn cidr(path: &Path, value: &str) -> Result<IpNet, FieldError> {
         ));
     }
     Ok(net)
+}
+
+/// Why a quantity that does not parse is refused.
+pub const NOT_A_QUANTITY: &str = "must be a quantity (for example 100Mi)";
+
+/// Why a negative quantity is refused.
+pub const NEGATIVE_QUANTITY: &str = "must be a non-negative quantity";
+
+/// A user-supplied quantity (`resource.Quantity`, parsed by the one parser,
+/// [`api::helpers::quantity::parse`]) as a number: refused when it does not parse or is
+/// negative (a negative size or resource would, among others, lower quota usage).
+pub fn non_negative_quantity(path: &Path, value: &str) -> Result<f64, FieldError> {
+    match api::helpers::quantity::parse(value) {
+        None => Err(FieldError::invalid(path.clone(), value, NOT_A_QUANTITY)),
+        Some(q) if q < 0.0 => Err(FieldError::invalid(path.clone(), value, NEGATIVE_QUANTITY)),
+        Some(q) => Ok(q),
+    }
 }
 
 /// Whether two networks share any address.
@@ -153,6 +170,24 @@ mod tests {
         }
         let errs = disjoint(&[(Path::new("a"), n("10.0.0.0/8")), (Path::new("b"), n("10.2.0.0/16"))]);
         assert_eq!(errs.to_string(), "b: Invalid value: \"10.2.0.0/16\": must not overlap with a (10.0.0.0/8)");
+    }
+
+    #[test]
+    fn quantities_are_refused_when_negative_or_unparsable() {
+        let p = Path::new("spec").child("size");
+        assert_eq!(non_negative_quantity(&p, "10Gi"), Ok(10.0 * 1024f64.powi(3)));
+        assert_eq!(non_negative_quantity(&p, "0"), Ok(0.0));
+        assert_eq!(non_negative_quantity(&p, "500m"), Ok(0.5));
+        let shown = |v: &str| non_negative_quantity(&p, v).map_err(|e| e.to_string());
+        assert_eq!(shown("-1Pi"), Err("spec.size: Invalid value: \"-1Pi\": must be a non-negative quantity".into()));
+        assert_eq!(shown("-0.5"), Err("spec.size: Invalid value: \"-0.5\": must be a non-negative quantity".into()));
+        for bad in ["", "big", "1Q", "--1", "1e999"] {
+            assert_eq!(
+                shown(bad),
+                Err(format!("spec.size: Invalid value: {bad:?}: must be a quantity (for example 100Mi)")),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

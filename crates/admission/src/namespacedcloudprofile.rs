@@ -14,7 +14,9 @@
 //!   version for its project at once).
 //! * `spec.machineTypes`, `spec.volumeTypes`: names set, unique, and not a name of the parent's
 //!   (the parent's would win the merge); one the profile already had may stay when the parent
-//!   gains the same name later.
+//!   gains the same name later; their quantities (`cpu`, `gpu`, `memory`, sizes) parse and are
+//!   not negative ([`crate::cloudprofile::type_quantities`]): a project's negative machine type
+//!   would lower the quota usage of its shoots.
 //! * `spec.caBundle`: PEM certificates.
 //!
 //! Not checked here (Gardener's plugin does): the simulated merge result's full CloudProfile
@@ -63,6 +65,7 @@ pub fn validate(
     if let Some(ca) = &spec.ca_bundle {
         errs.0.extend(ca_bundle(ca, &sp.child("caBundle")));
     }
+    errs.extend(crate::cloudprofile::type_quantities(&spec.machine_types, &spec.volume_types, &sp));
     let old_spec = old.map(|o| &o.spec);
     let old_merged = old.and_then(|o| o.status.as_ref()).and_then(|s| s.cloud_profile_spec.as_ref());
     let Some(parent) = parent else {

@@ -13,6 +13,13 @@
 //! same Secret). A create is refused when the sum would exceed a limit; an update only when it
 //! raises a metric that then exceeds its limit (so a quota lowered below what exists does not
 //! block unrelated changes).
+//!
+//! Quantities are read by the one parser ([`api::helpers::quantity::parse`]). Admission refuses
+//! negative and unparsable sizes and machine resources ([`crate::common::non_negative_quantity`]),
+//! but objects stored before that rule (or a profile edited since) may still carry them, so the
+//! accounting counts such a quantity as 0 ([`counted`]): nothing can lower what a shoot uses. A
+//! limit that does not parse cannot be compared, so it admits nothing new (creates and raising
+//! updates are refused, naming the limit) rather than nothing being limited.
 
 use crate::field::{ErrorList, FieldError, Path};
 use api::core::Shoot;
@@ -21,6 +28,12 @@ use api::helpers::quantity::parse as parse_quantity;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
 
+/// What a stored quantity counts for in usage: its value, or 0 when it does not parse or is
+/// negative (it can never lower the sum).
+pub fn counted(quantity: &str) -> f64 {
+    parse_quantity(quantity).map_or(0.0, |q| q.max(0.0))
+}
+
 /// What `shoot` uses, by metric name.
 pub fn usage(shoot: &Shoot, profile: &CloudProfileSpec) -> BTreeMap<&'static str, f64> {
     let mut out = BTreeMap::new();
@@ -28,7 +41,7 @@ pub fn usage(shoot: &Shoot, profile: &CloudProfileSpec) -> BTreeMap<&'static str
         let count = f64::from(pool.maximum.max(0));
         if let Some(machine) = profile.machine_types.iter().find(|m| m.name == pool.machine.type_) {
             for (metric, q) in [("cpu", &machine.cpu), ("gpu", &machine.gpu), ("memory", &machine.memory)] {
-                *out.entry(metric).or_insert(0.0) += parse_quantity(&q.0).unwrap_or(0.0) * count;
+                *out.entry(metric).or_insert(0.0) += counted(&q.0) * count;
             }
         }
         if let Some(volume) = &pool.volume {
@@ -38,7 +51,7 @@ pub fn usage(shoot: &Shoot, profile: &CloudProfileSpec) -> BTreeMap<&'static str
                 .and_then(|t| profile.volume_types.iter().find(|v| &v.name == t))
                 .is_some_and(|v| v.class == "premium");
             let metric = if premium { "storage.premium" } else { "storage.standard" };
-            *out.entry(metric).or_insert(0.0) += parse_quantity(&volume.size).unwrap_or(0.0) * count;
+            *out.entry(metric).or_insert(0.0) += counted(&volume.size) * count;
         }
     }
     out
@@ -74,8 +87,7 @@ pub fn validate(shoot: &Shoot, old: Option<&Shoot>, quotas: &[Scoped<'_>], profi
                 *others.entry(metric).or_insert(0.0) += value;
             }
         }
-        for (metric, limit) in quota.limits {
-            let Some(limit) = parse_quantity(&limit.0) else { continue };
+        for (metric, limit_text) in quota.limits {
             let Some(metric) =
                 ["cpu", "gpu", "memory", "storage.standard", "storage.premium"].into_iter().find(|m| m == metric)
             else {
@@ -84,6 +96,18 @@ pub fn validate(shoot: &Shoot, old: Option<&Shoot>, quotas: &[Scoped<'_>], profi
             let wanted = mine.get(metric).copied().unwrap_or(0.0);
             let raised = wanted > before.get(metric).copied().unwrap_or(0.0);
             let total = others.get(metric).copied().unwrap_or(0.0) + wanted;
+            let Some(limit) = parse_quantity(&limit_text.0) else {
+                if wanted > 0.0 && (old.is_none() || raised) {
+                    errs.push(FieldError::forbidden(
+                        Path::new("spec").child("provider").child("workers"),
+                        format!(
+                            "quota {}'s limit of {metric} ({:?}) is not a quantity; it admits no {metric} until it is corrected",
+                            quota.quota, limit_text.0
+                        ),
+                    ));
+                }
+                continue;
+            };
             if total > limit && (old.is_none() || raised) {
                 errs.push(FieldError::forbidden(
                     Path::new("spec").child("provider").child("workers"),
@@ -163,5 +187,45 @@ mod tests {
         let big = shoot("big", 5, None); // 10 cpu
         assert!(validate(&big, Some(&big), &[quota(vec![&existing])], &p).is_empty());
         assert!(!validate(&shoot("big", 6, None), Some(&big), &[quota(vec![&existing])], &p).is_empty());
+    }
+
+    #[test]
+    fn stored_negative_or_unparsable_quantities_never_lower_usage() {
+        assert_eq!(counted("10Gi"), 10.0 * 1024f64.powi(3));
+        assert_eq!(counted("-1Pi"), 0.0);
+        assert_eq!(counted("lots"), 0.0);
+        // A shoot stored with a negative root volume (before admission refused it) uses no
+        // storage, not minus a pebibyte, and does not make room for another shoot.
+        let mut negative = shoot("negative", 1, None);
+        negative.spec.provider.workers[0].volume.as_mut().unwrap().size = "-1Pi".into();
+        assert_eq!(usage(&negative, &profile())["storage.standard"], 0.0);
+        // A profile whose machine type has a negative cpu (edited since) counts 0 cpu.
+        let mut p = profile();
+        p.machine_types[0].cpu = Quantity("-100".into());
+        assert_eq!(usage(&shoot("a", 3, None), &p)["cpu"], 0.0);
+        let limits: BTreeMap<String, Quantity> = [("storage.standard".to_string(), Quantity("15Gi".into()))].into();
+        let quota = Scoped { quota: "garden-dev/q".into(), limits: &limits, others: vec![&negative] };
+        // 0 + 20Gi > 15Gi: refused as if the negative shoot were not there.
+        let errs = validate(&shoot("new", 2, None), None, &[quota], &profile());
+        assert_eq!(
+            errs.to_string(),
+            "spec.provider.workers: Forbidden: quota garden-dev/q allows storage.standard 15.0Gi; the shoots in its scope would use 20.0Gi (this shoot 20.0Gi)"
+        );
+    }
+
+    #[test]
+    fn an_unparsable_limit_admits_no_new_usage() {
+        let limits: BTreeMap<String, Quantity> = [("cpu".to_string(), Quantity("ten".into()))].into();
+        let quota = || Scoped { quota: "garden-dev/q".into(), limits: &limits, others: vec![] };
+        let p = profile();
+        let errs = validate(&shoot("new", 1, None), None, &[quota()], &p);
+        assert_eq!(
+            errs.to_string(),
+            "spec.provider.workers: Forbidden: quota garden-dev/q's limit of cpu (\"ten\") is not a quantity; it admits no cpu until it is corrected"
+        );
+        // An update that does not raise cpu is not blocked by the broken limit.
+        let s = shoot("s", 2, None);
+        assert!(validate(&s, Some(&s), &[quota()], &p).is_empty());
+        assert!(!validate(&shoot("s", 3, None), Some(&s), &[quota()], &p).is_empty());
     }
 }

@@ -8,6 +8,7 @@ use api::core::cloudprofile::{
 };
 use api::core::namespacedcloudprofile::NamespacedCloudProfileSpec;
 use api::core::shoot::CloudProfileReference;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// After [`fixtures::now`].
@@ -18,6 +19,17 @@ fn future() -> Option<Time> {
 /// Before [`fixtures::now`].
 fn past() -> Option<Time> {
     Some(Time(Timestamp::from_second(fixtures::EXPIRED_AT).unwrap()))
+}
+
+/// A machine type with valid quantities.
+fn machine_type(name: &str) -> MachineType {
+    MachineType {
+        name: name.into(),
+        cpu: Quantity("4".into()),
+        gpu: Quantity("0".into()),
+        memory: Quantity("8Gi".into()),
+        ..Default::default()
+    }
 }
 
 fn version(v: &str, expires: Option<Time>, class: Option<VersionClassification>) -> ExpirableVersion {
@@ -49,7 +61,7 @@ fn profile() -> NamespacedCloudProfile {
                     versions: vec![image_version("2.0.0", None, Some(VersionClassification::Supported))],
                 },
             ],
-            machine_types: vec![MachineType { name: "xlarge".into(), ..Default::default() }],
+            machine_types: vec![machine_type("xlarge")],
             volume_types: vec![VolumeType { name: "fast".into(), class: "premium".into(), ..Default::default() }],
             ..Default::default()
         },
@@ -190,6 +202,21 @@ fn create_rules() {
             Some("spec.caBundle: Invalid value: \"<bundle>\": caBundle is not a valid PEM-encoded certificate"),
         ),
         ("no PEM at all", |p| p.spec.ca_bundle = Some("hello".into()), Some("spec.caBundle: Invalid value")),
+        (
+            "negative machine type cpu",
+            |p| p.spec.machine_types[0].cpu = Quantity("-64".into()),
+            Some("spec.machineTypes[0].cpu: Invalid value: \"-64\": must be a non-negative quantity"),
+        ),
+        (
+            "unparsable machine type memory",
+            |p| p.spec.machine_types[0].memory = Quantity("much".into()),
+            Some("spec.machineTypes[0].memory: Invalid value: \"much\": must be a quantity (for example 100Mi)"),
+        ),
+        (
+            "negative volume type minSize",
+            |p| p.spec.volume_types[0].min_size = Some(Quantity("-1Pi".into())),
+            Some("spec.volumeTypes[0].minSize: Invalid value: \"-1Pi\": must be a non-negative quantity"),
+        ),
     ];
     for (name, mutate, want) in cases {
         let mut p = profile();
@@ -230,12 +257,7 @@ fn update_rules() {
     // (name, change to the old object, change to the new object, want)
     let cases: Vec<(&str, Mutation, Mutation, Option<&str>)> = vec![
         ("unchanged", |_| {}, |_| {}, None),
-        (
-            "a machine type added",
-            |_| {},
-            |p| p.spec.machine_types.push(MachineType { name: "huge".into(), ..Default::default() }),
-            None,
-        ),
+        ("a machine type added", |_| {}, |p| p.spec.machine_types.push(machine_type("huge")), None),
         ("parent changed", |_| {}, |p| p.spec.parent.name = "other".into(), Some("spec.parent: Invalid value")),
         (
             "a past date set",

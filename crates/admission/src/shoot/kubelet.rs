@@ -8,6 +8,7 @@
 //! KubeletConfiguration (`crates/gardenlet/src/shoot/objects/kubelet.rs`). Pure.
 
 use super::components::{feature_gates, parse_go_duration};
+use crate::common::non_negative_quantity;
 use crate::field::{ErrorList, FieldError, Path};
 use api::core::Shoot;
 use api::core::shoot::kubelet::{EvictionSignals, KubeletConfig, KubeletConfigReserved, SwapBehavior};
@@ -283,19 +284,9 @@ fn non_negative(path: Path, value: i64, errs: &mut ErrorList) {
     }
 }
 
-/// A quantity that parses and is not negative.
+/// A quantity that parses and is not negative ([`non_negative_quantity`]).
 fn quantity(path: Path, value: &str, errs: &mut ErrorList) -> Option<f64> {
-    match quantity::parse(value) {
-        None => {
-            errs.push(FieldError::invalid(path, value, "must be a quantity (for example 100Mi)"));
-            None
-        }
-        Some(q) if q < 0.0 => {
-            errs.push(FieldError::invalid(path, value, "must be greater than or equal to 0"));
-            None
-        }
-        Some(q) => Some(q),
-    }
+    non_negative_quantity(&path, value).map_err(|e| errs.push(e)).ok()
 }
 
 /// The single-field value checks (Gardener's, and the kubelet's where Gardener has none).

@@ -1,7 +1,7 @@
 //! The Shoot rules that need nothing but the shoot: names, required fields, networks, worker
 //! pools, maintenance window, hibernation schedules, tolerations.
 
-use crate::common::{cidr, disjoint, dns_label, dns_subdomain};
+use crate::common::{cidr, disjoint, dns_label, dns_subdomain, non_negative_quantity};
 use crate::field::{ErrorList, FieldError, Path};
 use api::core::Shoot;
 use api::core::shoot::ShootPurpose;
@@ -172,10 +172,26 @@ fn validate_workers(workers: &[Worker], p: &Path) -> ErrorList {
             }
         }
         errs.extend(validate_rollout(w, &wp));
-        if let Some(v) = &w.volume
-            && v.size.is_empty()
-        {
-            errs.push(FieldError::required(wp.child("volume").child("size"), ""));
+        errs.extend(validate_volume_sizes(w, &wp));
+    }
+    errs
+}
+
+/// The sizes of a pool's volumes (`volume.size`, `dataVolumes[].size`): set, a quantity, not
+/// negative (a negative size would lower the quota usage of the shoot).
+fn validate_volume_sizes(w: &Worker, wp: &Path) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let root = w.volume.as_ref().map(|v| (wp.child("volume").child("size"), v.size.as_str()));
+    let data = w
+        .data_volumes
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (wp.child("dataVolumes").index(i).child("size"), v.size.as_str()));
+    for (path, size) in root.into_iter().chain(data) {
+        if size.is_empty() {
+            errs.push(FieldError::required(path, ""));
+        } else if let Err(e) = non_negative_quantity(&path, size) {
+            errs.push(e);
         }
     }
     errs

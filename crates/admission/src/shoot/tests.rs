@@ -4,7 +4,7 @@
 use super::*;
 use crate::fixtures;
 use api::core::shoot::ShootPurpose;
-use api::core::shoot::provider::{ShootMachineImage, Volume, WorkerKubernetes};
+use api::core::shoot::provider::{DataVolume, ShootMachineImage, Volume, WorkerKubernetes};
 use api::core::shoot::settings::{Dns, Hibernation, HibernationSchedule, Maintenance, MaintenanceTimeWindow};
 use api::core::{ShootStatus, Toleration};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -194,6 +194,38 @@ fn create_rules() {
             "empty volume size",
             |s| s.spec.provider.workers[0].volume = Some(Volume::default()),
             "spec.provider.workers[0].volume.size: Required value",
+        ),
+        (
+            "negative volume size",
+            |s| {
+                s.spec.provider.workers[0].volume = Some(Volume { size: "-1Pi".into(), ..Default::default() });
+            },
+            "spec.provider.workers[0].volume.size: Invalid value: \"-1Pi\": must be a non-negative quantity",
+        ),
+        (
+            "unparsable volume size",
+            |s| {
+                s.spec.provider.workers[0].volume = Some(Volume { size: "lots".into(), ..Default::default() });
+            },
+            "spec.provider.workers[0].volume.size: Invalid value: \"lots\": must be a quantity (for example 100Mi)",
+        ),
+        (
+            "negative data volume size",
+            |s| {
+                s.spec.provider.workers[0].data_volumes = vec![
+                    DataVolume { name: "a".into(), size: "1Gi".into(), ..Default::default() },
+                    DataVolume { name: "b".into(), size: "-5Gi".into(), ..Default::default() },
+                ];
+            },
+            "spec.provider.workers[0].dataVolumes[1].size: Invalid value: \"-5Gi\": must be a non-negative quantity",
+        ),
+        (
+            "unparsable data volume size",
+            |s| {
+                s.spec.provider.workers[0].data_volumes =
+                    vec![DataVolume { name: "a".into(), size: "1Gi!".into(), ..Default::default() }];
+            },
+            "spec.provider.workers[0].dataVolumes[0].size: Invalid value: \"1Gi!\": must be a quantity",
         ),
         (
             "pool newer than shoot",
