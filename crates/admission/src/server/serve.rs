@@ -1,24 +1,80 @@
 //! HTTPS for the AdmissionReview endpoints: a TLS accept loop (rustls, certificate from the
 //! swappable resolver) handing each connection to hyper with the axum router.
+//!
+//! The API server calls these endpoints with `failurePolicy: Fail`, so a server starved by slow
+//! or greedy clients refuses every matched request in the garden. The server bounds what one
+//! client can hold ([`Limits`]): the TLS handshake, the request headers and the request body each
+//! have a deadline, the body a size, and the number of connections served at once a cap.
 
 use crate::review::{Admission, Endpoint};
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use http::StatusCode;
 use http::header::CONTENT_TYPE;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 /// How long a client may take for its TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// The largest AdmissionReview accepted (the API server's own request limit is 3 MiB).
-const MAX_BODY: usize = 3 * 1024 * 1024;
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send a request's headers, counted from the end of the TLS
+/// handshake or of the previous response (so it also closes keep-alive connections idle that
+/// long). The API server sends a webhook request's headers at once; a client trickling them
+/// (slowloris) holds a connection slot no longer than this. It is the webhooks' `timeoutSeconds`
+/// (10): the API server never waits longer for an answer.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request may take from its headers until its body is read (and answered): the API
+/// server gives up on a webhook call after its `timeoutSeconds` (10) anyway, and a client
+/// trickling its body holds a connection slot no longer than this. Answered with 408.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many connections are served at once. Each kube-apiserver replica keeps a few pooled
+/// connections and opens more under load, so a few hundred leave room for every replica and its
+/// bursts, while bounding what slow clients can hold (and the memory: at most this many bodies of
+/// [`MAX_BODY`] buffered). Connections beyond it are not accepted but wait in the listen backlog
+/// until a slot frees, which the timeouts above guarantee within seconds: a legitimate call is
+/// delayed, not refused.
+pub const MAX_CONNECTIONS: usize = 256;
+/// The largest AdmissionReview accepted: the API server's own request limit is 3 MiB, and an
+/// UPDATE's review carries the old and the new object. Applied to the router as axum's body
+/// limit (its default is 2 MiB); a larger body is answered with 413.
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// What one client may hold of the server. The defaults are the production constants; tests
+/// shorten the timeouts and lower the cap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// See [`HANDSHAKE_TIMEOUT`].
+    pub handshake_timeout: Duration,
+    /// See [`HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Duration,
+    /// See [`BODY_READ_TIMEOUT`].
+    pub body_read_timeout: Duration,
+    /// See [`MAX_CONNECTIONS`].
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            body_read_timeout: BODY_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        }
+    }
+}
 
 /// Request counters and latencies, registered in the process's registry.
 #[derive(Clone, Debug)]
@@ -46,45 +102,73 @@ impl Metrics {
     }
 }
 
+/// The status and message for a body that could not be read: over [`MAX_BODY`] (413, which the
+/// API server reports as a failed call of the webhook, refusing the request), or broken off.
+fn unreadable(rejection: &BytesRejection) -> (StatusCode, String) {
+    match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body larger than {MAX_BODY} bytes (the API server's own request limit)"),
+        ),
+        status => (status, rejection.body_text()),
+    }
+}
+
+/// The metrics label of `endpoint`.
+fn endpoint_label(endpoint: Endpoint) -> &'static str {
+    match endpoint {
+        Endpoint::Mutate => "mutate",
+        Endpoint::Validate => "validate",
+    }
+}
+
 async fn answer(
     admission: Arc<Admission>,
     metrics: Metrics,
     endpoint: Endpoint,
     resource: &'static str,
-    body: Bytes,
-) -> impl axum::response::IntoResponse {
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let start = Instant::now();
-    let (response, allowed) = if body.len() > MAX_BODY {
-        (admission.review_bytes(endpoint, resource, b"{}").0, false)
-    } else {
-        admission.review_bytes(endpoint, resource, &body)
+    let ep = endpoint_label(endpoint);
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let (status, message) = unreadable(&rejection);
+            tracing::info!(endpoint = ep, resource, %status, %message, "webhook request body not read");
+            metrics.requests.with_label_values(&[ep, resource, "false"]).inc();
+            return (status, message).into_response();
+        }
     };
-    let ep = match endpoint {
-        Endpoint::Mutate => "mutate",
-        Endpoint::Validate => "validate",
-    };
+    let (response, allowed) = admission.review_bytes(endpoint, resource, &body);
     metrics.requests.with_label_values(&[ep, resource, if allowed { "true" } else { "false" }]).inc();
     metrics.duration.with_label_values(&[ep, resource]).observe(start.elapsed().as_secs_f64());
-    ([(CONTENT_TYPE, "application/json")], response)
+    ([(CONTENT_TYPE, "application/json")], response).into_response()
 }
 
-async fn convert(metrics: Metrics, body: Bytes) -> impl axum::response::IntoResponse {
+async fn convert(metrics: Metrics, body: Result<Bytes, BytesRejection>) -> Response {
     let start = Instant::now();
-    let (response, ok) = if body.len() > MAX_BODY {
-        crate::conversion::review_bytes(b"{}")
-    } else {
-        crate::conversion::review_bytes(&body)
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let (status, message) = unreadable(&rejection);
+            tracing::info!(%status, %message, "conversion request body not read");
+            metrics.requests.with_label_values(&["convert", "controllerdeployments", "false"]).inc();
+            return (status, message).into_response();
+        }
     };
+    let (response, ok) = crate::conversion::review_bytes(&body);
     metrics.requests.with_label_values(&["convert", "controllerdeployments", if ok { "true" } else { "false" }]).inc();
     metrics.duration.with_label_values(&["convert", "controllerdeployments"]).observe(start.elapsed().as_secs_f64());
-    ([(CONTENT_TYPE, "application/json")], response)
+    ([(CONTENT_TYPE, "application/json")], response).into_response()
 }
 
 /// The routes: `POST /mutate/<resource>`, `POST /validate/<resource>` and the CRD conversion
-/// webhook `POST /convert`.
+/// webhook `POST /convert`, reading bodies of up to [`MAX_BODY`].
 pub fn router(admission: Arc<Admission>, metrics: Metrics) -> Router {
     let m = metrics.clone();
-    let mut router = Router::new().route(api::core::v1::CONVERSION_PATH, post(move |body: Bytes| convert(m, body)));
+    let mut router = Router::new()
+        .route(api::core::v1::CONVERSION_PATH, post(move |body: Result<Bytes, BytesRejection>| convert(m, body)));
     for (endpoint, prefix, resources) in [
         (Endpoint::Mutate, "mutate", crate::review::kinds::MUTATED),
         (Endpoint::Validate, "validate", crate::review::kinds::VALIDATED),
@@ -93,23 +177,77 @@ pub fn router(admission: Arc<Admission>, metrics: Metrics) -> Router {
             let (a, m) = (admission.clone(), metrics.clone());
             router = router.route(
                 &format!("/{prefix}/{resource}"),
-                post(move |body: Bytes| answer(a, m, endpoint, resource, body)),
+                post(move |body: Result<Bytes, BytesRejection>| answer(a, m, endpoint, resource, body)),
             );
         }
     }
-    router
+    router.layer(DefaultBodyLimit::max(MAX_BODY))
 }
 
-/// Serves `router` over TLS on `listener` until `stop` resolves.
+/// Answers 408 when the request (its body, above all) is not read and answered within
+/// `timeout`.
+async fn within(State(timeout): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::info!(?timeout, "webhook request body not received in time");
+            (StatusCode::REQUEST_TIMEOUT, format!("request body not received within {timeout:?}")).into_response()
+        }
+    }
+}
+
+/// Serves `router` over TLS on `listener` with the default [`Limits`] until `stop` resolves.
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     router: Router,
     stop: impl Future<Output = ()>,
 ) {
+    serve_with(listener, tls, router, Limits::default(), stop).await;
+}
+
+/// Serves `router` over TLS on `listener` within `limits` until `stop` resolves. A connection is
+/// accepted only when one of `limits.max_connections` slots is free; until then it waits in the
+/// listen backlog.
+pub async fn serve_with(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    router: Router,
+    limits: Limits,
+    stop: impl Future<Output = ()>,
+) {
     let acceptor = TlsAcceptor::from(tls);
+    let router = router.layer(axum::middleware::from_fn_with_state(limits.body_read_timeout, within));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    // Whether the last connection had to wait for a slot: the warning is logged once per time
+    // the cap is reached, not for every connection while it stays reached.
+    let mut waited = false;
     let mut stop = std::pin::pin!(stop);
     loop {
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => {
+                waited = false;
+                slot
+            }
+            Err(_) => {
+                if !std::mem::replace(&mut waited, true) {
+                    tracing::warn!(
+                        limit = limits.max_connections,
+                        "webhook connection limit reached: new connections wait in the listen backlog"
+                    );
+                }
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        // The semaphore is never closed.
+                        Err(e) => return tracing::error!(error = %e, "webhook connection slots closed"),
+                    },
+                    () = &mut stop => return,
+                }
+            }
+        };
         let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -121,19 +259,40 @@ pub async fn serve(
             },
             () = &mut stop => return,
         };
-        let (acceptor, router) = (acceptor.clone(), router.clone());
-        tokio::spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
-            };
-            let service = TowerToHyperService::new(router);
-            if let Err(e) =
-                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await
-            {
-                tracing::debug!(%peer, error = %e, "webhook connection ended with an error");
-            }
-        });
+        tokio::spawn(connection(
+            tcp,
+            peer,
+            acceptor.clone(),
+            http.clone(),
+            router.clone(),
+            limits.handshake_timeout,
+            slot,
+        ));
     }
 }
+
+/// One connection: the TLS handshake within `handshake_timeout`, then HTTP/1.1 until the client
+/// or a timeout ends it; `slot` is given back when it ends.
+async fn connection(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    http: hyper::server::conn::http1::Builder,
+    router: Router,
+    handshake_timeout: Duration,
+    slot: OwnedSemaphorePermit,
+) {
+    let _slot = slot;
+    let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+        Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+    };
+    let service = TowerToHyperService::new(router);
+    if let Err(e) = http.serve_connection(TokioIo::new(tls), service).await {
+        tracing::debug!(%peer, error = %e, "webhook connection ended with an error");
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,252 @@
+//! The webhook server on 127.0.0.1 over TLS, as the API server reaches it: body size, header and
+//! body deadlines, and the connection cap, each with the real accept loop, hyper and router.
+//! Timeouts are shortened through [`Limits`]; assertions are on outcomes (answered, refused,
+//! disconnected), with only generous bounds on time so a slow machine does not fail them.
+
+use super::*;
+use crate::review::{RulesConfig, StaticLookup};
+use crate::server::certs;
+use axum::body::Body;
+use rustls::pki_types::{CertificateDer, ServerName};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+/// An upper bound for what should take well under a second; only reached when the behaviour
+/// under test is missing.
+const GENEROUS: Duration = Duration::from_secs(30);
+/// The start of a request whose headers never end.
+const PARTIAL_HEADERS: &[u8] =
+    b"POST /validate/shoots HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n";
+
+/// The server running on an ephemeral port of 127.0.0.1 (until the test's runtime ends), and a
+/// client configuration trusting its CA.
+struct Server {
+    addr: SocketAddr,
+    connector: TlsConnector,
+}
+
+async fn start(limits: Limits) -> Server {
+    let lookup = StaticLookup {
+        cloud_profiles: vec![Arc::new(crate::fixtures::cloud_profile())],
+        controller_registrations: crate::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
+        ..Default::default()
+    };
+    let admission = Arc::new(Admission::new(Arc::new(lookup), RulesConfig::default()));
+    let issued =
+        certs::issue(&["127.0.0.1".into()], time::OffsetDateTime::now_utc(), Duration::from_secs(3600)).unwrap();
+    let tls = certs::server_config(Arc::new(certs::CertResolver::new(&issued).unwrap())).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = router(admission, Metrics::new(&Registry::new()).unwrap());
+    tokio::spawn(serve_with(listener, tls, router, limits, std::future::pending()));
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from(issued.ca_der.clone())).unwrap();
+    let client = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Server { addr, connector: TlsConnector::from(Arc::new(client)) }
+}
+
+impl Server {
+    /// A new TLS connection (waits while the server does not accept it).
+    async fn connect(&self) -> TlsStream<TcpStream> {
+        let tcp = TcpStream::connect(self.addr).await.unwrap();
+        self.connector.connect(ServerName::try_from("127.0.0.1").unwrap(), tcp).await.unwrap()
+    }
+
+    /// POSTs `body` to `path` on a new connection; the status and the response body.
+    async fn post(&self, path: &str, body: Vec<u8>) -> (StatusCode, Bytes) {
+        let stream = self.connect().await;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+        tokio::spawn(conn);
+        let request = http::Request::post(path)
+            .header("host", "127.0.0.1")
+            .header(CONTENT_TYPE, "application/json")
+            .body(Body::from(body))
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        let status = response.status();
+        (status, axum::body::to_bytes(Body::new(response.into_body()), usize::MAX).await.unwrap())
+    }
+}
+
+/// Reads until the server ends the connection (EOF, or an error such as a missing TLS
+/// close_notify); what was read before. Panics when it is still open after [`GENEROUS`].
+async fn until_closed(stream: &mut TlsStream<TcpStream>) -> Vec<u8> {
+    let mut read = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(GENEROUS, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return read,
+            Ok(Ok(n)) => read.extend_from_slice(&buf[..n]),
+            Err(_) => panic!("the server kept the connection open for {GENEROUS:?}"),
+        }
+    }
+}
+
+/// An AdmissionReview v1 of `object` for the shoots endpoints.
+fn review(uid: &str, operation: &str, object: &Value, old_object: Option<&Value>) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": uid, "kind": {"group": "core.gardener.cloud", "version": "v1beta1", "kind": "Shoot"},
+                    "resource": {"group": "core.gardener.cloud", "version": "v1beta1", "resource": "shoots"},
+                    "name": "demo", "namespace": "garden-dev", "operation": operation,
+                    "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                    "object": object, "oldObject": old_object, "dryRun": false}
+    }))
+    .unwrap()
+}
+
+/// The defaulted example Shoot, as the validating webhook sees it.
+fn defaulted_shoot() -> Value {
+    crate::fuzz::corpus().swap_remove(0).1
+}
+
+/// The `response` of an AdmissionReview answer.
+fn response(body: &[u8]) -> Value {
+    let review: Value = serde_json::from_slice(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body:?}"));
+    assert_eq!(review["kind"], "AdmissionReview", "{review}");
+    review["response"].clone()
+}
+
+#[test]
+fn limits_default_to_the_production_constants() {
+    let limits = Limits::default();
+    assert_eq!(limits.handshake_timeout, HANDSHAKE_TIMEOUT);
+    assert_eq!(limits.header_read_timeout, HEADER_READ_TIMEOUT);
+    assert_eq!(limits.body_read_timeout, BODY_READ_TIMEOUT);
+    assert_eq!(limits.max_connections, MAX_CONNECTIONS);
+    assert_eq!(MAX_BODY, 3 * 1024 * 1024);
+}
+
+/// An UPDATE's review carries old and new object; one of 2.5 MiB (over axum's 2 MiB default
+/// limit, under the API server's 3 MiB) is reviewed and admitted, not refused with 413.
+#[tokio::test]
+async fn a_review_of_two_and_a_half_mib_is_answered() {
+    let server = start(Limits::default()).await;
+    let mut shoot = defaulted_shoot();
+    // Large objects are large mostly through managedFields, which the API server sends along.
+    let padding = "x".repeat(1280 * 1024);
+    shoot["metadata"]["managedFields"] = json!([{
+        "manager": "padding", "operation": "Update", "apiVersion": "core.gardener.cloud/v1beta1",
+        "fieldsType": "FieldsV1", "fieldsV1": {format!("f:{padding}"): {}}
+    }]);
+    let body = review("2c7e5a10", "UPDATE", &shoot, Some(&shoot));
+    assert!((2_500_000..MAX_BODY).contains(&body.len()), "{} bytes", body.len());
+
+    let (status, answer) = server.post("/validate/shoots", body).await;
+
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&answer));
+    let response = response(&answer);
+    assert_eq!(response["uid"], "2c7e5a10", "{response}");
+    assert_eq!(response["allowed"], true, "{response}");
+}
+
+/// A body over [`MAX_BODY`] is not reviewed: 413 with a message naming the limit, which the API
+/// server reports as a failed webhook call (refusing the request, as `failurePolicy: Fail`).
+#[tokio::test]
+async fn a_body_over_max_body_is_refused_with_413() {
+    let server = start(Limits::default()).await;
+    // One byte over, so the server reads the whole body before answering (a longer one is cut
+    // off unread, and the client may see a reset instead of the answer).
+    let (status, answer) = server.post("/validate/shoots", vec![b' '; MAX_BODY + 1]).await;
+
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    let message = String::from_utf8_lossy(&answer);
+    assert!(message.contains(&MAX_BODY.to_string()), "{message}");
+}
+
+/// A client sending part of its headers and then nothing (slowloris) is disconnected after the
+/// header read timeout.
+#[tokio::test]
+async fn a_client_sending_part_of_its_headers_is_disconnected() {
+    let server = start(Limits { header_read_timeout: Duration::from_millis(300), ..Limits::default() }).await;
+    let mut stream = server.connect().await;
+    stream.write_all(PARTIAL_HEADERS).await.unwrap();
+    stream.flush().await.unwrap();
+
+    let read = until_closed(&mut stream).await;
+    // hyper closes without an answer, or with a 408 at most.
+    assert!(read.is_empty() || read.starts_with(b"HTTP/1.1 408"), "{}", String::from_utf8_lossy(&read));
+}
+
+/// A client that sends its headers but trickles (here: stops) its body gets 408 after the body
+/// read timeout, and the connection ends.
+#[tokio::test]
+async fn a_client_not_sending_its_body_gets_408() {
+    let server = start(Limits { body_read_timeout: Duration::from_millis(300), ..Limits::default() }).await;
+    let mut stream = server.connect().await;
+    stream.write_all(PARTIAL_HEADERS).await.unwrap();
+    stream.write_all(b"content-length: 1000\r\n\r\n{\"apiVersion\":").await.unwrap();
+    stream.flush().await.unwrap();
+
+    let read = until_closed(&mut stream).await;
+    let answer = String::from_utf8_lossy(&read);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+/// While more slow clients than the connection cap hold connections with partial headers, a
+/// valid review still gets its answer: the slow ones are disconnected after the header timeout,
+/// which frees the slots the waiting connections (the valid one among them) are accepted into.
+#[tokio::test]
+async fn a_valid_review_is_answered_while_slow_clients_fill_the_connection_cap() {
+    const SLOW: usize = 50;
+    const CAP: usize = 20;
+    let limits = Limits { header_read_timeout: Duration::from_millis(500), max_connections: CAP, ..Limits::default() };
+    let server = Arc::new(start(limits).await);
+    let (holding, mut held) = tokio::sync::mpsc::unbounded_channel();
+    let mut slow = tokio::task::JoinSet::new();
+    for _ in 0..SLOW {
+        let (server, holding) = (server.clone(), holding.clone());
+        slow.spawn(async move {
+            let mut stream = server.connect().await;
+            stream.write_all(PARTIAL_HEADERS).await.unwrap();
+            stream.flush().await.unwrap();
+            let _ = holding.send(());
+            until_closed(&mut stream).await;
+        });
+    }
+    // The cap is full of slow clients, the others wait behind it.
+    for _ in 0..CAP {
+        held.recv().await.unwrap();
+    }
+
+    let body = review("5f0b2e61", "CREATE", &defaulted_shoot(), None);
+    let (status, answer) = tokio::time::timeout(GENEROUS, server.post("/validate/shoots", body))
+        .await
+        .expect("the valid review was not answered while slow clients held the connections");
+
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&answer));
+    let response = response(&answer);
+    assert_eq!(response["uid"], "5f0b2e61", "{response}");
+    assert_eq!(response["allowed"], true, "{response}");
+    // Every slow client was disconnected (`until_closed` panics otherwise).
+    while let Some(done) = slow.join_next().await {
+        done.unwrap();
+    }
+}
+
+/// Connections beyond the cap are not served (here: not even their TLS handshake) until a slot
+/// frees; then the waiting one is served.
+#[tokio::test]
+async fn a_connection_beyond_the_cap_waits_until_a_slot_frees() {
+    let server = start(Limits { max_connections: 2, ..Limits::default() }).await;
+    let first = server.connect().await;
+    let _second = server.connect().await;
+
+    let third = server.post("/validate/shoots", review("8d3c", "CREATE", &defaulted_shoot(), None));
+    let mut third = std::pin::pin!(third);
+    // Not answered while both slots are held (a bounded look, not a measurement: the handshake
+    // would take milliseconds if the connection were accepted).
+    assert!(tokio::time::timeout(Duration::from_millis(500), &mut third).await.is_err(), "served beyond the cap");
+    drop(first);
+    let (status, answer) = tokio::time::timeout(GENEROUS, third).await.expect("not served after a slot freed");
+
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&answer));
+    assert_eq!(response(&answer)["uid"], "8d3c");
+}
