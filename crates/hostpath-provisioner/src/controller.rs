@@ -4,7 +4,7 @@
 //! after a few seconds.
 
 use crate::Config;
-use crate::decide::{desired_volume, is_ours_to_delete, volume_dir};
+use crate::decide::{PathRefusal, desired_volume, is_ours_to_delete, volume_dir};
 use crate::error::{Error, chain};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
@@ -12,6 +12,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ struct Ctx {
 async fn reconcile_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let Some(pv) = desired_volume(&claim, &ctx.config) else { return Ok(Action::await_change()) };
     let name = pv.name_any();
-    if let Some(dir) = volume_dir(&pv, &ctx.config.volumes_dir) {
+    if let Ok(dir) = volume_dir(&pv, &ctx.config.volumes_dir) {
         std::fs::create_dir_all(&dir).map_err(Error::io("creating the volume directory", &dir))?;
     }
     let api: Api<PersistentVolume> = Api::all(ctx.client.clone());
@@ -44,12 +45,14 @@ async fn reconcile_volume(pv: Arc<PersistentVolume>, ctx: Arc<Ctx>) -> Result<Ac
     if !is_ours_to_delete(&pv, &ctx.config) {
         return Ok(Action::await_change());
     }
-    if let Some(dir) = volume_dir(&pv, &ctx.config.volumes_dir) {
-        match std::fs::remove_dir_all(&dir) {
+    match volume_dir(&pv, &ctx.config.volumes_dir).and_then(|dir| not_a_symlink(&dir).map(|()| dir)) {
+        Ok(dir) => match std::fs::remove_dir_all(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io("removing the volume directory", &dir)(e)),
-        }
+        },
+        Err(PathRefusal::NoHostPath) => {}
+        Err(refusal) => tracing::warn!(%refusal, "not removing the volume's directory"),
     }
     let api: Api<PersistentVolume> = Api::all(ctx.client.clone());
     match api.delete(&pv.name_any(), &DeleteParams::default()).await {
@@ -58,6 +61,15 @@ async fn reconcile_volume(pv: Arc<PersistentVolume>, ctx: Arc<Ctx>) -> Result<Ac
         Err(e) => return Err(Error::kube(format!("deleting PersistentVolume {}", pv.name_any()))(e)),
     }
     Ok(Action::await_change())
+}
+
+/// Refuses a volume directory that is a symbolic link (a directory that does not exist is not
+/// one: there is nothing to remove).
+fn not_a_symlink(dir: &Path) -> Result<(), PathRefusal> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(PathRefusal::Symlink(dir.to_path_buf())),
+        _ => Ok(()),
+    }
 }
 
 fn retry<K>(_: Arc<K>, error: &Error, _: Arc<Ctx>) -> Action {
@@ -87,4 +99,22 @@ pub async fn run(client: Client, config: Config) -> Result<(), Error> {
         .for_each(|_| futures::future::ready(()));
     futures::join!(claims, volumes);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_symlinked_volume_directory_is_refused() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let real = tmp.path().join("pvc-1");
+        std::fs::create_dir(&real).expect("mkdir");
+        assert_eq!(not_a_symlink(&real), Ok(()));
+        assert_eq!(not_a_symlink(&tmp.path().join("pvc-gone")), Ok(()));
+        let outside = tempfile::tempdir().expect("tempdir");
+        let link = tmp.path().join("pvc-2");
+        std::os::unix::fs::symlink(outside.path(), &link).expect("symlink");
+        assert_eq!(not_a_symlink(&link), Err(PathRefusal::Symlink(link.clone())));
+    }
 }

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Whether this process provisions `claim`: the PV controller asked this provisioner for it,
 /// it is of the class, not bound yet, and (with [`Topology::PerNode`]) the scheduler selected
@@ -111,11 +111,51 @@ pub fn is_ours_to_delete(pv: &PersistentVolume, config: &Config) -> bool {
     node && is_released(pv, &config.provisioner)
 }
 
-/// The directory of one of our volumes, only when it lies directly inside `volumes_dir` (a
-/// volume naming any other path is never touched).
-pub fn volume_dir(pv: &PersistentVolume, volumes_dir: &Path) -> Option<PathBuf> {
-    let path = PathBuf::from(&pv.spec.as_ref()?.host_path.as_ref()?.path);
-    (path.parent() == Some(volumes_dir)).then_some(path)
+/// Why a volume's directory is not one this provisioner creates or deletes.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathRefusal {
+    /// The volume has no `hostPath`.
+    #[error("the volume has no hostPath")]
+    NoHostPath,
+    /// A `..` component could lead anywhere (`<dir>/..` is the volumes directory's parent).
+    #[error("{} has a `..` component", .0.display())]
+    ParentComponent(PathBuf),
+    /// The volumes directory itself holds every volume.
+    #[error("{} is the volumes directory itself", .0.display())]
+    VolumesDir(PathBuf),
+    /// Only a directory directly inside the volumes directory is a volume's.
+    #[error("{} is not directly inside the volumes directory {}", .0.display(), .1.display())]
+    NotInside(PathBuf, PathBuf),
+    /// The directory is a symbolic link (deleting through it could reach anything).
+    #[error("{} is a symbolic link", .0.display())]
+    Symlink(PathBuf),
+}
+
+/// Whether `path` is a volume directory this provisioner may create or delete: exactly one
+/// plain component below `volumes_dir`, with no `..` anywhere (compared by components, so no
+/// `..` can climb out, however written) and not the volumes directory itself.
+pub fn check_volume_path(path: &Path, volumes_dir: &Path) -> Result<(), PathRefusal> {
+    if path.components().chain(volumes_dir.components()).any(|c| c == Component::ParentDir) {
+        return Err(PathRefusal::ParentComponent(path.to_path_buf()));
+    }
+    let Ok(rest) = path.strip_prefix(volumes_dir) else {
+        return Err(PathRefusal::NotInside(path.to_path_buf(), volumes_dir.to_path_buf()));
+    };
+    let mut components = rest.components();
+    match (components.next(), components.next()) {
+        (None, _) => Err(PathRefusal::VolumesDir(path.to_path_buf())),
+        (Some(Component::Normal(_)), None) => Ok(()),
+        _ => Err(PathRefusal::NotInside(path.to_path_buf(), volumes_dir.to_path_buf())),
+    }
+}
+
+/// The directory of one of our volumes, only when [`check_volume_path`] accepts it (a volume
+/// naming any other path is never touched).
+pub fn volume_dir(pv: &PersistentVolume, volumes_dir: &Path) -> Result<PathBuf, PathRefusal> {
+    let host_path = pv.spec.as_ref().and_then(|s| s.host_path.as_ref()).ok_or(PathRefusal::NoHostPath)?;
+    let path = PathBuf::from(&host_path.path);
+    check_volume_path(&path, volumes_dir)?;
+    Ok(path)
 }
 
 #[cfg(test)]

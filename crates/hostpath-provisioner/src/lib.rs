@@ -23,7 +23,10 @@ pub mod decide;
 mod error;
 
 pub use controller::run;
-pub use decide::{desired_volume, is_ours_to_delete, is_ours_to_provision, is_released, volume_dir, volume_node};
+pub use decide::{
+    PathRefusal, check_volume_path, desired_volume, is_ours_to_delete, is_ours_to_provision, is_released, volume_dir,
+    volume_node,
+};
 pub use error::Error;
 
 use std::path::PathBuf;

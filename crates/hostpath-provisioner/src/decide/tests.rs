@@ -36,8 +36,11 @@ fn provisions_a_host_path_volume_for_our_claims_only() {
     let spec = pv.spec.as_ref().expect("spec");
     assert_eq!(spec.host_path.as_ref().map(|h| h.path.as_str()), Some("/v/pvc-1234"));
     assert_eq!(spec.claim_ref.as_ref().and_then(|c| c.uid.as_deref()), Some("1234"));
-    assert_eq!(volume_dir(&pv, Path::new("/v")), Some(PathBuf::from("/v/pvc-1234")));
-    assert_eq!(volume_dir(&pv, Path::new("/elsewhere")), None);
+    assert_eq!(volume_dir(&pv, Path::new("/v")), Ok(PathBuf::from("/v/pvc-1234")));
+    assert_eq!(
+        volume_dir(&pv, Path::new("/elsewhere")),
+        Err(PathRefusal::NotInside("/v/pvc-1234".into(), "/elsewhere".into()))
+    );
 
     let other = OURS.replace("local-path", "fast");
     assert!(desired_volume(&claim(&other), &single()).is_none());
@@ -143,4 +146,36 @@ fn per_node_processes_delete_only_volumes_of_their_node() {
     assert!(!is_ours_to_delete(&unpinned, &per_node("a")));
     let bound = desired_volume(&on_node("a"), &per_node("a")).expect("a volume");
     assert!(!is_ours_to_delete(&bound, &per_node("a")), "not released");
+}
+
+#[test]
+fn a_volume_dir_is_one_plain_component_inside_the_volumes_dir() {
+    let dir = Path::new("/v");
+    let check = |p: &str| check_volume_path(Path::new(p), dir);
+    assert_eq!(check("/v/pvc-1"), Ok(()));
+    assert_eq!(check("/v/pvc-1/"), Ok(()), "a trailing slash names the same directory");
+    // `<dir>/..` has `/v` as its parent (Path::parent), which the old guard accepted: it
+    // would have removed the volumes directory's parent.
+    assert_eq!(check("/v/.."), Err(PathRefusal::ParentComponent("/v/..".into())));
+    assert_eq!(check("/v/a/../.."), Err(PathRefusal::ParentComponent("/v/a/../..".into())));
+    assert_eq!(check("/v/../v/pvc-1"), Err(PathRefusal::ParentComponent("/v/../v/pvc-1".into())));
+    assert_eq!(check("/v"), Err(PathRefusal::VolumesDir("/v".into())));
+    assert_eq!(check("/v/"), Err(PathRefusal::VolumesDir("/v/".into())));
+    assert_eq!(check("/v/."), Err(PathRefusal::VolumesDir("/v/.".into())));
+    assert_eq!(check("/v/a/b"), Err(PathRefusal::NotInside("/v/a/b".into(), "/v".into())));
+    assert_eq!(check("/vv/pvc-1"), Err(PathRefusal::NotInside("/vv/pvc-1".into(), "/v".into())));
+    assert_eq!(check("/"), Err(PathRefusal::NotInside("/".into(), "/v".into())));
+    assert_eq!(check("pvc-1"), Err(PathRefusal::NotInside("pvc-1".into(), "/v".into())));
+    assert_eq!(check(""), Err(PathRefusal::NotInside("".into(), "/v".into())));
+    // A volume whose hostPath names `<dir>/..` gets no directory to delete.
+    let mut pv = released(desired_volume(&claim(OURS), &single()).expect("a volume"));
+    if let Some(h) = pv.spec.as_mut().and_then(|s| s.host_path.as_mut()) {
+        h.path = "/v/..".into();
+    }
+    assert!(is_ours_to_delete(&pv, &single()));
+    assert_eq!(volume_dir(&pv, dir), Err(PathRefusal::ParentComponent("/v/..".into())));
+    if let Some(s) = pv.spec.as_mut() {
+        s.host_path = None;
+    }
+    assert_eq!(volume_dir(&pv, dir), Err(PathRefusal::NoHostPath));
 }
