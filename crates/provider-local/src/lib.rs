@@ -43,6 +43,7 @@ pub mod error;
 pub mod extension;
 pub mod infrastructure;
 pub mod network;
+pub mod node_agent;
 pub mod osc;
 pub mod pod_routes;
 pub mod registration;

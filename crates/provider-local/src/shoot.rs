@@ -2,10 +2,11 @@
 //! as the Secret `kubeconfig-admin` in the shoot's seed namespace. The Worker uses it for the
 //! shoot's Nodes, the ControlPlane for what it deploys into the shoot.
 
+use crate::common::{describe, technical_id};
 use crate::error::Error;
 use extension_sdk::k8s_openapi::api::core::v1::Secret;
 use extension_sdk::kube::config::{KubeConfigOptions, Kubeconfig};
-use extension_sdk::kube::{Api, Client, Config};
+use extension_sdk::kube::{Api, Client, Config, Resource};
 use std::time::Duration;
 
 /// The Secret with the shoot's admin kubeconfig, in the shoot's seed namespace.
@@ -43,4 +44,16 @@ pub async fn shoot_client(seed: &Client, technical_id: &str) -> Result<Option<Cl
     Client::try_from(config)
         .map(Some)
         .map_err(|e| Error::dependency(&object, format!("no client from the kubeconfig: {e}")))
+}
+
+/// The client for the shoot of the extension object `obj` (in the shoot's seed namespace); an
+/// error naming the Secret while gardenlet has not written it yet (a retry mends that).
+pub async fn required_client<K: Resource<DynamicType = ()>>(seed: &Client, obj: &K) -> Result<Client, Error> {
+    let id = technical_id(obj)?;
+    shoot_client(seed, &id).await?.ok_or_else(|| {
+        Error::dependency(
+            describe(obj),
+            format!("the shoot's admin kubeconfig (Secret {id}/{KUBECONFIG_SECRET}) is not there yet"),
+        )
+    })
 }

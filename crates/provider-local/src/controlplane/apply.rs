@@ -6,8 +6,12 @@
 
 use crate::common::{apply_params, sha256_hex};
 use crate::error::Error;
+use crate::node_agent::{Agent, NAMESPACE};
+use extension_sdk::k8s_openapi::api::apps::v1::DaemonSet;
+use extension_sdk::k8s_openapi::api::core::v1::ServiceAccount;
+use extension_sdk::k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use extension_sdk::kube::api::{DeleteParams, Patch};
-use extension_sdk::kube::{Api, Resource, ResourceExt};
+use extension_sdk::kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -104,6 +108,24 @@ where
         }
         Err(e) => Err(failed(format!("applying {what}"))(e)),
     }
+}
+
+/// Applies a node agent's objects ([`Agent`]) into the shoot as `provider-local/<component>`,
+/// RBAC first; returns how many were written.
+pub async fn apply_agent(shoot: &Client, component: &str, agent: &Agent) -> Result<usize, Error> {
+    let written = [
+        apply_as(
+            component,
+            &Api::<ServiceAccount>::namespaced(shoot.clone(), NAMESPACE),
+            &agent.service_account,
+            false,
+        )
+        .await?,
+        apply_as(component, &Api::<ClusterRole>::all(shoot.clone()), &agent.cluster_role, false).await?,
+        apply_as(component, &Api::<ClusterRoleBinding>::all(shoot.clone()), &agent.cluster_role_binding, false).await?,
+        apply_as(component, &Api::<DaemonSet>::namespaced(shoot.clone(), NAMESPACE), &agent.daemon_set, false).await?,
+    ];
+    Ok(written.iter().filter(|w| **w != Written::Unchanged).count())
 }
 
 #[cfg(test)]

@@ -17,14 +17,11 @@
 pub mod apply;
 pub mod manifests;
 
-use crate::common::{describe, technical_id};
+use crate::common::describe;
 use crate::error::Error;
 use apply::Written;
 use extension_sdk::api::extensions::ControlPlane;
 use extension_sdk::api::extensions::controlplane::Purpose;
-use extension_sdk::k8s_openapi::api::apps::v1::DaemonSet;
-use extension_sdk::k8s_openapi::api::core::v1::ServiceAccount;
-use extension_sdk::k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use extension_sdk::k8s_openapi::api::storage::v1::StorageClass;
 use extension_sdk::kube::{Api, Client};
 use extension_sdk::{Actuator, ActuatorError, ClusterContext, Outcome};
@@ -122,26 +119,11 @@ impl LocalControlPlane {
     /// Applies the objects into the shoot; returns how many were written.
     #[tracing::instrument(skip_all, fields(controlplane = %describe(cp)))]
     async fn deploy(&self, cp: &ControlPlane, image: &str) -> Result<usize, Error> {
-        let id = technical_id(cp)?;
-        let shoot = crate::shoot::shoot_client(&self.client, &id).await?.ok_or_else(|| {
-            Error::dependency(
-                describe(cp),
-                format!(
-                    "the shoot's admin kubeconfig (Secret {id}/{}) is not there yet",
-                    crate::shoot::KUBECONFIG_SECRET
-                ),
-            )
-        })?;
+        let shoot = crate::shoot::required_client(&self.client, cp).await?;
         let o = Objects::new(image);
-        let ns = manifests::NAMESPACE;
-        let written = [
-            apply::apply(&Api::<StorageClass>::all(shoot.clone()), &o.storage_class, true).await?,
-            apply::apply(&Api::<ServiceAccount>::namespaced(shoot.clone(), ns), &o.service_account, false).await?,
-            apply::apply(&Api::<ClusterRole>::all(shoot.clone()), &o.cluster_role, false).await?,
-            apply::apply(&Api::<ClusterRoleBinding>::all(shoot.clone()), &o.cluster_role_binding, false).await?,
-            apply::apply(&Api::<DaemonSet>::namespaced(shoot, ns), &o.daemon_set, false).await?,
-        ];
-        Ok(written.iter().filter(|w| **w != Written::Unchanged).count())
+        let class = apply::apply(&Api::<StorageClass>::all(shoot.clone()), &o.storage_class, true).await?;
+        let written = apply::apply_agent(&shoot, COMPONENT, &o.agent).await?;
+        Ok(written + usize::from(class != Written::Unchanged))
     }
 }
 

@@ -13,18 +13,14 @@
 
 pub mod manifests;
 
-use crate::common::{describe, technical_id};
-use crate::controlplane::apply::{Written, apply_as};
+use crate::common::describe;
+use crate::controlplane::apply::apply_agent;
 use crate::controlplane::has_workers;
 use crate::error::Error;
 use extension_sdk::api::extensions::Network;
 use extension_sdk::api::extensions::network::IpFamily;
-use extension_sdk::k8s_openapi::api::apps::v1::DaemonSet;
-use extension_sdk::k8s_openapi::api::core::v1::ServiceAccount;
-use extension_sdk::k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use extension_sdk::kube::{Api, Client};
+use extension_sdk::kube::Client;
 use extension_sdk::{Actuator, ActuatorError, ClusterContext, Outcome};
-use manifests::Objects;
 use serde_json::json;
 
 /// The field manager and managed-by label: `provider-local/network`.
@@ -84,7 +80,7 @@ pub fn provider_status(network: &Network, side: &ShootSide<'_>) -> Result<serde_
     });
     match side {
         ShootSide::Deploy { image } => {
-            status["managedResources"] = json!(Objects::new(image).references());
+            status["managedResources"] = json!(manifests::objects(image).references());
             status["podRoutes"] = json!({"image": image, "protocol": crate::pod_routes::ROUTE_PROTOCOL});
         }
         ShootSide::Nothing(why) => {
@@ -114,26 +110,8 @@ impl LocalNetwork {
     /// Applies the objects into the shoot; returns how many were written.
     #[tracing::instrument(skip_all, fields(network = %describe(network)))]
     async fn deploy(&self, network: &Network, image: &str) -> Result<usize, Error> {
-        let id = technical_id(network)?;
-        let shoot = crate::shoot::shoot_client(&self.client, &id).await?.ok_or_else(|| {
-            Error::dependency(
-                describe(network),
-                format!(
-                    "the shoot's admin kubeconfig (Secret {id}/{}) is not there yet",
-                    crate::shoot::KUBECONFIG_SECRET
-                ),
-            )
-        })?;
-        let o = Objects::new(image);
-        let ns = manifests::NAMESPACE;
-        let written = [
-            apply_as(COMPONENT, &Api::<ServiceAccount>::namespaced(shoot.clone(), ns), &o.service_account, false)
-                .await?,
-            apply_as(COMPONENT, &Api::<ClusterRole>::all(shoot.clone()), &o.cluster_role, false).await?,
-            apply_as(COMPONENT, &Api::<ClusterRoleBinding>::all(shoot.clone()), &o.cluster_role_binding, false).await?,
-            apply_as(COMPONENT, &Api::<DaemonSet>::namespaced(shoot, ns), &o.daemon_set, false).await?,
-        ];
-        Ok(written.iter().filter(|w| **w != Written::Unchanged).count())
+        let shoot = crate::shoot::required_client(&self.client, network).await?;
+        apply_agent(&shoot, COMPONENT, &manifests::objects(image)).await
     }
 }
 

@@ -1,4 +1,6 @@
 use super::*;
+use extension_sdk::kube::ResourceExt;
+use serde_json::json;
 
 const IMAGE: &str = "gardener-rs.local/gardener-extension-provider-local:v0.1.0";
 
