@@ -63,6 +63,9 @@ pub enum Error {
         #[source]
         source: toml::ser::Error,
     },
+    /// Encryption at rest; the text names a file or key, never a key's value.
+    #[error("encryption at rest: {0}")]
+    Encryption(String),
     #[error("the bring-up's plan names {0}, which is not in its table of components")]
     UnknownComponent(String),
     #[error("the image registry: {0}")]

@@ -77,6 +77,11 @@ impl Layout {
     pub fn volumes(&self) -> PathBuf {
         self.root.join("volumes")
     }
+    /// kube-apiserver's `EncryptionConfiguration` with the secretbox key(s) (mode 0600, written
+    /// once by `up` and kept; removed with the state directory by `down`).
+    pub fn encryption_config(&self) -> PathBuf {
+        self.config_file("encryption-config.yaml")
+    }
     /// A `resolv.conf` for pods with `dnsPolicy: Default`: nothing resolves outward.
     pub fn resolv_conf(&self) -> PathBuf {
         self.config_file("resolv.conf")

@@ -4,13 +4,16 @@
 //! The command lines, the CNI configuration and `resolv.conf` are here; the configuration files
 //! with a schema of their own are typed structs serialized with serde, one module each:
 //! [`containerd`] (TOML: the daemon's configuration and the registry hosts),
-//! [`kubelet`] (`KubeletConfiguration`) and [`kube_proxy`] (`KubeProxyConfiguration`).
+//! [`kubelet`] (`KubeletConfiguration`), [`kube_proxy`] (`KubeProxyConfiguration`) and
+//! [`encryption`] (kube-apiserver's `EncryptionConfiguration`).
 
 pub mod containerd;
+pub mod encryption;
 pub mod kube_proxy;
 pub mod kubelet;
 
 pub use containerd::{containerd_config, registry_hosts};
+pub use encryption::encryption_config;
 pub use kube_proxy::kube_proxy_config;
 pub use kubelet::kubelet_config;
 
@@ -50,9 +53,10 @@ pub fn etcd_args(layout: &Layout, pki: &Files) -> Vec<String> {
     ]
 }
 
-/// kube-apiserver on the node address: `Node,RBAC`, `NodeRestriction`, bootstrap tokens, and a
-/// client certificate for the kubelet (logs, exec).
-pub fn apiserver_args(pki: &Files) -> Vec<String> {
+/// kube-apiserver on the node address: `Node,RBAC`, `NodeRestriction`, bootstrap tokens, a
+/// client certificate for the kubelet (logs, exec), and encryption at rest
+/// ([`encryption`], the file at [`Layout::encryption_config`]).
+pub fn apiserver_args(layout: &Layout, pki: &Files) -> Vec<String> {
     let ca = p(pki.path(pki::CA, "ca.crt"));
     vec![
         format!("--advertise-address={NODE_IP}"),
@@ -79,6 +83,7 @@ pub fn apiserver_args(pki: &Files) -> Vec<String> {
         format!("--service-account-signing-key-file={}", p(pki.path(pki::SERVICE_ACCOUNT, "sa.key"))),
         "--allow-privileged=true".into(),
         "--profiling=false".into(),
+        format!("--encryption-provider-config={}", p(layout.encryption_config())),
     ]
 }
 
@@ -199,8 +204,9 @@ mod tests {
 
     #[test]
     fn the_apiserver_authorizes_nodes_and_uses_tls_to_etcd() {
-        let args = apiserver_args(&Files::new("/p"));
+        let args = apiserver_args(&Layout::new("/s"), &Files::new("/p"));
         assert!(args.contains(&"--authorization-mode=Node,RBAC".to_string()));
+        assert!(args.contains(&"--encryption-provider-config=/s/config/encryption-config.yaml".to_string()));
         assert!(args.iter().any(|a| a.starts_with("--etcd-servers=https://")));
         assert!(args.contains(&"--kubelet-certificate-authority=/p/ca/ca.crt".to_string()));
     }

@@ -93,6 +93,7 @@ pub struct TestEnv {
     controller_manager: Option<ProcessGuard>,
     apiserver: ProcessGuard,
     etcd: ProcessGuard,
+    etcd_url: String,
     server_url: String,
     kubeconfig: Kubeconfig,
     kubeconfig_path: PathBuf,
@@ -219,6 +220,7 @@ impl TestEnv {
             controller_manager,
             apiserver,
             etcd,
+            etcd_url,
             server_url,
             kubeconfig,
             kubeconfig_path,
@@ -285,6 +287,14 @@ impl TestEnv {
     /// `https://127.0.0.1:<port>`.
     pub fn server_url(&self) -> &str {
         &self.server_url
+    }
+
+    /// etcd's client URL (`http://127.0.0.1:<port>`; plain HTTP on loopback, no client
+    /// certificate), for tests that read what kube-apiserver stored, e.g. with
+    /// `ETCDCTL_API=3 etcdctl --endpoints=<url> get /registry/...` (etcdctl is in the assets
+    /// directory).
+    pub fn etcd_url(&self) -> &str {
+        &self.etcd_url
     }
 
     /// The CA that signed the serving certificate and the admin client certificate.

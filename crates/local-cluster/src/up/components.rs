@@ -109,7 +109,7 @@ pub fn components(layout: &Layout, options: &Options, pki: &Files) -> Result<Vec
     Ok(vec![
         component(Spec::new("etcd", bin("etcd"), render::etcd_args(layout, pki)), loopback(ETCD_CLIENT_PORT), None),
         component(
-            Spec::new("kube-apiserver", bin("kube-apiserver"), render::apiserver_args(pki)),
+            Spec::new("kube-apiserver", bin("kube-apiserver"), render::apiserver_args(layout, pki)),
             node(APISERVER_PORT),
             Some(Wait::new("kube-apiserver /readyz", &["etcd", "kube-apiserver"], Probe::ApiServerReady)),
         ),
