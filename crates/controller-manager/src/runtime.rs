@@ -53,7 +53,8 @@ impl Common {
         }
     }
 
-    /// Publishes an event on `obj`; a failure to publish is logged, never propagated.
+    /// Publishes an event on `obj` (its note redacted, see [`event`]); a failure to publish is
+    /// logged, never propagated.
     pub async fn event<K: Resource<DynamicType = ()>>(
         &self,
         obj: &K,
@@ -62,13 +63,7 @@ impl Common {
         action: &str,
         note: String,
     ) {
-        let event = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(::runtime::events::truncate(&note, ::runtime::events::MAX_MESSAGE_BYTES)),
-            action: action.into(),
-            secondary: None,
-        };
+        let event = event(type_, reason, action, &note);
         let reference = obj.object_ref(&());
         let result = if reference.namespace.is_none() {
             self.publish_cluster_scoped(&reference, &event).await
@@ -132,6 +127,19 @@ impl Common {
     /// The retry after a failed reconcile of `obj` (capped exponential with jitter).
     pub fn retry_after_failure<K: Resource>(&self, obj: &K) -> Action {
         Action::requeue(self.backoff.failed(&backoff_key(obj)))
+    }
+}
+
+/// The event every controller of this binary publishes: its note (an error chain, or a message a
+/// controller built, which may quote object data) passes through the runtime crate's
+/// [`::runtime::events::redact`] and is cut to the events' limit.
+pub fn event(type_: EventType, reason: &str, action: &str, note: &str) -> Event {
+    Event {
+        type_,
+        reason: reason.into(),
+        note: Some(::runtime::events::truncate(&::runtime::events::redact(note), ::runtime::events::MAX_MESSAGE_BYTES)),
+        action: action.into(),
+        secondary: None,
     }
 }
 
@@ -307,5 +315,31 @@ pub fn log_result<T, E: std::error::Error + 'static, R: std::fmt::Debug + std::f
         // Objects deleted before their turn, and failures the reconcile wrapper already reported.
         Ok(_) | Err(Error::ObjectNotFound(_) | Error::ReconcilerFailed(..)) => {}
         Err(e) => tracing::warn!(controller, error = %e, "controller stream"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_note_is_redacted_and_cut_to_the_limit() {
+        // A message a controller built (not an error chain), quoting what an object carried.
+        let note = "maintenance failed: -----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY----- and Authorization: Bearer abc.def.ghi; password=hunter22";
+        let e = event(EventType::Warning, "MaintenanceFailed", "Maintain", note);
+        let shown = e.note.unwrap_or_default();
+        for secret in ["MIIEvQIBADANBg", "abc.def.ghi", "hunter22"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.starts_with("maintenance failed: [redacted] and Authorization: Bearer [redacted]"), "{shown}");
+        assert_eq!((e.reason.as_str(), e.action.as_str()), ("MaintenanceFailed", "Maintain"));
+        // Cut after redaction: a long note stays within the limit.
+        let long = format!("token={} {}", "x".repeat(40), "y".repeat(2000));
+        let e = event(EventType::Normal, "R", "A", &long);
+        let shown = e.note.unwrap_or_default();
+        assert!(shown.len() <= ::runtime::events::MAX_MESSAGE_BYTES && !shown.contains("xxxx"), "{shown}");
+        // Ordinary messages are left alone.
+        let e = event(EventType::Normal, "R", "A", "scaled in to 2 replicas");
+        assert_eq!(e.note.as_deref(), Some("scaled in to 2 replicas"));
     }
 }
