@@ -127,8 +127,12 @@ async fn requests_wait_for_the_ca_are_issued_for_the_users_key_and_go_when_they_
         .decode(kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"].as_str().unwrap())
         .unwrap();
     assert_eq!(String::from_utf8(trusted).unwrap().trim(), secrets.value("ca", "ca.crt").unwrap().trim());
-    let notes = event_notes(&client, NS, "alice-1", "Issued").await;
-    assert!(notes.iter().any(|n| n.contains("\"alice\"")), "{notes:?}");
+    // The status is written before the event is published: wait for the event.
+    eventually("the Issued event naming alice", || async {
+        let notes = event_notes(&client, NS, "alice-1", "Issued").await;
+        if notes.iter().any(|n| n.contains("\"alice\"")) { Ok(()) } else { Err(format!("{notes:?}")) }
+    })
+    .await;
     let everything = serde_json::to_string(&requests.get("alice-1").await.unwrap()).unwrap();
     assert!(!everything.contains("PRIVATE KEY"), "no key material in the object");
 
