@@ -3,7 +3,12 @@
 //! the API server does, N AdmissionReviews of a valid Shoot create through the mutating and the
 //! validating endpoint; prints the median, p90 and p99 round trip.
 //!
-//! `cargo bench -p admission --bench latency [-- <requests>]`
+//! `cargo bench -p admission --bench latency [-- <requests>] [--slow <connections>]`
+//!
+//! With `--slow N`, N slow clients (TLS, then part of a request's headers and nothing more; each
+//! reconnects when the server drops it) are held against the server while the keep-alive
+//! connection, opened before them as the API server's pooled one is, is measured; then five
+//! requests on new connections, which wait for a connection slot, are timed too.
 //!
 //! Under `cargo test`/`nextest` (no `--bench` argument) it is one smoke test of 100 requests per
 //! endpoint; asked for its tests (`--list`) it names that one.
@@ -17,6 +22,7 @@ use hyper_util::rt::TokioIo;
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn review(shoot: &serde_json::Value) -> String {
     serde_json::json!({
@@ -45,7 +51,14 @@ async fn main() {
         return;
     }
     let default = if has("--bench") { 10_000 } else { 100 };
-    let n: usize = args.iter().skip(1).find_map(|a| a.parse().ok()).unwrap_or(default);
+    let slow: usize = args.iter().position(|a| a == "--slow").and_then(|i| args.get(i + 1)?.parse().ok()).unwrap_or(0);
+    let n: usize = args
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(i, _)| args[i - 1] != "--slow")
+        .find_map(|(_, a)| a.parse().ok())
+        .unwrap_or(default);
     let lookup = StaticLookup {
         cloud_profiles: vec![Arc::new(admission::fixtures::cloud_profile())],
         controller_registrations: admission::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
@@ -73,6 +86,44 @@ async fn main() {
     let stream = connector.connect(ServerName::try_from("127.0.0.1").unwrap(), tcp).await.unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
     tokio::spawn(conn);
+    let connect = {
+        let connector = connector.clone();
+        move || {
+            let connector = connector.clone();
+            async move {
+                let tcp = tokio::net::TcpStream::connect(addr).await?;
+                connector.connect(ServerName::try_from("127.0.0.1").unwrap(), tcp).await
+            }
+        }
+    };
+    if slow > 0 {
+        let holding = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        for _ in 0..slow {
+            let (connect, holding) = (connect.clone(), holding.clone());
+            // Ends with the benchmark's runtime.
+            tokio::spawn(async move {
+                loop {
+                    let Ok(mut stream) = connect().await else {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    };
+                    if stream.write_all(b"POST /validate/shoots HTTP/1.1\r\nhost: 127.0.0.1\r\n").await.is_err() {
+                        continue;
+                    }
+                    holding.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let mut buf = [0u8; 1024];
+                    while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+                    holding.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+        // The slots left beside the measured connection are full of slow clients.
+        let held = slow.min(serve::MAX_CONNECTIONS - 1);
+        while holding.load(std::sync::atomic::Ordering::Relaxed) < held {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        println!("{slow} slow connections opened, {held} of them served (cap {})", serve::MAX_CONNECTIONS);
+    }
 
     // The mutating webhook gets the shoot as the user wrote it; the validating one after the
     // defaults were applied, as the API server orders them.
@@ -104,6 +155,47 @@ async fn main() {
             percentile(&samples, 0.5),
             percentile(&samples, 0.9),
             percentile(&samples, 0.99)
+        );
+    }
+    if slow > 0 {
+        // Five requests on new connections at once: each waits for a slot the header timeout
+        // frees.
+        let body = review(&admission::fuzz::corpus()[0].1);
+        let fresh = (0..5).map(|_| {
+            let (connect, body) = (connect.clone(), body.clone());
+            let request = async move {
+                let start = Instant::now();
+                let stream = connect().await.map_err(|e| e.to_string())?;
+                let (mut sender, conn) =
+                    hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(|e| e.to_string())?;
+                tokio::spawn(conn);
+                let req = http::Request::post("/validate/shoots")
+                    .header("host", "127.0.0.1")
+                    .header("content-type", "application/json")
+                    .body(Body::from(body))
+                    .unwrap();
+                let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+                let bytes = axum::body::to_bytes(Body::new(resp.into_body()), 1 << 20).await.unwrap();
+                let parsed: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                assert_eq!(parsed["response"]["allowed"], true, "{parsed}");
+                Ok::<_, String>(start.elapsed())
+            };
+            // The API server gives up after its webhook timeout (10 s); this waits three times that.
+            async move {
+                tokio::time::timeout(Duration::from_secs(30), request)
+                    .await
+                    .unwrap_or_else(|_| Err("no answer within 30 s".into()))
+            }
+        });
+        let results = futures::future::join_all(fresh).await;
+        let mut samples: Vec<Duration> = results.iter().filter_map(|r| r.as_ref().ok().copied()).collect();
+        let failed: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+        samples.sort();
+        println!(
+            "latency validate on a new connection while {slow} slow connections are held: {} of 5 answered: median {:?}, max {:?}; failed: {failed:?}",
+            samples.len(),
+            (!samples.is_empty()).then(|| percentile(&samples, 0.5)),
+            samples.last()
         );
     }
 }
