@@ -5,6 +5,8 @@
 //! with ERR_CONFIGURATION_PROBLEM; its Network carries a finalizer nobody removes (a controller
 //! that took it and is gone), so the normal deletion cannot finish. With
 //! `confirmation.gardener.cloud/force-deletion: "true"` the shoot and everything of it goes.
+//! A deletion that hangs (gardenlet would wait an hour) gives way to the force-deletion at once:
+//! the running deletion is cancelled as soon as the confirmation is seen.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
@@ -58,6 +60,11 @@ impl Harness {
 /// The garden and seed, SDK controllers for every kind but Network, the workload simulator, and
 /// gardenlet's shoot controller.
 async fn harness() -> Harness {
+    harness_with(WAIT_TIMEOUT).await
+}
+
+/// The harness with gardenlet's wait bound `wait_timeout`.
+async fn harness_with(wait_timeout: Duration) -> Harness {
     let env = testenv::TestEnv::start_with(support::simulator::seed_options()).await.unwrap();
     let client = env.client().await.unwrap();
     testenv::install_crds(&client, &api::crds::all()).await.unwrap();
@@ -97,7 +104,7 @@ async fn harness() -> Harness {
         garden: gardenlet.clone(),
         seed: gardenlet,
         config,
-        wait_timeout: WAIT_TIMEOUT,
+        wait_timeout,
         backoff: gardenlet::shoot::controller::default_backoff(),
         metrics: None,
         caches: Default::default(),
@@ -183,4 +190,50 @@ async fn a_stuck_deletion_is_forced_and_leaves_nothing_behind() {
     ] {
         assert_eq!(kind_left, 0, "extension objects left behind");
     }
+}
+
+#[tokio::test]
+async fn a_hanging_deletion_gives_way_to_a_force_deletion() {
+    // gardenlet waits an hour for each deleted object: only a cancelled deletion lets the
+    // force-deletion run within the test's bound.
+    let h = harness_with(Duration::from_secs(3600)).await;
+    let shoot: Shoot = serde_yaml::from_str(SHOOT).unwrap();
+    h.shoots().create(&PostParams::default(), &shoot).await.unwrap();
+    support::shoots::wait_shoot(&h.shoots(), "demo", "the Network error", Duration::from_secs(400), |s| {
+        codes(s).contains(&ErrorCode::ConfigurationProblem)
+    })
+    .await;
+
+    // Someone else's finalizer holds the Infrastructure: its deletion never ends.
+    let ns = "shoot--dev--demo";
+    let infrastructures = Api::<ext::Infrastructure>::namespaced(h.client.clone(), ns);
+    let mut finalizers = infrastructures.get("demo").await.unwrap().metadata.finalizers.unwrap_or_default();
+    finalizers.push("test.gardener.cloud/held".into());
+    let held = serde_json::json!({"metadata": {"finalizers": finalizers}});
+    infrastructures.patch("demo", &PatchParams::default(), &Patch::Merge(&held)).await.unwrap();
+    h.shoots().delete("demo", &DeleteParams::default()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(400);
+    loop {
+        let s = h.shoots().get("demo").await.unwrap();
+        let waiting = infrastructures.get("demo").await.unwrap().metadata.deletion_timestamp.is_some();
+        let deleting = last_operation(&s) == Some((LastOperationType::Delete, LastOperationState::Processing));
+        if waiting && deleting {
+            eprintln!("the deletion waits for the held Infrastructure");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the deletion did not reach the Infrastructure: {:#?}", s.status);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    let confirm =
+        serde_json::json!({"metadata": {"annotations": {"confirmation.gardener.cloud/force-deletion": "true"}}});
+    h.shoots().patch("demo", &PatchParams::default(), &Patch::Merge(&confirm)).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while let Some(s) = h.shoots().get_opt("demo").await.unwrap() {
+        assert!(Instant::now() < deadline, "the hanging deletion did not give way: {:#?}", s.status);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(Api::<Namespace>::all(h.client.clone()).get_opt(ns).await.unwrap().is_none(), "namespace left behind");
+    let left = Api::<ext::Infrastructure>::all(h.client.clone()).list(&ListParams::default()).await.unwrap();
+    assert!(left.items.is_empty(), "the held Infrastructure is left behind");
 }

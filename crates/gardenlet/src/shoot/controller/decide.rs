@@ -42,6 +42,15 @@ pub fn spread(uid: &str, period: Duration) -> Duration {
     Duration::from_secs(hash % window)
 }
 
+/// The deletion the shoot asks for: [`Action::ForceDelete`] when confirmed with
+/// `confirmation.gardener.cloud/force-deletion: "true"`, else [`Action::Delete`]; `None` while it
+/// is not being deleted.
+pub fn deletion(shoot: &Shoot) -> Option<Action> {
+    shoot.metadata.deletion_timestamp.as_ref()?;
+    let forced = shoot.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_FORCE_DELETION));
+    Some(if forced.is_some_and(|v| v == "true") { Action::ForceDelete } else { Action::Delete })
+}
+
 pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_openapi::jiff::Timestamp) -> Action {
     // An operator keeps gardenlet's hands off the shoot (Gardener's semantics: the care
     // controller still reports on it).
@@ -85,9 +94,8 @@ pub fn decide(shoot: &Shoot, seed_name: &str, sync_period: Duration, now: k8s_op
     if last.is_some_and(crate::shoot::status::last_operation::restore_pending) {
         return Action::Reconcile { requested: annotation.is_some() };
     }
-    if shoot.metadata.deletion_timestamp.is_some() {
-        let forced = shoot.metadata.annotations.as_ref().and_then(|a| a.get(ANNOTATION_FORCE_DELETION));
-        return if forced.is_some_and(|v| v == "true") { Action::ForceDelete } else { Action::Delete };
+    if let Some(deleting) = deletion(shoot) {
+        return deleting;
     }
     // A force-restore on a shoot this seed owns (or nobody does) is consumed, not kept armed;
     // `reconcile`, `retry`, a credential rotation (a reconcile that takes the rotation's step)

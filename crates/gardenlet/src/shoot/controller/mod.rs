@@ -9,6 +9,7 @@ pub mod rollout;
 
 use crate::config::GardenletConfig;
 use api::core::Shoot;
+use cancel::Operation;
 use decide::{Action, decide};
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
@@ -118,7 +119,7 @@ impl ShootController {
         }
         // Registered before the latest Shoot is read, so that a deletion from then on cancels
         // the reconcile (the watch event of a deletion that came earlier is in the read).
-        let registered = shared.running.register(backoff_key(&shoot));
+        let registered = shared.running.register(backoff_key(&shoot), Operation::Reconcile);
         // Act on the latest Shoot, not on the watch cache: the cache may lag behind an
         // ownership change (a hand-over, a forced takeover), and acting on a stale copy would
         // run a second control plane.
@@ -160,7 +161,12 @@ impl ShootController {
                     }
                     Action::Migrate => this.migrate_shoot(&shoot).await,
                     Action::ForceDelete => this.force_delete_shoot(&shoot).await,
-                    _ => this.delete_shoot(&shoot).await,
+                    _ => {
+                        // A deletion gives way to a force-deletion (the registration above was
+                        // the reconcile's; this one replaces it).
+                        let deleting = shared.running.register(backoff_key(&shoot), Operation::Delete);
+                        this.delete_shoot(&shoot, Some(&deleting.cancel)).await
+                    }
                 };
                 if let Some(m) = &this.metrics {
                     m.finished(started.elapsed().as_secs_f64(), result.as_ref().err().map(ShootError::reason));
@@ -198,13 +204,18 @@ impl ShootController {
         };
         let events = reflector::reflector(writer, watcher(shoots, selected)).default_backoff();
         let running = cancel::Running::default();
-        // A deletion cancels the shoot's running reconcile as soon as the watch sees it (the
-        // controller runs one operation per shoot at a time, so the deletion's own reconcile
-        // comes only after the running one).
+        // A deletion cancels the shoot's running reconcile, a force-deletion its running reconcile
+        // or deletion, as soon as the watch sees it (the controller runs one operation per shoot
+        // at a time, so the stronger operation comes only after the running one).
         let observer = running.clone();
         let applied = futures::TryStreamExt::inspect_ok(events.applied_objects(), move |shoot: &Shoot| {
-            if shoot.metadata.deletion_timestamp.is_some() && observer.cancel(&backoff_key(shoot)) {
-                tracing::info!(shoot = %shoot.name_any(), "the shoot is being deleted: cancelling its running reconcile");
+            let wanted = match decide::deletion(shoot) {
+                Some(Action::ForceDelete) => Operation::ForceDelete,
+                Some(_) => Operation::Delete,
+                None => return,
+            };
+            if observer.cancel(&backoff_key(shoot), wanted) {
+                tracing::info!(shoot = %shoot.name_any(), ?wanted, "cancelling the shoot's running operation");
             }
         });
         let this = Arc::new(Shared { controller: self, running });
