@@ -176,8 +176,19 @@ impl CaseShoot {
     /// Deletes the shoot and waits until it and its namespaces in the seed are gone; returns how
     /// long the shoot took to go.
     pub async fn delete(&mut self) -> Duration {
+        self.start_deletion();
+        self.wait_gone().await
+    }
+
+    /// Requests the deletion as a user does, without waiting for it.
+    pub fn start_deletion(&mut self) {
         self.request_deletion().unwrap();
         self.deleted = true;
+    }
+
+    /// Waits until the shoot and its namespaces in the seed are gone; returns how long the shoot
+    /// took to go.
+    pub async fn wait_gone(&self) -> Duration {
         let ((), deleted) = self
             .wait("the shoot is gone", DELETE_TIMEOUT, || async {
                 gone(&["-n", PROJECT_NS, "get", "shoot", &self.name, "-o", "name"])

@@ -102,6 +102,78 @@ async fn a_shoot_whose_extension_nobody_serves_fails_within_a_minute_and_is_dele
     println!("failed {failed_after:?} after the registration was removed; deleted in {deleted_in:?}");
 }
 
+/// Gardener's force deletion: a workerless shoot fails on an Extension nobody serves (as above),
+/// and someone else's finalizer holds that Extension object, so the normal deletion cannot
+/// finish. Confirming `confirmation.gardener.cloud/force-deletion` (admission allows it: the
+/// shoot is being deleted with ERR_CONFIGURATION_PROBLEM) cancels the running deletion, and the
+/// force-deletion removes the shoot, its namespaces in the seed and its ShootState.
+#[tokio::test]
+async fn a_stuck_deletion_is_forced_and_leaves_nothing_behind() {
+    const TYPE: &str = "e2e-forced";
+    let registration = format!(
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: ControllerRegistration\nmetadata:\n  name: {TYPE}\nspec:\n  resources:\n  - kind: Extension\n    type: {TYPE}\n    workerlessSupported: true\n  deployment:\n    seedSelector:\n      matchLabels:\n        e2e.gardener.cloud/no-seed: \"true\"\n"
+    );
+    e2e::apply("default", &registration);
+    let mut s = CaseShoot::apply_with("forced", 29, |s| {
+        s["spec"]["provider"]["workers"] = serde_json::json!([]);
+        s["spec"]["networking"] = serde_json::json!({"services": "10.134.0.0/16"});
+        s["spec"]["extensions"] = serde_json::json!([{"type": TYPE}]);
+    });
+    kubectl(&["delete", "controllerregistration", TYPE, "--wait=true"]).unwrap();
+    s.wait("the creation fails on the unserved extension", STEP_TIMEOUT, || async {
+        Ok((s.field("{.status.lastOperation.state}")? == "Failed").then_some(()))
+    })
+    .await;
+    // Someone else's finalizer holds the Extension object: the normal deletion waits for it.
+    let (extension, _) = s
+        .wait("the Extension object exists", STEP_TIMEOUT, || async {
+            let name = kubectl(&[
+                "-n",
+                &s.seed_ns,
+                "get",
+                "extensions.extensions.gardener.cloud",
+                "-o",
+                "jsonpath={.items[0].metadata.name}",
+            ])?;
+            Ok((!name.trim().is_empty()).then(|| name.trim().to_string()))
+        })
+        .await;
+    let held = r#"{"metadata":{"finalizers":["e2e.gardener.cloud/held"]}}"#;
+    kubectl(&[
+        "-n",
+        &s.seed_ns,
+        "patch",
+        "extensions.extensions.gardener.cloud",
+        &extension,
+        "--type=merge",
+        "-p",
+        held,
+    ])
+    .unwrap();
+    s.start_deletion();
+    s.wait("the deletion waits for the held Extension", STEP_TIMEOUT, || async {
+        let op = s.field("{.status.lastOperation.type}")?;
+        let deleting = kubectl(&[
+            "-n",
+            &s.seed_ns,
+            "get",
+            "extensions.extensions.gardener.cloud",
+            &extension,
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ])?;
+        Ok((op == "Delete" && !deleting.trim().is_empty()).then_some(()))
+    })
+    .await;
+    let forced = std::time::Instant::now();
+    kubectl(&["-n", PROJECT_NS, "annotate", "shoot", &s.name, "confirmation.gardener.cloud/force-deletion=true"])
+        .unwrap();
+    let gone = s.wait_gone().await;
+    let state = kubectl(&["-n", PROJECT_NS, "get", "shootstate", &s.name, "-o", "name"]);
+    assert!(state.as_ref().is_err_and(|e| e.contains("NotFound")), "the ShootState is left: {state:?}");
+    println!("force-deleted {:?} after the confirmation (the shoot went after {gone:?})", forced.elapsed());
+}
+
 /// `kubectl` against the shoot whose admin kubeconfig is `kubeconfig`.
 fn shoot_kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> Result<String, String> {
     let out = std::process::Command::new(e2e::assets().join("kubectl"))
