@@ -3,7 +3,12 @@
 //! the API server does, N AdmissionReviews of a valid Shoot create through the mutating and the
 //! validating endpoint; prints the median, p90 and p99 round trip.
 //!
-//! `cargo bench -p admission --bench latency [-- <requests>] [--slow <connections>]`
+//! `cargo bench -p admission --bench latency [-- <requests>] [--full] [--slow <connections>]`
+//!
+//! The shoot is the plain example (`admission::fixtures::shoot()`, one pool, nothing configured)
+//! or, with `--full`, the one with every configuration block set (`fixtures::full_shoot()`: both
+//! kubelets, the control plane components, maintenance, hibernation, networks, DNS, ...). Every
+//! response must allow the request; a refusal ends the run.
 //!
 //! With `--slow N`, N slow clients (TLS, then part of a request's headers and nothing more; each
 //! reconnects when the server drops it) are held against the server while the keep-alive
@@ -11,7 +16,8 @@
 //! requests on new connections, which wait for a connection slot, are timed too.
 //!
 //! Under `cargo test`/`nextest` (no `--bench` argument) it is one smoke test of 100 requests per
-//! endpoint; asked for its tests (`--list`) it names that one.
+//! endpoint with the plain shoot and 10 with the full one; asked for its tests (`--list`) it names
+//! that one.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code: a panic is the failure report
 
@@ -38,6 +44,47 @@ fn review(shoot: &serde_json::Value) -> String {
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// `n` requests (after a tenth more to warm up) of `raw` through the mutating endpoint and of
+/// `defaulted` through the validating one; prints the median, p90 and p99 of each. Every response
+/// must allow the request.
+async fn measure(
+    sender: &mut hyper::client::conn::http1::SendRequest<Body>,
+    shoot_kind: &str,
+    raw: String,
+    defaulted: String,
+    n: usize,
+) {
+    for (endpoint, path, body) in [("mutate", "/mutate/shoots", raw), ("validate", "/validate/shoots", defaulted)] {
+        let mut samples = Vec::with_capacity(n);
+        for i in 0..n + n / 10 {
+            let req = http::Request::post(path)
+                .header("host", "127.0.0.1")
+                .header("content-type", "application/json")
+                .body(Body::from(body.clone()))
+                .unwrap();
+            sender.ready().await.unwrap();
+            let start = Instant::now();
+            let resp = sender.send_request(req).await.unwrap();
+            let bytes = axum::body::to_bytes(Body::new(resp.into_body()), 1 << 20).await.unwrap();
+            let elapsed = start.elapsed();
+            let parsed: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(parsed["response"]["allowed"], true, "{shoot_kind} shoot, {endpoint}: {parsed}");
+            // The first tenth warms up (allocator, caches) and is not counted.
+            if i >= n / 10 {
+                samples.push(elapsed);
+            }
+        }
+        samples.sort();
+        println!(
+            "latency {endpoint} ({shoot_kind} shoot, {} bytes): {n} requests over one keep-alive HTTPS connection: median {:?}, p90 {:?}, p99 {:?}",
+            body.len(),
+            percentile(&samples, 0.5),
+            percentile(&samples, 0.9),
+            percentile(&samples, 0.99)
+        );
+    }
 }
 
 #[tokio::main]
@@ -126,36 +173,22 @@ async fn main() {
     }
 
     // The mutating webhook gets the shoot as the user wrote it; the validating one after the
-    // defaults were applied, as the API server orders them.
-    let raw = review(&serde_json::to_value(admission::fixtures::shoot()).unwrap());
-    let defaulted = review(&admission::fuzz::corpus()[0].1);
-    for (endpoint, path, body) in [("mutate", "/mutate/shoots", raw), ("validate", "/validate/shoots", defaulted)] {
-        let mut samples = Vec::with_capacity(n);
-        for i in 0..n + n / 10 {
-            let req = http::Request::post(path)
-                .header("host", "127.0.0.1")
-                .header("content-type", "application/json")
-                .body(Body::from(body.clone()))
-                .unwrap();
-            sender.ready().await.unwrap();
-            let start = Instant::now();
-            let resp = sender.send_request(req).await.unwrap();
-            let bytes = axum::body::to_bytes(Body::new(resp.into_body()), 1 << 20).await.unwrap();
-            let elapsed = start.elapsed();
-            let parsed: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-            assert_eq!(parsed["response"]["allowed"], true, "{parsed}");
-            // The first tenth warms up (allocator, caches) and is not counted.
-            if i >= n / 10 {
-                samples.push(elapsed);
-            }
-        }
-        samples.sort();
-        println!(
-            "latency {endpoint}: {n} requests over one keep-alive HTTPS connection: median {:?}, p90 {:?}, p99 {:?}",
-            percentile(&samples, 0.5),
-            percentile(&samples, 0.9),
-            percentile(&samples, 0.99)
-        );
+    // defaults were applied, as the API server orders them. Under the smoke test both shoots,
+    // the full one with a tenth of the requests.
+    let bench = has("--bench");
+    let shoots = if bench {
+        vec![if has("--full") {
+            ("full", admission::fixtures::full_shoot(), n)
+        } else {
+            ("plain", admission::fixtures::shoot(), n)
+        }]
+    } else {
+        vec![("plain", admission::fixtures::shoot(), n), ("full", admission::fixtures::full_shoot(), (n / 10).max(1))]
+    };
+    for (shoot_kind, shoot, n) in shoots {
+        let raw = review(&serde_json::to_value(&shoot).unwrap());
+        let defaulted = review(&serde_json::to_value(admission::fixtures::defaulted(shoot)).unwrap());
+        measure(&mut sender, shoot_kind, raw, defaulted, n).await;
     }
     if slow > 0 {
         // Five requests on new connections at once: each waits for a slot the header timeout

@@ -136,7 +136,191 @@ pub fn shoot() -> Shoot {
     }
 }
 
+/// [`shoot`] with every configuration block the rules accept here set: the shoot-wide kubelet
+/// (eviction thresholds, reservations, image GC, feature gates, ...), a second worker pool `b`
+/// with its own kubelet, labels, annotations and taints on both pools, the API server (admission
+/// plugins, audit policy, OIDC, service accounts, encryption, requests, watch caches, ...), the
+/// controller manager, the scheduler, kube-proxy, maintenance, hibernation schedules, every
+/// network range, DNS with the `local` provider, a referenced resource and the SSH setting.
+/// Left out: fields that need a newer Kubernetes than 1.20 (`seccompDefault`, `memorySwap`,
+/// `maxParallelImagePulls`, `imageMaximumGCAge`, `acceptedIssuers`), `spec.extensions` (no
+/// example registration serves an Extension), `exposureClassName` (no ExposureClass in the
+/// example garden) and `seedName` (the scheduler's). The latency benchmark reviews it (`--full`);
+/// a test checks that the webhook admits it unchanged apart from defaults.
+pub fn full_shoot() -> Shoot {
+    let mut v = serde_json::to_value(shoot()).unwrap_or_else(|e| panic!("the example shoot serialises: {e}"));
+    let kubelet = serde_json::json!({
+        "maxPods": 90, "podPidsLimit": 1000, "registryPullQPS": 7, "registryBurst": 14,
+        "streamingConnectionIdleTimeout": "5m", "containerLogMaxSize": "20Mi", "containerLogMaxFiles": 5,
+        "cpuCFSQuota": true, "failSwapOn": true, "serializeImagePulls": true,
+        "evictionHard": {"memoryAvailable": "100Mi", "imageFSAvailable": "5%", "imageFSInodesFree": "5%",
+                         "nodeFSAvailable": "5%", "nodeFSInodesFree": "5%"},
+        "evictionSoft": {"memoryAvailable": "200Mi", "imageFSAvailable": "10%", "imageFSInodesFree": "10%",
+                         "nodeFSAvailable": "10%", "nodeFSInodesFree": "10%"},
+        "evictionSoftGracePeriod": {"memoryAvailable": "1m30s", "imageFSAvailable": "1m30s", "imageFSInodesFree": "1m30s",
+                                    "nodeFSAvailable": "1m30s", "nodeFSInodesFree": "1m30s"},
+        "evictionMinimumReclaim": {"memoryAvailable": "0Mi", "imageFSAvailable": "0Mi", "imageFSInodesFree": "0Mi",
+                                   "nodeFSAvailable": "0Mi", "nodeFSInodesFree": "0Mi"},
+        "evictionPressureTransitionPeriod": "4m", "evictionMaxPodGracePeriod": 90,
+        "imageGCHighThresholdPercent": 80, "imageGCLowThresholdPercent": 60, "imageMinimumGCAge": "3m",
+        "kubeReserved": {"cpu": "80m", "memory": "256Mi", "ephemeralStorage": "1Gi", "pid": "20k"},
+        "systemReserved": {"cpu": "50m", "memory": "128Mi"},
+        "featureGates": {"GracefulNodeShutdown": true},
+        "protectKernelDefaults": false, "cpuManagerPolicy": "none",
+    });
+    let spec = &mut v["spec"];
+    spec["purpose"] = "evaluation".into();
+    spec["dns"] = serde_json::json!({"domain": "demo.dev.local.gardener.cloud", "providers": [{"type": "local", "primary": true}]});
+    spec["kubernetes"]["kubelet"] = kubelet;
+    spec["kubernetes"]["kubeAPIServer"] = serde_json::json!({
+        "featureGates": {"APIResponseCompression": true},
+        "runtimeConfig": {"apps/v1": true},
+        "admissionPlugins": [
+            {"name": "PodNodeSelector", "config": {"podNodeSelectorPluginConfig": {"clusterDefaultNodeSelector": "example.com/pool=a"}}},
+            {"name": "AlwaysPullImages"},
+            {"name": "EventRateLimit", "config": {"apiVersion": "eventratelimit.admission.k8s.io/v1alpha1", "kind": "Configuration", "limits": [{"type": "Server", "qps": 10, "burst": 20}]}},
+            {"name": "LimitRanger", "disabled": true},
+        ],
+        "apiAudiences": ["kubernetes", "demo"],
+        "auditConfig": {"auditPolicy": {"configMapRef": {"name": "audit-policy"}}},
+        "defaultNotReadyTolerationSeconds": 120, "defaultUnreachableTolerationSeconds": 120,
+        "enableAnonymousAuthentication": false,
+        "encryptionConfig": {"resources": ["configmaps"]},
+        "eventTTL": "2h",
+        "logging": {"verbosity": 2, "httpAccessVerbosity": 3},
+        "oidcConfig": {"issuerURL": "https://oidc.example.com", "clientID": "demo", "usernameClaim": "email",
+                       "usernamePrefix": "oidc:", "groupsClaim": "groups", "groupsPrefix": "oidc:", "signingAlgs": ["RS256"],
+                       "requiredClaims": {"hd": "example.com"}},
+        "requests": {"maxNonMutatingInflight": 400, "maxMutatingInflight": 200},
+        "serviceAccountConfig": {"issuer": "https://demo.example.com", "maxTokenExpiration": "720h"},
+        "watchCacheSizes": {"default": 100, "resources": [{"apiGroup": "", "resource": "secrets", "size": 500}]},
+    });
+    spec["kubernetes"]["kubeControllerManager"] = serde_json::json!({
+        "nodeCIDRMaskSize": 24, "nodeMonitorGracePeriod": "50s",
+        "horizontalPodAutoscaler": {"syncPeriod": "20s", "tolerance": 0.1, "downscaleStabilization": "5m",
+                                    "initialReadinessDelay": "30s", "cpuInitializationPeriod": "5m"},
+        "featureGates": {"HPAScaleToZero": true},
+    });
+    spec["kubernetes"]["kubeScheduler"] = serde_json::json!({"profile": "bin-packing", "kubeMaxPDVols": "39", "featureGates": {"DefaultPodTopologySpread": true}});
+    spec["kubernetes"]["kubeProxy"] =
+        serde_json::json!({"enabled": true, "mode": "IPTables", "featureGates": {"EndpointSliceProxying": true}});
+    spec["maintenance"] = serde_json::json!({
+        "timeWindow": {"begin": "220000+0100", "end": "230000+0100"},
+        "autoUpdate": {"kubernetesVersion": true, "machineImageVersion": false},
+    });
+    spec["hibernation"] = serde_json::json!({"enabled": false, "schedules": [
+        {"start": "00 20 * * 1-5", "end": "00 07 * * 1-5", "location": "Europe/Berlin"},
+        {"start": "00 18 * * 6"},
+    ]});
+    spec["networking"] = serde_json::json!({
+        "type": "calico", "providerConfig": {"ipv4": {"mode": "Always"}},
+        "pods": "100.96.0.0/11", "services": "100.64.0.0/13", "nodes": "10.250.0.0/16",
+    });
+    spec["resources"] =
+        serde_json::json!([{"name": "extra", "resourceRef": {"apiVersion": "v1", "kind": "Secret", "name": "extra"}}]);
+    spec["provider"]["workersSettings"] = serde_json::json!({"sshAccess": {"enabled": true}});
+    let a = &mut spec["provider"]["workers"][0];
+    a["maxSurge"] = 1.into();
+    a["maxUnavailable"] = 0.into();
+    a["machine"]["image"] = serde_json::json!({"name": "local", "version": "1.0.0"});
+    a["labels"] = serde_json::json!({"example.com/pool": "a"});
+    a["annotations"] = serde_json::json!({"example.com/note": "the first pool"});
+    a["taints"] = serde_json::json!([{"key": "example.com/dedicated", "value": "a", "effect": "PreferNoSchedule"}]);
+    let mut b = a.clone();
+    b["name"] = "b".into();
+    b["machine"]["type"] = "large".into();
+    b["maximum"] = 3.into();
+    b["labels"] = serde_json::json!({"example.com/pool": "b"});
+    b["annotations"] = serde_json::json!({"example.com/note": "the second pool"});
+    b["taints"] = serde_json::json!([{"key": "example.com/dedicated", "value": "b", "effect": "NoSchedule"}]);
+    b["kubernetes"] = serde_json::json!({"kubelet": {
+        "maxPods": 60, "registryPullQPS": 9, "podPidsLimit": 2000,
+        "evictionHard": {"memoryAvailable": "200Mi", "nodeFSAvailable": "10%"},
+        "kubeReserved": {"cpu": "100m", "memory": "512Mi"},
+        "featureGates": {"GracefulNodeShutdown": true},
+    }});
+    spec["provider"]["workers"].as_array_mut().unwrap_or_else(|| panic!("the example shoot has workers")).push(b);
+    serde_json::from_value(v).unwrap_or_else(|e| panic!("the full example shoot deserialises: {e}"))
+}
+
+/// `shoot` as the mutating webhook leaves it: defaulted against the `local` profile, as the
+/// validating webhook sees it.
+pub fn defaulted(mut shoot: Shoot) -> Shoot {
+    let profile = cloud_profile_spec();
+    let ctx = crate::shoot::DefaultingContext { profile: Some(&profile), seed: None, now: now() };
+    crate::shoot::default_shoot(&mut shoot, ctx);
+    shoot
+}
+
 /// A time after [`EXPIRED_AT`] ("now" in tests).
 pub fn now() -> Timestamp {
     Timestamp::from_second(EXPIRED_AT + 86_400 * 365).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+    use super::*;
+    use crate::review::{Admission, Endpoint, RulesConfig, StaticLookup};
+    use base64::Engine;
+    use std::sync::Arc;
+
+    /// The garden of the latency benchmark (`benches/latency.rs`).
+    fn bench_admission() -> Admission {
+        let lookup = StaticLookup {
+            cloud_profiles: vec![Arc::new(cloud_profile())],
+            controller_registrations: controller_registrations().into_iter().map(Arc::new).collect(),
+            ..Default::default()
+        };
+        Admission::new(Arc::new(lookup), RulesConfig::default())
+    }
+
+    /// The AdmissionReview the benchmark sends.
+    fn review(shoot: &serde_json::Value) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "0c9a8d74", "kind": {"group": "core.gardener.cloud", "version": "v1beta1", "kind": "Shoot"},
+                        "resource": {"group": "core.gardener.cloud", "version": "v1beta1", "resource": "shoots"},
+                        "name": "demo", "namespace": "garden-dev", "operation": "CREATE",
+                        "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                        "object": shoot, "dryRun": false}
+        }))
+        .unwrap()
+    }
+
+    /// The benchmark's full shoot passes both webhooks with no errors: the mutating one only
+    /// adds defaults (the result is what the benchmark sends to the validating one), and the
+    /// validating one allows it, so the benchmark never measures a refusal.
+    #[test]
+    fn the_full_shoot_is_admitted_by_both_webhooks() {
+        let adm = bench_admission();
+        let raw = serde_json::to_value(full_shoot()).unwrap();
+        let (body, allowed) = adm.review_bytes(Endpoint::Mutate, "shoots", &review(&raw));
+        let response: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert!(allowed, "mutating: {response}");
+        let mut mutated = raw.clone();
+        // The patch's bytes: a base64 string or, as kube-core writes them, a list of numbers.
+        let patch: Vec<u8> = match &response["response"]["patch"] {
+            serde_json::Value::String(b64) => base64::engine::general_purpose::STANDARD.decode(b64).unwrap(),
+            other => serde_json::from_value(other.clone()).unwrap(),
+        };
+        let patch: json_patch::Patch = serde_json::from_slice(&patch).unwrap();
+        json_patch::patch(&mut mutated, &patch).unwrap();
+        let defaulted = serde_json::to_value(defaulted(full_shoot())).unwrap();
+        assert_eq!(mutated, defaulted, "the mutating webhook's result is the benchmark's validating input");
+        let (body, allowed) = adm.review_bytes(Endpoint::Validate, "shoots", &review(&defaulted));
+        assert!(allowed, "validating: {}", String::from_utf8_lossy(&body));
+
+        // Every block is really there (a misspelt field would have been refused above).
+        let s = full_shoot();
+        let k = &s.spec.kubernetes;
+        assert!(k.kubelet.is_some() && k.kube_api_server.is_some() && k.kube_controller_manager.is_some());
+        assert!(k.kube_scheduler.is_some() && k.kube_proxy.is_some());
+        assert!(s.spec.maintenance.is_some() && s.spec.hibernation.is_some() && s.spec.dns.is_some());
+        assert_eq!(s.spec.provider.workers.len(), 2);
+        assert!(s.spec.provider.workers[1].kubernetes.as_ref().is_some_and(|k| k.kubelet.is_some()));
+        let n = s.spec.networking.as_ref().unwrap();
+        assert!(n.pods.is_some() && n.services.is_some() && n.nodes.is_some());
+    }
 }
