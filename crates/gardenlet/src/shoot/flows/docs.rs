@@ -87,6 +87,11 @@ fn waits() -> String {
          sees the deletion timestamp: the reconcile's flow is dropped where it is (its running tasks \
          are aborted, as a restart of gardenlet would), nothing more is written for it, and the \
          deletion flow runs next. The first deletion after a failed reconcile does not wait for that \
-         reconcile's retry backoff.\n"
+         reconcile's retry backoff. In the same way, confirming a force-deletion \
+         (`confirmation.gardener.cloud/force-deletion: \"true\"`) while the normal deletion runs \
+         cancels that deletion (which may be waiting for an object that never goes) and the \
+         force-deletion flow runs next; a force-deletion itself is never cancelled \
+         (`crates/gardenlet/src/shoot/controller/cancel.rs`: `gives_way`; `tests/force_deletion.rs` \
+         holds the Infrastructure with a foreign finalizer while gardenlet would wait an hour).\n"
     )
 }
