@@ -21,7 +21,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code: a panic is the failure report
 
-use admission::review::{Admission, RulesConfig, StaticLookup};
+use admission::review::{Admission, RulesConfig};
 use admission::server::{Metrics, certs, serve};
 use axum::body::Body;
 use hyper_util::rt::TokioIo;
@@ -31,15 +31,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn review(shoot: &serde_json::Value) -> String {
-    serde_json::json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {"uid": "0c9a8d74", "kind": {"group": "core.gardener.cloud", "version": "v1beta1", "kind": "Shoot"},
-                    "resource": {"group": "core.gardener.cloud", "version": "v1beta1", "resource": "shoots"},
-                    "name": "demo", "namespace": "garden-dev", "operation": "CREATE",
-                    "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
-                    "object": shoot, "dryRun": false}
-    })
-    .to_string()
+    admission::fixtures::shoot_create_review(shoot).to_string()
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -106,12 +98,7 @@ async fn main() {
         .filter(|(i, _)| args[i - 1] != "--slow")
         .find_map(|(_, a)| a.parse().ok())
         .unwrap_or(default);
-    let lookup = StaticLookup {
-        cloud_profiles: vec![Arc::new(admission::fixtures::cloud_profile())],
-        controller_registrations: admission::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
-        ..Default::default()
-    };
-    let adm = Arc::new(Admission::new(Arc::new(lookup), RulesConfig::default()));
+    let adm = Arc::new(Admission::new(Arc::new(admission::fixtures::garden_lookup()), RulesConfig::default()));
     let issued =
         certs::issue(&["127.0.0.1".into()], time::OffsetDateTime::now_utc(), Duration::from_secs(3600)).unwrap();
     let tls = certs::server_config(Arc::new(certs::CertResolver::new(&issued).unwrap())).unwrap();

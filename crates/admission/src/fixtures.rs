@@ -252,6 +252,28 @@ pub fn defaulted(mut shoot: Shoot) -> Shoot {
     shoot
 }
 
+/// The example garden the admission server tests, the property tests and the benchmarks review
+/// against: the `local` CloudProfile and the ControllerRegistrations.
+pub fn garden_lookup() -> crate::review::StaticLookup {
+    crate::review::StaticLookup {
+        cloud_profiles: vec![std::sync::Arc::new(cloud_profile())],
+        controller_registrations: controller_registrations().into_iter().map(std::sync::Arc::new).collect(),
+        ..Default::default()
+    }
+}
+
+/// A Shoot CREATE AdmissionReview of `shoot` in `garden-dev` as the API server sends it.
+pub fn shoot_create_review(shoot: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "0c9a8d74", "kind": {"group": "core.gardener.cloud", "version": "v1beta1", "kind": "Shoot"},
+                    "resource": {"group": "core.gardener.cloud", "version": "v1beta1", "resource": "shoots"},
+                    "name": "demo", "namespace": "garden-dev", "operation": "CREATE",
+                    "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                    "object": shoot, "dryRun": false}
+    })
+}
+
 /// A time after [`EXPIRED_AT`] ("now" in tests).
 pub fn now() -> Timestamp {
     Timestamp::from_second(EXPIRED_AT + 86_400 * 365).unwrap_or(Timestamp::UNIX_EPOCH)
@@ -262,31 +284,18 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
     use super::*;
-    use crate::review::{Admission, Endpoint, RulesConfig, StaticLookup};
+    use crate::review::{Admission, Endpoint, RulesConfig};
     use base64::Engine;
     use std::sync::Arc;
 
     /// The garden of the latency benchmark (`benches/latency.rs`).
     fn bench_admission() -> Admission {
-        let lookup = StaticLookup {
-            cloud_profiles: vec![Arc::new(cloud_profile())],
-            controller_registrations: controller_registrations().into_iter().map(Arc::new).collect(),
-            ..Default::default()
-        };
-        Admission::new(Arc::new(lookup), RulesConfig::default())
+        Admission::new(Arc::new(garden_lookup()), RulesConfig::default())
     }
 
     /// The AdmissionReview the benchmark sends.
     fn review(shoot: &serde_json::Value) -> Vec<u8> {
-        serde_json::to_vec(&serde_json::json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {"uid": "0c9a8d74", "kind": {"group": "core.gardener.cloud", "version": "v1beta1", "kind": "Shoot"},
-                        "resource": {"group": "core.gardener.cloud", "version": "v1beta1", "resource": "shoots"},
-                        "name": "demo", "namespace": "garden-dev", "operation": "CREATE",
-                        "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
-                        "object": shoot, "dryRun": false}
-        }))
-        .unwrap()
+        serde_json::to_vec(&shoot_create_review(shoot)).unwrap()
     }
 
     /// The benchmark's full shoot passes both webhooks with no errors: the mutating one only

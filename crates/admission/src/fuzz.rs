@@ -209,17 +209,13 @@ pub fn corpus() -> Vec<(&'static str, Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::{RulesConfig, StaticLookup};
+    use crate::review::RulesConfig;
     use std::sync::Arc;
 
     #[test]
     fn the_corpus_is_admitted_unchanged_apart_from_defaults() {
-        let lookup = StaticLookup {
-            cloud_profiles: vec![Arc::new(crate::fixtures::cloud_profile())],
-            controller_registrations: crate::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
-            ..Default::default()
-        };
-        let adm = Admission::new(Arc::new(lookup), RulesConfig::default()).with_clock(crate::fixtures::now);
+        let adm = Admission::new(Arc::new(crate::fixtures::garden_lookup()), RulesConfig::default())
+            .with_clock(crate::fixtures::now);
         for (resource, v) in corpus() {
             let refusals = check(&adm, resource, &v, &v).unwrap();
             // Only the bastion and the managed seed are refused on create (their shoot is not in

@@ -4,7 +4,7 @@
 //! disconnected), with only generous bounds on time so a slow machine does not fail them.
 
 use super::*;
-use crate::review::{RulesConfig, StaticLookup};
+use crate::review::RulesConfig;
 use crate::server::certs;
 use axum::body::Body;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -28,12 +28,7 @@ struct Server {
 }
 
 async fn start(limits: Limits) -> Server {
-    let lookup = StaticLookup {
-        cloud_profiles: vec![Arc::new(crate::fixtures::cloud_profile())],
-        controller_registrations: crate::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
-        ..Default::default()
-    };
-    let admission = Arc::new(Admission::new(Arc::new(lookup), RulesConfig::default()));
+    let admission = Arc::new(Admission::new(Arc::new(crate::fixtures::garden_lookup()), RulesConfig::default()));
     let issued =
         certs::issue(&["127.0.0.1".into()], time::OffsetDateTime::now_utc(), Duration::from_secs(3600)).unwrap();
     let tls = certs::server_config(Arc::new(certs::CertResolver::new(&issued).unwrap())).unwrap();
