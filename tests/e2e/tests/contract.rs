@@ -66,6 +66,21 @@ async fn a_shoot_the_system_cannot_build_is_refused_naming_the_field() {
     }
 }
 
+/// A workerless shoot of the case `case` (node range and service range from `octet`) asking for
+/// the Extension `type_`, applied while a ControllerRegistration (selecting no seed, so it is
+/// never installed) makes admission accept the type.
+fn workerless_with_unserved_extension(case: &str, octet: u8, type_: &str) -> CaseShoot {
+    let registration = format!(
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: ControllerRegistration\nmetadata:\n  name: {type_}\nspec:\n  resources:\n  - kind: Extension\n    type: {type_}\n    workerlessSupported: true\n  deployment:\n    seedSelector:\n      matchLabels:\n        e2e.gardener.cloud/no-seed: \"true\"\n"
+    );
+    e2e::apply("default", &registration);
+    CaseShoot::apply_with(case, octet, |s| {
+        s["spec"]["provider"]["workers"] = serde_json::json!([]);
+        s["spec"]["networking"] = serde_json::json!({"services": format!("10.{}.0.0/16", octet + 105)});
+        s["spec"]["extensions"] = serde_json::json!([{"type": type_}]);
+    })
+}
+
 /// A workerless shoot asks for an Extension whose only registration (selecting no seed, so it is
 /// never installed) is removed right after the shoot is accepted: the wait for it ends within a minute with an error naming the kind,
 /// the type and the missing registration (a non-retryable configuration problem, so the shoot
@@ -73,15 +88,7 @@ async fn a_shoot_the_system_cannot_build_is_refused_naming_the_field() {
 #[tokio::test]
 async fn a_shoot_whose_extension_nobody_serves_fails_within_a_minute_and_is_deleted() {
     const TYPE: &str = "e2e-unserved";
-    let registration = format!(
-        "apiVersion: core.gardener.cloud/v1beta1\nkind: ControllerRegistration\nmetadata:\n  name: {TYPE}\nspec:\n  resources:\n  - kind: Extension\n    type: {TYPE}\n    workerlessSupported: true\n  deployment:\n    seedSelector:\n      matchLabels:\n        e2e.gardener.cloud/no-seed: \"true\"\n"
-    );
-    e2e::apply("default", &registration);
-    let mut s = CaseShoot::apply_with("unserved", 28, |s| {
-        s["spec"]["provider"]["workers"] = serde_json::json!([]);
-        s["spec"]["networking"] = serde_json::json!({"services": "10.133.0.0/16"});
-        s["spec"]["extensions"] = serde_json::json!([{"type": TYPE}]);
-    });
+    let mut s = workerless_with_unserved_extension("unserved", 28, TYPE);
     // Admission accepted the type while it was registered; now nobody serves it.
     kubectl(&["delete", "controllerregistration", TYPE, "--wait=true"]).unwrap();
     let applied = Instant::now();
@@ -110,15 +117,7 @@ async fn a_shoot_whose_extension_nobody_serves_fails_within_a_minute_and_is_dele
 #[tokio::test]
 async fn a_stuck_deletion_is_forced_and_leaves_nothing_behind() {
     const TYPE: &str = "e2e-forced";
-    let registration = format!(
-        "apiVersion: core.gardener.cloud/v1beta1\nkind: ControllerRegistration\nmetadata:\n  name: {TYPE}\nspec:\n  resources:\n  - kind: Extension\n    type: {TYPE}\n    workerlessSupported: true\n  deployment:\n    seedSelector:\n      matchLabels:\n        e2e.gardener.cloud/no-seed: \"true\"\n"
-    );
-    e2e::apply("default", &registration);
-    let mut s = CaseShoot::apply_with("forced", 29, |s| {
-        s["spec"]["provider"]["workers"] = serde_json::json!([]);
-        s["spec"]["networking"] = serde_json::json!({"services": "10.134.0.0/16"});
-        s["spec"]["extensions"] = serde_json::json!([{"type": TYPE}]);
-    });
+    let mut s = workerless_with_unserved_extension("forced", 29, TYPE);
     kubectl(&["delete", "controllerregistration", TYPE, "--wait=true"]).unwrap();
     s.wait("the creation fails on the unserved extension", STEP_TIMEOUT, || async {
         Ok((s.field("{.status.lastOperation.state}")? == "Failed").then_some(()))
