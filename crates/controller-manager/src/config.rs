@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// The whole file. An empty file is the default configuration.
@@ -296,37 +296,23 @@ impl HibernationConfig {
     }
 }
 
-/// Why a configuration file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("reading the configuration file {path}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("parsing the configuration file {path}")]
-    Parse {
-        path: PathBuf,
-        #[source]
-        source: serde_yaml::Error,
-    },
-    #[error("configuration file {path}: {field}: {problem}")]
-    Invalid { path: PathBuf, field: &'static str, problem: String },
+/// Why the configuration file cannot be used (the runtime's, naming the file and the field).
+pub use ::runtime::config::ConfigError;
+
+impl ::runtime::config::ConfigFile for Config {
+    fn empty() -> Option<Self> {
+        Some(Self::default())
+    }
+
+    fn check(&self) -> Result<(), ::runtime::config::Invalid> {
+        self.validate().map_err(Into::into)
+    }
 }
 
 impl Config {
     /// Reads, parses and validates a configuration file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-        let config = Self::parse(&text).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source })?;
-        config.validate().map_err(|(field, problem)| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            field,
-            problem,
-        })?;
-        Ok(config)
+        ::runtime::config::load(path)
     }
 
     /// Parses YAML or JSON; an empty document is the default.

@@ -204,38 +204,19 @@ impl ControllerSettings {
     }
 }
 
-/// Why a configuration file cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("reading gardenlet configuration {path}")]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("parsing gardenlet configuration {path}")]
-    Parse {
-        path: PathBuf,
-        #[source]
-        source: serde_yaml::Error,
-    },
-    #[error("gardenlet configuration {path}: {field}: {problem}")]
-    Invalid { path: PathBuf, field: &'static str, problem: String },
+/// Why the configuration file cannot be used (the runtime's, naming the file and the field).
+pub use runtime::config::ConfigError;
+
+impl runtime::config::ConfigFile for GardenletConfig {
+    fn check(&self) -> Result<(), runtime::config::Invalid> {
+        self.validate().map_err(Into::into)
+    }
 }
 
 impl GardenletConfig {
     /// Reads and validates a YAML configuration file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-        let config: Self =
-            serde_yaml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source })?;
-        config.validate().map_err(|(field, problem)| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            field,
-            problem,
-        })?;
-        Ok(config)
+        runtime::config::load(path)
     }
 
     /// Checks the values serde cannot: returns the offending field and the problem.

@@ -10,6 +10,8 @@
 //!   [`runner::Controller`] runs while the instance leads.
 //! * [`events`]: one Warning event per reconcile failure, with the error chain, redacted.
 //! * [`backoff`]: per-object retry pacing.
+//! * [`config`]: configuration files read, parsed and validated once, errors naming the file
+//!   and the field.
 //! * [`cache`]: when a controller's watch cache has synced, for `/readyz`.
 //! * [`metrics`]: reconcile metrics in a registry owned by the process.
 //!
@@ -18,6 +20,7 @@
 pub mod backoff;
 pub mod cache;
 pub mod cli;
+pub mod config;
 pub mod events;
 pub mod metrics;
 pub mod runner;

@@ -129,53 +129,36 @@ impl Default for Config {
     }
 }
 
-/// A configuration that cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("reading the configuration file {path}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("parsing the configuration: {0}")]
-    Parse(#[source] serde_yaml::Error),
-    #[error("invalid configuration: {field}: {message}")]
-    Invalid { field: String, message: String },
-    /// A parse or validation error of a file, with the file's path.
-    #[error("configuration file {path}")]
-    File {
-        path: String,
-        #[source]
-        source: Box<ConfigError>,
-    },
+/// Why the configuration file cannot be used (the runtime's, naming the file and the field).
+pub use runtime::config::{ConfigError, Invalid, ParseError};
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> Invalid {
+    Invalid::new(field, message)
 }
 
-fn invalid(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { field: field.into(), message: message.into() }
+impl runtime::config::ConfigFile for Config {
+    fn empty() -> Option<Self> {
+        Some(Self::default())
+    }
+
+    fn check(&self) -> Result<(), Invalid> {
+        self.validate()
+    }
 }
 
 impl Config {
     /// Reads, parses and validates a configuration file.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
-        Self::from_yaml(&text).map_err(|e| ConfigError::File { path: path.display().to_string(), source: Box::new(e) })
+        runtime::config::load(path)
     }
 
     /// Parses (YAML or JSON) and validates a configuration. An empty document is the default.
-    pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
-        let config: Config = if text.trim().is_empty() {
-            Config::default()
-        } else {
-            serde_yaml::from_str(text).map_err(ConfigError::Parse)?
-        };
-        config.validate()?;
-        Ok(config)
+    pub fn from_yaml(text: &str) -> Result<Self, ParseError> {
+        runtime::config::parse(text)
     }
 
     /// Checks every field; the error names the first offending one.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), Invalid> {
         let b = &self.backoff;
         if !(b.initial_seconds.is_finite() && b.initial_seconds > 0.0) {
             return Err(invalid(
