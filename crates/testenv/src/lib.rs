@@ -12,6 +12,7 @@
 mod assets;
 pub mod binary;
 mod certs;
+pub mod cli;
 mod crds;
 pub mod helm;
 mod process;
