@@ -7,13 +7,9 @@
 //! Under `cargo test` / `cargo nextest` (no `--bench` argument) it runs each scenario a few
 //! times as a smoke test and checks the outcomes, so the benchmark cannot silently rot.
 
-use api::common::{Condition, ConditionStatus};
-use api::core::seed::{SeedNetworks, SeedProvider, SeedTaint};
-use api::core::shoot::{Networking, Provider, Worker};
-use api::core::{CloudProfile, Seed, SeedSelector, SeedSpec, SeedStatus, Shoot, ShootSpec, Toleration};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use k8s_openapi::jiff::Timestamp;
+use api::core::{CloudProfile, Seed, SeedSelector, Shoot, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use scheduler::decide::fixtures;
 use scheduler::{Config, decide};
 use std::collections::{BTreeMap, HashMap};
 use std::hint::black_box;
@@ -24,83 +20,39 @@ const PLACED_SHOOTS: usize = 10_000;
 const REGIONS: [&str; 8] =
     ["eu-west-1", "eu-west-2", "eu-central-1", "us-east-1", "us-west-2", "ap-south-1", "ap-east-1", "sa-east-1"];
 
-fn ready() -> Condition {
-    Condition {
-        type_: "GardenletReady".into(),
-        status: ConditionStatus::True,
-        last_transition_time: Time(Timestamp::UNIX_EPOCH),
-        last_update_time: Time(Timestamp::UNIX_EPOCH),
-        reason: "GardenletReady".into(),
-        message: "ready".into(),
-        codes: Vec::new(),
-    }
-}
-
 fn seed(i: usize, region: &str, allocatable: u32, tainted: bool) -> Seed {
-    let mut labels = BTreeMap::from([("env".to_string(), "prod".to_string())]);
-    labels.insert("seed.gardener.cloud/provider".into(), "aws".into());
-    Seed {
-        metadata: ObjectMeta { name: Some(format!("seed-{i:04}")), labels: Some(labels), ..Default::default() },
-        spec: SeedSpec {
-            provider: SeedProvider { type_: "aws".into(), region: region.into(), ..Default::default() },
-            networks: SeedNetworks {
-                // Every seed its own node network, so no two seeds look alike to the network check.
-                nodes: Some(format!("172.{}.{}.0/24", 16 + i / 256, i % 256)),
-                pods: "10.1.0.0/16".into(),
-                services: "10.2.0.0/16".into(),
-                ..Default::default()
-            },
-            taints: if tainted {
-                vec![SeedTaint { key: "dedicated".into(), value: Some("team-a".into()) }]
-            } else {
-                vec![]
-            },
-            ..Default::default()
-        },
-        status: Some(SeedStatus {
-            conditions: vec![ready()],
-            allocatable: BTreeMap::from([("shoots".to_string(), Quantity(allocatable.to_string()))]),
-            ..Default::default()
-        }),
+    let mut s = fixtures::seed(&format!("seed-{i:04}"));
+    s = fixtures::labelled(s, &[("env", "prod"), ("seed.gardener.cloud/provider", "aws")]);
+    s = fixtures::in_region(fixtures::of_type(s, "aws"), region);
+    // Every seed its own node network, so no two seeds look alike to the network check.
+    s.spec.networks.nodes = Some(format!("172.{}.{}.0/24", 16 + i / 256, i % 256));
+    if tainted {
+        s = fixtures::tainted(s, "dedicated", Some("team-a"));
     }
+    fixtures::allocatable(s, &allocatable.to_string())
 }
 
+/// The decision's `local` shoot, on `aws`, tolerating `dedicated` and selecting `env=prod` seeds.
 fn shoot() -> Shoot {
-    Shoot {
-        metadata: ObjectMeta { name: Some("bench".into()), namespace: Some("garden-dev".into()), ..Default::default() },
-        spec: ShootSpec {
-            cloud_profile_name: Some("aws".into()),
-            region: "eu-west-1".into(),
-            provider: Provider {
-                type_: "aws".into(),
-                workers: vec![Worker { name: "w".into(), ..Default::default() }],
-                ..Default::default()
-            },
-            networking: Some(Networking {
-                nodes: Some("10.250.0.0/16".into()),
-                pods: Some("100.96.0.0/11".into()),
-                services: Some("100.64.0.0/13".into()),
-                ..Default::default()
-            }),
-            tolerations: vec![Toleration { key: "dedicated".into(), value: None }],
-            seed_selector: Some(SeedSelector {
-                label_selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
-                    match_labels: Some(BTreeMap::from([("env".to_string(), "prod".to_string())])),
-                    ..Default::default()
-                },
-                provider_types: vec![],
-            }),
+    let mut s = fixtures::shoot("bench");
+    s.spec.cloud_profile_name = Some("aws".into());
+    s.spec.provider.type_ = "aws".into();
+    s.spec.tolerations = vec![Toleration { key: "dedicated".into(), value: None }];
+    s.spec.seed_selector = Some(SeedSelector {
+        label_selector: LabelSelector {
+            match_labels: Some(BTreeMap::from([("env".to_string(), "prod".to_string())])),
             ..Default::default()
         },
-        status: None,
-    }
+        provider_types: vec![],
+    });
+    s
 }
 
 fn profile() -> CloudProfile {
     let mut p = CloudProfile::new("aws", Default::default());
     p.spec.type_ = "aws".into();
     p.spec.seed_selector = Some(SeedSelector {
-        label_selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+        label_selector: LabelSelector {
             match_labels: Some(BTreeMap::from([("seed.gardener.cloud/provider".to_string(), "aws".to_string())])),
             ..Default::default()
         },

@@ -1,12 +1,14 @@
-//! Small builders for the decision's unit tests. The default seed is a ready `local` seed in
-//! `eu-west-1` with networks 10.0/16 (nodes), 10.1/16 (pods), 10.2/16 (services) and no
-//! capacity limit; the default shoot is a `local` shoot in `eu-west-1` whose networks are
+//! Small builders for the decision's tests (unit tests, the integration tests and the benchmark,
+//! with the `testing` feature). The default seed is a ready `local` seed in `eu-west-1` with
+//! networks 10.0/16 (nodes), 10.1/16 (pods), 10.2/16 (services) and no capacity limit; the
+//! default shoot is a `local` shoot in `eu-west-1` with one worker pool, whose networks are
 //! disjoint from it.
 
 use api::common::{Condition, ConditionStatus};
 use api::core::seed::{
     SeedBackup, SeedNetworks, SeedProvider, SeedSettingScheduling, SeedSettings, SeedTaint, ShootNetworks,
 };
+use api::core::shoot::provider::Machine;
 use api::core::shoot::{Networking, Provider, Worker};
 use api::core::{CloudProfile, Seed, SeedSpec, SeedStatus, Shoot, ShootSpec};
 use api::helpers::constants::conditions::{BACKUP_BUCKETS_READY, GARDENLET_READY};
@@ -14,7 +16,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 
-fn condition(type_: &str, status: ConditionStatus) -> Condition {
+pub fn condition(type_: &str, status: ConditionStatus) -> Condition {
     Condition {
         type_: type_.into(),
         status,
@@ -126,10 +128,17 @@ pub fn shoot(name: &str) -> Shoot {
             region: "eu-west-1".into(),
             provider: Provider {
                 type_: "local".into(),
-                workers: vec![Worker { name: "w".into(), ..Default::default() }],
+                workers: vec![Worker {
+                    name: "pool".into(),
+                    machine: Machine { type_: "local".into(), ..Default::default() },
+                    minimum: 1,
+                    maximum: 2,
+                    ..Default::default()
+                }],
                 ..Default::default()
             },
             networking: Some(Networking {
+                type_: Some("calico".into()),
                 nodes: Some("10.250.0.0/16".into()),
                 pods: Some("100.96.0.0/11".into()),
                 services: Some("100.64.0.0/13".into()),

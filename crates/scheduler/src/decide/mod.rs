@@ -19,8 +19,8 @@ pub mod references;
 pub mod refusal;
 pub mod strategy;
 
-#[cfg(test)]
-pub(crate) mod fixtures;
+#[cfg(any(test, feature = "testing"))]
+pub mod fixtures;
 
 pub use network_set::{NetworkKind, NetworkSet};
 pub use refusal::{DropReason, Refusal};

@@ -5,10 +5,7 @@
 #![allow(dead_code)]
 
 use api::common::{Condition, ConditionStatus, LastOperation};
-use api::core::seed::{SeedNetworks, SeedProvider, SeedTaint};
-use api::core::shoot::provider::Machine;
-use api::core::shoot::{Networking, Provider, Worker};
-use api::core::{CloudProfile, Seed, SeedSpec, SeedStatus, Shoot, ShootSpec, Toleration};
+use api::core::{CloudProfile, Seed, SeedStatus, Shoot, Toleration};
 use api::helpers::constants::conditions::GARDENLET_READY;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
@@ -19,6 +16,7 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use scheduler::Config;
 use scheduler::config::BackoffConfig;
+use scheduler::decide::fixtures;
 use scheduler::metrics::Metrics;
 use scheduler::readiness::Readiness;
 use serde_json::json;
@@ -111,32 +109,18 @@ fn condition(type_: &str, status: ConditionStatus) -> Condition {
     }
 }
 
-/// A `local` seed; change fields before [`create_seed`].
+/// A `local` seed (the decision's fixture, without a status); change fields before
+/// [`create_seed`].
 pub fn seed(name: &str, region: &str) -> Seed {
-    Seed {
-        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
-        spec: SeedSpec {
-            provider: SeedProvider { type_: "local".into(), region: region.into(), ..Default::default() },
-            networks: SeedNetworks {
-                nodes: Some("10.0.0.0/16".into()),
-                pods: "10.1.0.0/16".into(),
-                services: "10.2.0.0/16".into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-        status: None,
-    }
+    Seed { status: None, ..fixtures::in_region(fixtures::seed(name), region) }
 }
 
-pub fn tainted(mut s: Seed, key: &str) -> Seed {
-    s.spec.taints.push(SeedTaint { key: key.into(), value: None });
-    s
+pub fn tainted(s: Seed, key: &str) -> Seed {
+    fixtures::tainted(s, key, None)
 }
 
-pub fn labelled(mut s: Seed, key: &str, value: &str) -> Seed {
-    s.metadata.labels.get_or_insert_default().insert(key.into(), value.into());
-    s
+pub fn labelled(s: Seed, key: &str, value: &str) -> Seed {
+    fixtures::labelled(s, &[(key, value)])
 }
 
 /// Creates the seed and gives it a status: `GardenletReady` as given, and `allocatable.shoots`.
@@ -166,35 +150,13 @@ pub async fn set_seed_ready(client: &Client, name: &str, ready: bool) {
     Api::<Seed>::all(client.clone()).patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
 }
 
-/// A `local` shoot with one worker pool and networks disjoint from [`seed`]'s.
+/// A `local` shoot with one worker pool and networks disjoint from [`seed`]'s (the decision's
+/// fixture) in `region`.
 pub fn shoot(name: &str, region: &str) -> Shoot {
-    Shoot {
-        metadata: ObjectMeta { name: Some(name.into()), namespace: Some(NS.into()), ..Default::default() },
-        spec: ShootSpec {
-            cloud_profile_name: Some("local".into()),
-            region: region.into(),
-            provider: Provider {
-                type_: "local".into(),
-                workers: vec![Worker {
-                    name: "pool".into(),
-                    machine: Machine { type_: "local".into(), ..Default::default() },
-                    minimum: 1,
-                    maximum: 2,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            },
-            networking: Some(Networking {
-                type_: Some("calico".into()),
-                nodes: Some("10.250.0.0/16".into()),
-                pods: Some("100.96.0.0/11".into()),
-                services: Some("100.64.0.0/13".into()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-        status: None,
-    }
+    let mut s = fixtures::shoot(name);
+    s.metadata.namespace = Some(NS.into());
+    s.spec.region = region.into();
+    s
 }
 
 pub fn tolerating(mut s: Shoot, key: &str) -> Shoot {
