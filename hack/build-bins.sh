@@ -12,6 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile="${1:-dev}"
-cargo build -q --profile "$profile" --workspace --bins --features admission/testing,extension-sdk/testing >&2
+cargo build -q --profile "$profile" --workspace --bins --features admission/testing,extension-sdk/testing,scheduler/testing >&2
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 echo "$target_dir/$([ "$profile" = dev ] && echo debug || echo "$profile")"
