@@ -12,7 +12,7 @@ pub mod shoot;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -62,8 +62,14 @@ pub async fn client() -> Client {
 /// Runs kubectl (the one built with the cluster) against the local cluster; returns stdout, or
 /// the failure with stderr.
 pub fn kubectl(args: &[&str]) -> Result<String, String> {
+    kubectl_with(&kubeconfig(), args)
+}
+
+/// Runs kubectl against the cluster of `kubeconfig` (a shoot's admin kubeconfig, say); returns
+/// stdout, or the failure with stderr.
+pub fn kubectl_with(kubeconfig: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new(assets().join("kubectl"))
-        .arg(format!("--kubeconfig={}", kubeconfig().display()))
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
         .args(args)
         .output()
         .map_err(|e| format!("running kubectl: {e}"))?;

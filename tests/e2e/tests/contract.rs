@@ -173,19 +173,6 @@ async fn a_stuck_deletion_is_forced_and_leaves_nothing_behind() {
     println!("force-deleted {:?} after the confirmation (the shoot went after {gone:?})", forced.elapsed());
 }
 
-/// `kubectl` against the shoot whose admin kubeconfig is `kubeconfig`.
-fn shoot_kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> Result<String, String> {
-    let out = std::process::Command::new(e2e::assets().join("kubectl"))
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .args(args)
-        .output()
-        .map_err(|e| format!("running kubectl: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!("kubectl {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr)))
-    }
-}
 
 /// Runs a busybox web server pinned to `node_b` behind the Service `cross`, and two clients,
 /// pinned to `node_a` and `node_b`: the one on `node_a` fetches from the server's pod address,
@@ -202,7 +189,7 @@ async fn cross_node_traffic(
     let manifests = |docs: serde_json::Value| {
         let path = kubeconfig.with_file_name("cross-node.yaml");
         std::fs::write(&path, serde_json::to_string(&docs).unwrap()).unwrap();
-        shoot_kubectl(kubeconfig, &["apply", "-f", &path.display().to_string()]).unwrap();
+        e2e::kubectl_with(kubeconfig, &["apply", "-f", &path.display().to_string()]).unwrap();
     };
     manifests(serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cross-web", "namespace": "default", "labels": {"app": "cross-web"}},
@@ -214,7 +201,7 @@ async fn cross_node_traffic(
     ]}));
     let (ip, _) = s
         .wait("pod cross-web has an address", e2e::shoot::STEP_TIMEOUT, || async {
-            let ip = shoot_kubectl(
+            let ip = e2e::kubectl_with(
                 kubeconfig,
                 &["get", "pod", "cross-web", "-n", "default", "-o", "jsonpath={.status.podIP}"],
             )?;
@@ -245,14 +232,14 @@ async fn cross_node_traffic(
     for name in ["cross-client-a", "cross-client-b"] {
         let (phase, after) = s
             .wait(&format!("pod {name} completes"), e2e::shoot::STEP_TIMEOUT, || async {
-                let phase = shoot_kubectl(
+                let phase = e2e::kubectl_with(
                     kubeconfig,
                     &["get", "pod", name, "-n", "default", "-o", "jsonpath={.status.phase}"],
                 )?;
                 Ok(matches!(phase.trim(), "Succeeded" | "Failed").then(|| phase.trim().to_string()))
             })
             .await;
-        let log = shoot_kubectl(kubeconfig, &["logs", name, "-n", "default"]).unwrap_or_default();
+        let log = e2e::kubectl_with(kubeconfig, &["logs", name, "-n", "default"]).unwrap_or_default();
         assert_eq!(phase, "Succeeded", "pod {name}: {log}\n{}", s.diagnosis());
         logs.push(log.trim().to_string());
         took = took.max(after);
@@ -262,32 +249,16 @@ async fn cross_node_traffic(
 
 /// The container args of the Deployment `name` in the shoot's seed namespace.
 fn deployment_args(s: &CaseShoot, name: &str) -> Vec<String> {
-    let args = kubectl(&[
-        "-n",
-        &s.seed_ns,
-        "get",
-        "deployment",
-        name,
-        "-o",
-        "jsonpath={.spec.template.spec.containers[0].args}",
-    ])
-    .unwrap();
-    let mut parsed: Vec<String> = serde_json::from_str(&args).unwrap_or_default();
-    if parsed.is_empty() {
-        // Some components carry their flags in `command`.
-        let command = kubectl(&[
-            "-n",
-            &s.seed_ns,
-            "get",
-            "deployment",
-            name,
-            "-o",
-            "jsonpath={.spec.template.spec.containers[0].command}",
-        ])
-        .unwrap();
-        parsed = serde_json::from_str(&command).unwrap_or_default();
+    // Some components carry their flags in `command`.
+    for field in ["args", "command"] {
+        let path = format!("jsonpath={{.spec.template.spec.containers[0].{field}}}");
+        let value = kubectl(&["-n", &s.seed_ns, "get", "deployment", name, "-o", &path]).unwrap();
+        let parsed: Vec<String> = serde_json::from_str(&value).unwrap_or_default();
+        if !parsed.is_empty() {
+            return parsed;
+        }
     }
-    parsed
+    Vec::new()
 }
 
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  resources:\n  - group: \"\"\n    resources: [\"configmaps\"]\n- level: None\n";
@@ -367,7 +338,7 @@ async fn settings_reach_the_nodes_and_the_control_plane() {
             let kubeconfig = kubeconfig.clone();
             let selector = selector.clone();
             async move {
-                let name = shoot_kubectl(
+                let name = e2e::kubectl_with(
                     &kubeconfig,
                     &["get", "nodes", "-l", &selector, "-o", "jsonpath={.items[0].metadata.name}"],
                 )?;
@@ -379,7 +350,7 @@ async fn settings_reach_the_nodes_and_the_control_plane() {
     let (node_b, _) = s.wait("pool b has a node", e2e::shoot::STEP_TIMEOUT, node_of("b")).await;
     let configz = |node: &str| -> serde_json::Value {
         let raw =
-            shoot_kubectl(&kubeconfig, &["get", "--raw", &format!("/api/v1/nodes/{node}/proxy/configz")]).unwrap();
+            e2e::kubectl_with(&kubeconfig, &["get", "--raw", &format!("/api/v1/nodes/{node}/proxy/configz")]).unwrap();
         serde_json::from_str::<serde_json::Value>(&raw).unwrap()["kubeletconfig"].clone()
     };
     let a = configz(&node_a);
@@ -398,13 +369,13 @@ async fn settings_reach_the_nodes_and_the_control_plane() {
     assert_eq!(b["registryPullQPS"], serde_json::json!(9), "pool b's kubelet ({node_b}); configz: {b}");
     assert_ne!(b["registryBurst"], serde_json::json!(14), "pool b's own settings replace the shoot's: {b}");
     let capacity =
-        shoot_kubectl(&kubeconfig, &["get", "node", &node_a, "-o", "jsonpath={.status.capacity.pods}"]).unwrap();
+        e2e::kubectl_with(&kubeconfig, &["get", "node", &node_a, "-o", "jsonpath={.status.capacity.pods}"]).unwrap();
     assert_eq!(capacity.trim(), "90", "node {node_a}'s pod capacity");
 
     // The pool's labels, annotations and zone on its Node.
     let (labels, _) = s
         .wait("node a carries its pool's labels", e2e::shoot::STEP_TIMEOUT, || async {
-            let meta = shoot_kubectl(&kubeconfig, &["get", "node", &node_a, "-o", "jsonpath={.metadata}"])?;
+            let meta = e2e::kubectl_with(&kubeconfig, &["get", "node", &node_a, "-o", "jsonpath={.metadata}"])?;
             let meta: serde_json::Value = serde_json::from_str(&meta).map_err(|e| e.to_string())?;
             let labelled = meta["labels"]["e2e.gardener.cloud/pool"] == "a"
                 && meta["labels"]["topology.kubernetes.io/zone"] == "0"
@@ -422,8 +393,8 @@ async fn settings_reach_the_nodes_and_the_control_plane() {
 
     // Audit events of the shoot's API server.
     // A read names the object in its URL, so its event carries the name whatever the verb.
-    shoot_kubectl(&kubeconfig, &["create", "configmap", "e2e-audited", "-n", "default"]).unwrap();
-    shoot_kubectl(&kubeconfig, &["get", "configmap", "e2e-audited", "-n", "default"]).unwrap();
+    e2e::kubectl_with(&kubeconfig, &["create", "configmap", "e2e-audited", "-n", "default"]).unwrap();
+    e2e::kubectl_with(&kubeconfig, &["get", "configmap", "e2e-audited", "-n", "default"]).unwrap();
     s.wait("the audit log records the ConfigMap's creation and read", e2e::shoot::STEP_TIMEOUT, || async {
         let log = kubectl(&["-n", &s.seed_ns, "logs", "deploy/kube-apiserver", "--since=10m"])?;
         let found = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).any(|e| {

@@ -158,6 +158,12 @@ fn field(args: &[&str]) -> Result<String, String> {
     kubectl(args).map(|s| s.trim().to_string())
 }
 
+/// A shoot's `{seedName} {lastOperation.type} {lastOperation.state}`.
+fn last_operation(namespace: &str, name: &str) -> Result<String, String> {
+    let path = "jsonpath={.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}";
+    field(&["-n", namespace, "get", "shoot", name, "-o", path])
+}
+
 fn condition(kind_args: &[&str], type_: &str) -> Result<String, String> {
     let mut args = kind_args.to_vec();
     let path = format!(
@@ -188,16 +194,8 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     e2e::apply(NS, &manifest);
 
     let (_, created) = wait("the managed seed's shoot is created", Duration::from_secs(600), || {
-        let op = field(&[
-            "-n",
-            NS,
-            "get",
-            "shoot",
-            NAME,
-            "-o",
-            "jsonpath={.status.lastOperation.type} {.status.lastOperation.state}",
-        ])?;
-        Ok((op == "Create Succeeded" || op == "Reconcile Succeeded").then_some(()))
+        let op = last_operation(NS, NAME)?;
+        Ok((op.ends_with("Create Succeeded") || op.ends_with("Reconcile Succeeded")).then_some(()))
     });
     println!("shoot {NAME} created with a Ready node in {created:?}");
 
@@ -237,16 +235,7 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     assert_eq!(seed, NAME, "the only seed the shoot selects");
     println!("shoot {HOSTED} scheduled to seed {NAME} in {scheduled:?}");
     let (_, hosted_created) = wait("the hosted shoot is created on the managed seed", Duration::from_secs(600), || {
-        let op = field(&[
-            "-n",
-            HOSTED_NS,
-            "get",
-            "shoot",
-            HOSTED,
-            "-o",
-            "jsonpath={.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}",
-        ])?;
-        Ok((op == format!("{NAME} Create Succeeded")).then_some(()))
+        Ok((last_operation(HOSTED_NS, HOSTED)? == format!("{NAME} Create Succeeded")).then_some(()))
     });
     println!("shoot {HOSTED} created (hibernated) by the managed seed's gardenlet in {hosted_created:?}");
     let infrastructure = shoot_kubectl(&[
