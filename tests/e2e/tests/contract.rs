@@ -173,7 +173,6 @@ async fn a_stuck_deletion_is_forced_and_leaves_nothing_behind() {
     println!("force-deleted {:?} after the confirmation (the shoot went after {gone:?})", forced.elapsed());
 }
 
-
 /// Runs a busybox web server pinned to `node_b` behind the Service `cross`, and two clients,
 /// pinned to `node_a` and `node_b`: the one on `node_a` fetches from the server's pod address,
 /// both fetch from `http://cross/` (the cluster DNS, then kube-proxy). Each fetch is tried for at
