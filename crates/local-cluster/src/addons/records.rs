@@ -161,6 +161,15 @@ mod tests {
         serde_yaml::from_str(yaml).expect("service yaml")
     }
 
+    /// The headless Service `a/db`'s endpoints: two ready addresses (one with a hostname) and
+    /// one not ready.
+    fn db_endpoints() -> Endpoints {
+        serde_yaml::from_str(
+            "metadata: {name: db, namespace: a}\nsubsets: [{addresses: [{ip: 10.244.0.7, hostname: db-0}, {ip: 10.244.0.8}], notReadyAddresses: [{ip: 10.244.0.9}]}]",
+        )
+        .expect("endpoints")
+    }
+
     #[test]
     fn cluster_ip_headless_and_external_name() {
         let services = vec![
@@ -169,12 +178,7 @@ mod tests {
             svc("metadata: {name: ext, namespace: b}\nspec: {type: ExternalName, externalName: example.test.}"),
             svc("metadata: {name: pending, namespace: b}\nspec: {}"),
         ];
-        let endpoints: Vec<Endpoints> = vec![
-            serde_yaml::from_str(
-                "metadata: {name: db, namespace: a}\nsubsets: [{addresses: [{ip: 10.244.0.7, hostname: db-0}, {ip: 10.244.0.8}], notReadyAddresses: [{ip: 10.244.0.9}]}]",
-            )
-            .expect("endpoints"),
-        ];
+        let endpoints: Vec<Endpoints> = vec![db_endpoints()];
         let r = compute("cluster.local", &services, &endpoints).names;
         assert_eq!(r["web.a.svc.cluster.local"], vec![Data::A(Ipv4Addr::new(10, 96, 3, 4))]);
         assert_eq!(
@@ -207,10 +211,7 @@ mod tests {
             svc("metadata: {name: pending, namespace: b}\nspec: {}"),
         ];
         let endpoints: Vec<Endpoints> = vec![
-            serde_yaml::from_str(
-                "metadata: {name: db, namespace: a}\nsubsets: [{addresses: [{ip: 10.244.0.7, hostname: db-0}, {ip: 10.244.0.8}], notReadyAddresses: [{ip: 10.244.0.9}]}]",
-            )
-            .expect("endpoints"),
+            db_endpoints(),
             // The same pod behind a second headless Service: one PTR per Service.
             serde_yaml::from_str("metadata: {name: db2, namespace: b}\nsubsets: [{addresses: [{ip: 10.244.0.7}]}]")
                 .expect("endpoints"),
