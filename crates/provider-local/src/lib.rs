@@ -1,6 +1,8 @@
-//! provider-local: the `local` provider for every extension kind, written only against
-//! `extension-sdk` (and `api`). It runs shoots without a cloud account, in a kind cluster (the
-//! seed is kind, machines are Pods that become nodes) or in the local garden.
+//! provider-local: the `local` provider for every extension kind, written against the extension
+//! contract (`extension-sdk`, `api`) and the process runtime (`runtime`) as an outside provider
+//! would be; the one other workspace crate it uses is `hostpath-provisioner`, the volume
+//! provisioner its shoots run. It runs shoots without a cloud account, in the local garden (the
+//! seed is the local cluster, machines are Pods that become nodes).
 //!
 //! One module per kind; each holds an actuator and the pure functions it is built from:
 //!
