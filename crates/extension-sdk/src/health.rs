@@ -163,23 +163,39 @@ pub trait HealthCheck: Send + Sync {
     fn check<'a>(&'a self, client: &'a Client, namespace: &'a str) -> BoxFuture<'a, Result<CheckResult, kube::Error>>;
 }
 
+/// Each named object of kind `K` in `namespace`, judged by `health`, aggregated; a missing one
+/// is unhealthy with reason `<Kind>Missing`.
+async fn each_named<K>(
+    client: &Client,
+    namespace: &str,
+    names: &[String],
+    health: fn(&K) -> CheckResult,
+) -> Result<CheckResult, kube::Error>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), namespace);
+    let kind = K::kind(&());
+    let mut results = Vec::new();
+    for name in names {
+        results.push(match api.get_opt(name).await? {
+            Some(object) => health(&object),
+            None => CheckResult::unhealthy(format!("{kind}Missing"), format!("{kind} {name} does not exist")),
+        });
+    }
+    Ok(aggregate(results))
+}
+
 /// The named Deployments (in the object's namespace) have rolled out.
 #[derive(Clone, Debug)]
 pub struct DeploymentsRolledOut(pub Vec<String>);
 
 impl HealthCheck for DeploymentsRolledOut {
     fn check<'a>(&'a self, client: &'a Client, namespace: &'a str) -> BoxFuture<'a, Result<CheckResult, kube::Error>> {
-        Box::pin(async move {
-            let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-            let mut results = Vec::new();
-            for name in &self.0 {
-                results.push(match api.get_opt(name).await? {
-                    Some(d) => deployment_health(&d),
-                    None => CheckResult::unhealthy("DeploymentMissing", format!("Deployment {name} does not exist")),
-                });
-            }
-            Ok(aggregate(results))
-        })
+        Box::pin(each_named(client, namespace, &self.0, deployment_health))
     }
 }
 
@@ -189,17 +205,7 @@ pub struct StatefulSetsRolledOut(pub Vec<String>);
 
 impl HealthCheck for StatefulSetsRolledOut {
     fn check<'a>(&'a self, client: &'a Client, namespace: &'a str) -> BoxFuture<'a, Result<CheckResult, kube::Error>> {
-        Box::pin(async move {
-            let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
-            let mut results = Vec::new();
-            for name in &self.0 {
-                results.push(match api.get_opt(name).await? {
-                    Some(s) => statefulset_health(&s),
-                    None => CheckResult::unhealthy("StatefulSetMissing", format!("StatefulSet {name} does not exist")),
-                });
-            }
-            Ok(aggregate(results))
-        })
+        Box::pin(each_named(client, namespace, &self.0, statefulset_health))
     }
 }
 
