@@ -21,6 +21,7 @@ pub const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
 pub const MIN_EXPIRATION_SECONDS: i64 = 600;
 
 /// A request for a short-lived admin kubeconfig of a shoot, for the user's own key pair.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "authentication.gardener.cloud",
@@ -45,7 +46,6 @@ pub struct AdminKubeconfigRequestSpec {
     pub public_key: String,
     /// How long the certificate is valid, in seconds (default 3600, at least 600; capped by the
     /// controller-manager's configured maximum). Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiration_seconds: Option<i64>,
 }
 
@@ -68,10 +68,10 @@ pub enum AdminKubeconfigRequestPhase {
 }
 
 /// Observed state of an AdminKubeconfigRequest. Written only by the controller-manager.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AdminKubeconfigRequestStatus {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<AdminKubeconfigRequestPhase>,
     /// Why the request is pending or failed.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -84,7 +84,6 @@ pub struct AdminKubeconfigRequestStatus {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kubeconfig: String,
     /// When the certificate expires. The request is deleted some time after.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiration_timestamp: Option<Time>,
 }
 

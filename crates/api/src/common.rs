@@ -146,16 +146,16 @@ pub fn has_non_retryable_code(codes: &[ErrorCode]) -> bool {
 }
 
 /// `status.lastError` of an extension object, and one entry of a Shoot's `status.lastErrors`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LastError {
     pub description: String,
     /// The flow task that failed, when known.
-    #[serde(rename = "taskID", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "taskID")]
     pub task_id: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub codes: Vec<ErrorCode>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_update_time: Option<Time>,
 }
 
@@ -202,11 +202,11 @@ pub struct Gardener {
 }
 
 /// A reference to a Secret by name and namespace.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretReference {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
 }
 
@@ -226,15 +226,13 @@ pub struct BastionIngressPolicy {
 
 /// A reference to an object of any kind (the `ObjectReference` of the reference API, reduced
 /// to what is used).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectReference {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
 }
 
@@ -258,14 +256,13 @@ pub struct NamedResourceReference {
 }
 
 /// An RBAC subject (`apiGroup`, `kind`, `name`, `namespace`).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Subject {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_group: Option<String>,
     pub kind: String,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
 }
 

@@ -4,6 +4,12 @@
 //! pure helpers every component shares.
 //!
 //! This crate does no client I/O.
+//!
+//! Like the reference API's `omitempty`, an absent optional field is not written: every struct
+//! with `Option` fields carries `#[serde_with::skip_serializing_none]` (above its `derive`), which
+//! gives each of them `skip_serializing_if = "Option::is_none"`; a missing `Option` field reads as
+//! `None` without `#[serde(default)]`. Empty lists and maps are skipped field by field
+//! (`skip_serializing_if = "Vec::is_empty"`, `"BTreeMap::is_empty"`).
 
 // kube's `printcolumn(name = .., type_ = ..)` attributes repeat keys, which clippy's
 // `duplicated_attributes` lint mistakes for duplicates.

@@ -15,6 +15,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Desired state of a bastion for SSH access to a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "operations.gardener.cloud",
@@ -36,10 +37,8 @@ pub struct BastionSpec {
     /// The shoot (in the Bastion's namespace) whose machines are reached. Immutable.
     pub shoot_ref: LocalObjectReference,
     /// The seed of the shoot; set by the API server.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_name: Option<String>,
     /// The shoot's provider type; set by the API server.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_type: Option<String>,
     /// The user's SSH public key (base64-encoded). Immutable.
     pub ssh_public_key: String,
@@ -48,22 +47,19 @@ pub struct BastionSpec {
 }
 
 /// Observed state of a Bastion.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BastionStatus {
     /// The address under which the bastion is reachable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingress: Option<LoadBalancerIngress>,
     /// `BastionReady` tells the client that it may connect.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// When the last keepalive was received.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_heartbeat_timestamp: Option<Time>,
     /// When the bastion is deleted unless kept alive.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiration_timestamp: Option<Time>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 }
 

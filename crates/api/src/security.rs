@@ -79,6 +79,7 @@ pub struct WorkloadIdentitySpec {
 }
 
 /// The system a WorkloadIdentity's tokens are for.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetSystem {
@@ -86,7 +87,6 @@ pub struct TargetSystem {
     #[serde(rename = "type")]
     pub type_: String,
     /// Provider-specific settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
 }
 

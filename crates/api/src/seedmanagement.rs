@@ -25,6 +25,7 @@ pub struct TemplateMetadata {
 }
 
 /// Desired state of a shoot registered as a seed.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "seedmanagement.gardener.cloud",
@@ -46,13 +47,10 @@ pub struct TemplateMetadata {
 #[serde(rename_all = "camelCase")]
 pub struct ManagedSeedSpec {
     /// The shoot to register as seed. Filled by the controller for ManagedSeeds of a set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shoot: Option<ShootReference>,
     /// The Seed to create, when no gardenlet is deployed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_template: Option<SeedTemplate>,
     /// The gardenlet to deploy into the shoot, which then registers the seed itself.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gardenlet: Option<Gardenlet>,
 }
 
@@ -74,19 +72,16 @@ pub struct SeedTemplate {
 }
 
 /// How gardenlet is deployed into a managed seed and configured.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Gardenlet {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment: Option<GardenletDeployment>,
     /// The GardenletConfiguration (including its `seedConfig`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<Opaque>,
     /// How gardenlet authenticates to the garden initially.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootstrap: Option<Bootstrap>,
     /// Whether the configuration is merged with the parent gardenlet's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_with_parent: Option<bool>,
 }
 
@@ -100,18 +95,14 @@ pub enum Bootstrap {
 }
 
 /// The gardenlet Deployment.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GardenletDeployment {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_count: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_history_limit: Option<i32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<Image>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pod_labels: BTreeMap<String, String>,
@@ -125,19 +116,16 @@ pub struct GardenletDeployment {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvVar>,
     /// Whether a VerticalPodAutoscaler is created for gardenlet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vpa: Option<bool>,
 }
 
 /// The gardenlet container image.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Image {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repository: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_policy: Option<PullPolicy>,
 }
 
@@ -161,6 +149,7 @@ pub struct ManagedSeedStatus {
 }
 
 /// Desired state of a set of identical managed seeds.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "seedmanagement.gardener.cloud",
@@ -179,7 +168,6 @@ pub struct ManagedSeedStatus {
 #[serde(rename_all = "camelCase")]
 pub struct ManagedSeedSetSpec {
     /// The desired number of replicas (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
     /// Selects the ManagedSeeds (and Shoots) of the set; must match the templates' labels.
     pub selector: LabelSelector,
@@ -187,10 +175,8 @@ pub struct ManagedSeedSetSpec {
     pub template: ManagedSeedTemplate,
     /// The template of the set's Shoots.
     pub shoot_template: ShootTemplate,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_strategy: Option<UpdateStrategy>,
     /// How many old revisions are kept (default 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_history_limit: Option<i32>,
 }
 
@@ -214,12 +200,12 @@ pub struct ShootTemplate {
 }
 
 /// How the set's replicas are updated.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateStrategy {
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub type_: Option<UpdateStrategyType>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rolling_update: Option<RollingUpdateStrategy>,
 }
 
@@ -231,15 +217,16 @@ pub enum UpdateStrategyType {
 }
 
 /// Parameters of a rolling update.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RollingUpdateStrategy {
     /// Only replicas with an ordinal at or above the partition are updated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<i32>,
 }
 
 /// Observed state of a ManagedSeedSet.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ManagedSeedSetStatus {
@@ -265,12 +252,10 @@ pub struct ManagedSeedSetStatus {
     #[serde(default)]
     pub update_revision: String,
     /// Counts hash collisions of revision names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collision_count: Option<i32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// The replica currently being created, updated or deleted, and why it is not done yet.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_replica: Option<PendingReplica>,
 }
 
@@ -288,13 +273,13 @@ pub enum PendingReplicaReason {
 }
 
 /// A replica the set is waiting for.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingReplica {
     pub name: String,
     pub reason: PendingReplicaReason,
     pub since: Time,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retries: Option<i32>,
 }
 

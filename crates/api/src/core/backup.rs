@@ -13,6 +13,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -35,18 +36,14 @@ pub struct BackupBucketSpec {
     /// Provider type and region of the object store. Immutable.
     pub provider: BackupBucketProvider,
     /// Provider-specific configuration of the bucket.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// The Secret with the object store credentials.
     pub secret_ref: SecretReference,
     /// The resource (Secret or WorkloadIdentity) with the object store credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_ref: Option<ObjectReference>,
     /// The seed whose gardenlet manages the bucket. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_name: Option<String>,
     /// Legacy (GEP-15 example) spelling of `seedName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<String>,
 }
 
@@ -69,26 +66,23 @@ pub struct BackupBucketProvider {
 }
 
 /// The observed state of a BackupBucket.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupBucketStatus {
     /// Provider-specific status of the bucket.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_status: Option<Opaque>,
     /// The last operation on the bucket.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_operation: Option<LastOperation>,
     /// The last error of an operation on the bucket.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<LastError>,
     /// The generation of the spec last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// A Secret generated for the bucket, with bucket-specific credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generated_secret_ref: Option<SecretReference>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -111,13 +105,10 @@ pub struct BackupEntrySpec {
     /// The BackupBucket holding the entry.
     pub bucket_name: String,
     /// The seed whose gardenlet manages the entry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_name: Option<String>,
     /// Legacy (GEP-15 example) spelling of `seedName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<String>,
     /// The Shoot the entry belongs to. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shoot_ref: Option<ObjectReference>,
 }
 
@@ -129,22 +120,18 @@ impl BackupEntrySpec {
 }
 
 /// The observed state of a BackupEntry.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupEntryStatus {
     /// The last operation on the entry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_operation: Option<LastOperation>,
     /// The last error of an operation on the entry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<LastError>,
     /// The generation of the spec last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// The seed the entry was last reconciled on; used when it moves between seeds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_name: Option<String>,
     /// When the migration to another seed started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migration_start_time: Option<Time>,
 }

@@ -11,6 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -29,7 +30,6 @@ use std::collections::BTreeMap;
 #[serde(rename_all = "camelCase")]
 pub struct CloudProfileSpec {
     /// CA bundle installed onto every machine of shoots using this profile.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<String>,
     /// The Kubernetes versions shoots may use.
     pub kubernetes: KubernetesSettings,
@@ -40,14 +40,12 @@ pub struct CloudProfileSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub machine_types: Vec<MachineType>,
     /// Provider-specific configuration of the profile (for example image IDs per region).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// The regions (and their zones) shoots may use.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub regions: Vec<Region>,
     /// Labels of the seeds whose shoots may use this profile; absent means every seed of the
     /// profile's provider type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_selector: Option<SeedSelector>,
     /// The provider type (for example `local`).
     #[serde(rename = "type")]
@@ -90,16 +88,15 @@ pub enum VersionClassification {
 }
 
 /// A version with an optional expiration date and classification.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExpirableVersion {
     /// The version (for example `1.20.4`).
     pub version: String,
     /// When this version stops being offered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiration_date: Option<Time>,
     /// The lifecycle state of the version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub classification: Option<VersionClassification>,
 }
 
@@ -138,6 +135,7 @@ pub struct ContainerRuntimeSupport {
 }
 
 /// A machine type worker pools may use.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MachineType {
@@ -150,14 +148,13 @@ pub struct MachineType {
     /// The machine type name.
     pub name: String,
     /// The root volume of this machine type, when it is fixed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // `default` keeps the field optional in the schema: behind `schema_with`, schemars does not see the `Option`.
+    #[serde(default)]
     #[schemars(schema_with = "any_value_schema")]
     pub storage: Option<MachineTypeStorage>,
     /// Whether shoots may use this machine type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usable: Option<bool>,
     /// CPU architecture of the machine type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub architecture: Option<String>,
 }
 
@@ -181,19 +178,18 @@ impl MachineTypeStorage {
 }
 
 /// The root volume of a machine type in the reference API's shape.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MachineTypeStorageVolume {
     /// The storage class of the volume.
     pub class: String,
     /// The volume size.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<Quantity>,
     /// The volume type.
     #[serde(rename = "type")]
     pub type_: String,
     /// The minimum size a worker pool may request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_size: Option<Quantity>,
 }
 
@@ -226,6 +222,7 @@ pub struct AvailabilityZone {
 }
 
 /// A volume type worker pools may use.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VolumeType {
@@ -234,9 +231,7 @@ pub struct VolumeType {
     /// The volume type name.
     pub name: String,
     /// Whether shoots may use this volume type.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usable: Option<bool>,
     /// The minimum size a worker pool may request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_size: Option<Quantity>,
 }

@@ -42,6 +42,7 @@ pub const CONDITION_PROGRESSING: &str = "Progressing";
 /// Condition type of a ControllerInstallation: extension objects of the controller still exist.
 pub const CONDITION_REQUIRED: &str = "Required";
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -60,11 +61,11 @@ pub struct ControllerRegistrationSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ControllerResource>,
     /// How the controller is deployed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment: Option<ControllerRegistrationDeployment>,
 }
 
 /// An extension kind and type a controller serves.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ControllerResource {
@@ -74,21 +75,16 @@ pub struct ControllerResource {
     #[serde(rename = "type")]
     pub type_: String,
     /// Whether every shoot gets this extension (kind `Extension` only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub globally_enabled: Option<bool>,
     /// How long gardenlet waits for the extension object to be reconciled (default `3m0s` for
     /// kind `Extension`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconcile_timeout: Option<String>,
     /// Whether this controller is responsible for the extension objects' lifecycle (default
     /// true). Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub primary: Option<bool>,
     /// When in the shoot flow the extension objects are handled (kind `Extension` only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle: Option<ControllerResourceLifecycle>,
     /// Whether the extension supports shoots without workers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workerless_supported: Option<bool>,
     /// Cluster types the extension is enabled for automatically.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -107,17 +103,15 @@ pub enum ClusterType {
 }
 
 /// When in the shoot flow the objects of an extension are handled.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ControllerResourceLifecycle {
     /// During reconciliation (default `AfterKubeAPIServer`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconcile: Option<ControllerResourceLifecycleStrategy>,
     /// During deletion (default `BeforeKubeAPIServer`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete: Option<ControllerResourceLifecycleStrategy>,
     /// During migration (default `BeforeKubeAPIServer`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrate: Option<ControllerResourceLifecycleStrategy>,
 }
 
@@ -131,14 +125,13 @@ pub enum ControllerResourceLifecycleStrategy {
 }
 
 /// How a registered controller is deployed.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ControllerRegistrationDeployment {
     /// When the controller is deployed to a seed (default `OnDemand`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<ControllerDeploymentPolicy>,
     /// The seeds the controller may be deployed to; absent means all.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_selector: Option<LabelSelector>,
     /// The ControllerDeployments to use (one is supported).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -164,6 +157,7 @@ pub struct DeploymentRef {
     pub name: String,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -185,13 +179,12 @@ pub struct ControllerDeploymentFields {
     pub type_: String,
     /// The type-specific deployment (for a `helm` deployment: `chart`, `values`,
     /// `ociRepository`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// Whether a kubeconfig for the garden is injected into the deployed workloads.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inject_garden_kubeconfig: Option<bool>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -219,14 +212,13 @@ pub struct ControllerInstallationSpec {
     /// The ControllerRegistration to install. Its name is immutable.
     pub registration_ref: ObjectReference,
     /// The seed to install it on. Its name is immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_ref: Option<ObjectReference>,
     /// The ControllerDeployment to use.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment_ref: Option<ObjectReference>,
 }
 
 /// The observed state of a ControllerInstallation.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ControllerInstallationStatus {
@@ -234,7 +226,6 @@ pub struct ControllerInstallationStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// Type-specific status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_status: Option<Opaque>,
 }
 

@@ -7,6 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -26,16 +27,15 @@ pub struct ExposureClassFields {
     /// The name of the exposure handler on the seeds (gardenlet's configuration). Immutable.
     pub handler: String,
     /// Where shoots of this class may be scheduled. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<ExposureClassScheduling>,
 }
 
 /// The seeds an ExposureClass is offered on.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExposureClassScheduling {
     /// The seeds that offer the class (merged into the shoot's own seed selector).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_selector: Option<SeedSelector>,
     /// Taints of those seeds that shoots of the class tolerate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

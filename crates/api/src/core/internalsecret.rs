@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -25,7 +26,6 @@ use std::collections::BTreeMap;
 #[serde(rename_all = "camelCase")]
 pub struct InternalSecretFields {
     /// When true, the data cannot be changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub immutable: Option<bool>,
     /// The data: key → standard base64 of the value, as in a Secret.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -34,7 +34,7 @@ pub struct InternalSecretFields {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub string_data: BTreeMap<String, String>,
     /// The Secret type (for example `Opaque`).
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub type_: Option<String>,
 }
 

@@ -11,6 +11,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -31,10 +32,8 @@ pub struct NamespacedCloudProfileSpec {
     /// The CloudProfile this one extends (`kind: CloudProfile`). Immutable.
     pub parent: CloudProfileReference,
     /// An additional CA bundle for machines (appended to the parent's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<String>,
     /// Versions whose expiration date is overridden (only versions of the parent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<KubernetesSettings>,
     /// Additional machine images or versions, or overridden expiration dates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -46,17 +45,15 @@ pub struct NamespacedCloudProfileSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volume_types: Vec<VolumeType>,
     /// Provider-specific configuration (replaces the parent's when set).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
 }
 
 /// Observed state of a NamespacedCloudProfile.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NamespacedCloudProfileStatus {
     /// The parent's spec merged with this profile's additions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud_profile_spec: Option<CloudProfileSpec>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 }

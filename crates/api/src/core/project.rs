@@ -8,6 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -28,25 +29,19 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct ProjectSpec {
     /// Who created the project. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<Subject>,
     /// What the project is used for, for humans.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Who owns the project.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Subject>,
     /// The project's purpose, for humans.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose: Option<String>,
     /// The users, groups and service accounts that have roles in the project.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<ProjectMember>,
     /// The project namespace; absent lets the system choose `garden-<name>`. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Tolerations for seed taints that the project's shoots get or may use.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerations: Option<ProjectTolerations>,
     /// Resources whose deletion needs a second person's approval.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -87,6 +82,7 @@ pub struct ProjectTolerations {
 }
 
 /// Dual-approval configuration for deleting some resources of the project.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DualApprovalForDeletion {
@@ -95,7 +91,6 @@ pub struct DualApprovalForDeletion {
     /// Which objects of the resource it applies to.
     pub selector: LabelSelector,
     /// Whether deletions by service accounts need approval too (default true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_service_accounts: Option<bool>,
 }
 
@@ -109,23 +104,19 @@ pub enum ProjectPhase {
 }
 
 /// The observed state of a project.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectStatus {
     /// The generation of the spec last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// The lifecycle phase.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<ProjectPhase>,
     /// Since when the project has been found unused.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_since_timestamp: Option<Time>,
     /// When the stale project will be deleted automatically.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stale_auto_delete_timestamp: Option<Time>,
     /// The last activity in the project.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_activity_timestamp: Option<Time>,
     /// Observations of the project's state.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

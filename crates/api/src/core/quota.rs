@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -31,7 +32,6 @@ use std::collections::BTreeMap;
 #[serde(rename_all = "camelCase")]
 pub struct QuotaSpec {
     /// How many days a shoot may live before it is deleted automatically.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_lifetime_days: Option<i32>,
     /// The limited resources and their limits (for example `cpu`, `memory`, `storage.standard`,
     /// `loadbalancer`).
@@ -43,14 +43,13 @@ pub struct QuotaSpec {
 
 /// The kind of object a quota applies to (the reference's `ObjectReference`, of which only
 /// `apiGroup`/`apiVersion` and `kind` are used).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct QuotaScope {
     /// The API group of the scope kind (`core.gardener.cloud` for projects, empty for secrets).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_group: Option<String>,
     /// The API version of the scope kind.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
     /// The scope kind: `Project`, `Secret` or `WorkloadIdentity`.
     pub kind: String,

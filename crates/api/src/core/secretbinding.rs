@@ -7,6 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -32,7 +33,6 @@ pub struct SecretBindingFields {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotas: Vec<ObjectReference>,
     /// The provider type(s) the credentials are for. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<SecretBindingProvider>,
 }
 

@@ -26,6 +26,7 @@ pub const TAINT_INVISIBLE: &str = "seed.gardener.cloud/invisible";
 /// The capacity/allocatable resource counting shoots on a seed.
 pub const RESOURCE_SHOOTS: &str = "shoots";
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -50,7 +51,6 @@ pub const RESOURCE_SHOOTS: &str = "shoots";
 #[serde(rename_all = "camelCase")]
 pub struct SeedSpec {
     /// Object store for the backups of the seed's shoots (etcd); absent means no backups.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup: Option<SeedBackup>,
     /// DNS settings of the seed.
     #[serde(default)]
@@ -60,7 +60,6 @@ pub struct SeedSpec {
     /// Provider type and region of the seed cluster.
     pub provider: SeedProvider,
     /// Legacy (GEP-15 example): the Secret holding the seed cluster's kubeconfig.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretReference>,
     /// Taints of the seed; shoots need matching tolerations to be scheduled onto it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -69,13 +68,10 @@ pub struct SeedSpec {
     #[serde(rename = "blockCIDRs", default, skip_serializing_if = "Vec::is_empty")]
     pub block_cidrs: Vec<String>,
     /// Settings for persistent volumes created in the seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume: Option<SeedVolume>,
     /// Feature settings of the seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<SeedSettings>,
     /// The seed's ingress domain and controller. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingress: Option<Ingress>,
     /// Extensions enabled for the seed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -98,26 +94,22 @@ impl SeedSpec {
 }
 
 /// Object store configuration for the backups of a seed's shoots.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedBackup {
     /// The provider of the object store (reference spelling). Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     /// Legacy (GEP-15 example) spelling of `provider`.
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub type_: Option<String>,
     /// Configuration passed to the BackupBucket.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// The region of the object store; absent means the seed's region. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
     /// The Secret with the object store credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretReference>,
     /// The resource (Secret or WorkloadIdentity) with the object store credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_ref: Option<ObjectReference>,
 }
 
@@ -129,22 +121,21 @@ impl SeedBackup {
 }
 
 /// DNS settings of a seed.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedDns {
     /// Legacy: the seed's ingress domain (now `spec.ingress.domain`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingress_domain: Option<String>,
     /// The DNS provider for the seed's records: an object (reference) or a provider type name
     /// (GEP-15 example).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // `default` keeps the field optional in the schema: behind `schema_with`, schemars does not see the `Option`.
+    #[serde(default)]
     #[schemars(schema_with = "any_value_schema")]
     pub provider: Option<SeedDnsProviderRef>,
     /// Legacy (GEP-15 example): the Secret in the `garden` namespace with the DNS credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_name: Option<String>,
     /// DNS settings for the seed's internal domain.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub internal: Option<SeedDnsProviderConfig>,
     /// DNS settings for the seed's default domains, first match wins.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -170,6 +161,7 @@ impl SeedDnsProviderRef {
 }
 
 /// A DNS provider for a seed's records.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedDnsProvider {
@@ -177,20 +169,17 @@ pub struct SeedDnsProvider {
     #[serde(rename = "type")]
     pub type_: String,
     /// The Secret with the DNS credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretReference>,
     /// The resource with the DNS credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_ref: Option<ObjectReference>,
     /// Domains to include or exclude.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domains: Option<DnsIncludeExclude>,
     /// Hosted zones to include or exclude.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<DnsIncludeExclude>,
 }
 
 /// A DNS provider configuration for a domain.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedDnsProviderConfig {
@@ -200,7 +189,6 @@ pub struct SeedDnsProviderConfig {
     /// The domain the provider manages.
     pub domain: String,
     /// The hosted zone of the domain.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
     /// The resource with the DNS credentials.
     pub credentials_ref: ObjectReference,
@@ -217,29 +205,28 @@ pub struct Ingress {
 }
 
 /// An ingress controller deployed by the system.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct IngressController {
     /// The controller kind; only `nginx` exists.
     pub kind: String,
     /// Provider-specific configuration of the controller.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
 }
 
 /// The networks of a seed cluster. Seed and shoot networks must be disjoint.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedNetworks {
     /// CIDR of the seed's node network. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<String>,
     /// CIDR of the seed's pod network. Immutable.
     pub pods: String,
     /// CIDR of the seed's service network. Immutable.
     pub services: String,
     /// Default networks for shoots scheduled onto this seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shoot_defaults: Option<ShootNetworks>,
     /// Addresses that shoot control plane components in the seed must not reach.
     #[serde(rename = "blockCIDRs", default, skip_serializing_if = "Vec::is_empty")]
@@ -250,18 +237,18 @@ pub struct SeedNetworks {
 }
 
 /// Default networks for shoots.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShootNetworks {
     /// Default CIDR of a shoot's pod network.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods: Option<String>,
     /// Default CIDR of a shoot's service network.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub services: Option<String>,
 }
 
 /// Provider type and region of a seed cluster.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedProvider {
@@ -269,7 +256,6 @@ pub struct SeedProvider {
     #[serde(rename = "type")]
     pub type_: String,
     /// Provider-specific configuration of the seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// The region of the seed cluster.
     pub region: String,
@@ -279,22 +265,22 @@ pub struct SeedProvider {
 }
 
 /// A taint on a seed.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedTaint {
     /// The taint key (for example `seed.gardener.cloud/protected`).
     pub key: String,
     /// The taint value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
 }
 
 /// Settings for persistent volumes created in the seed.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedVolume {
     /// The minimum size of persistent volume claims in the seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minimum_size: Option<Quantity>,
     /// Storage class provisioners of the seed, by purpose.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -312,32 +298,26 @@ pub struct SeedVolumeProvider {
 }
 
 /// Feature settings of a seed.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedSettings {
     /// Excess capacity reservation for shoot control planes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub excess_capacity_reservation: Option<SeedSettingExcessCapacityReservation>,
     /// Scheduling settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<SeedSettingScheduling>,
     /// Whether shoot DNS records are managed by the seed (legacy).
-    #[serde(rename = "shootDNS", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "shootDNS")]
     pub shoot_dns: Option<SeedSettingEnabled>,
     /// Settings for load balancer services in the seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_balancer_services: Option<SeedSettingLoadBalancerServices>,
     /// Settings for the vertical pod autoscaler of the seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vertical_pod_autoscaler: Option<SeedSettingVerticalPodAutoscaler>,
     /// Whether shoot reconciliation checks the owner DNS record (legacy).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner_checks: Option<SeedSettingEnabled>,
     /// Settings for dependency-watchdog.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency_watchdog: Option<SeedSettingDependencyWatchdog>,
     /// Settings for topology-aware routing in the seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology_aware_routing: Option<SeedSettingEnabled>,
 }
 
@@ -364,11 +344,11 @@ pub struct SeedSettingScheduling {
 }
 
 /// Excess capacity reservation for shoot control planes.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedSettingExcessCapacityReservation {
     /// Whether the default reservation is deployed (default true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     /// Reservation deployments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -391,6 +371,7 @@ pub struct SeedSettingExcessCapacityReservationConfig {
 }
 
 /// Settings for load balancer services in the seed.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedSettingLoadBalancerServices {
@@ -398,20 +379,18 @@ pub struct SeedSettingLoadBalancerServices {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     /// The external traffic policy of the services (default `Cluster`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_traffic_policy: Option<ExternalTrafficPolicy>,
     /// Per-zone settings in multi-zonal seeds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub zones: Vec<SeedSettingLoadBalancerServicesZone>,
     /// Whether PROXY protocol is allowed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_protocol: Option<LoadBalancerServicesProxyProtocol>,
     /// The `loadBalancerClass` of the services.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
 }
 
 /// Load balancer settings for one zone.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedSettingLoadBalancerServicesZone {
@@ -419,9 +398,7 @@ pub struct SeedSettingLoadBalancerServicesZone {
     pub name: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_traffic_policy: Option<ExternalTrafficPolicy>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy_protocol: Option<LoadBalancerServicesProxyProtocol>,
 }
 
@@ -447,41 +424,35 @@ pub struct SeedSettingVerticalPodAutoscaler {
 }
 
 /// Settings for dependency-watchdog.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedSettingDependencyWatchdog {
     /// Legacy name of `weeder`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<SeedSettingEnabled>,
     /// Legacy name of `prober`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<SeedSettingEnabled>,
     /// Restarts crash-looping pods once their dependencies are back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weeder: Option<SeedSettingEnabled>,
     /// Scales down controllers of shoots whose API server is unreachable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prober: Option<SeedSettingEnabled>,
 }
 
 /// The observed state of a seed.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeedStatus {
     /// The gardenlet that last wrote the status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gardener: Option<Gardener>,
     /// The Kubernetes version of the seed cluster.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
     /// Observations of the seed's state (`GardenletReady`, `BackupBucketsReady`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// The generation of the spec last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// The identity of the seed cluster. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_identity: Option<String>,
     /// Total resources of the seed (for example `shoots`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -490,13 +461,11 @@ pub struct SeedStatus {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub allocatable: BTreeMap<String, Quantity>,
     /// When gardenlet's client certificate expires.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_certificate_expiration_timestamp: Option<Time>,
     /// Conditions that constrain operations on the seed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constraints: Vec<Condition>,
     /// The last operation on the seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_operation: Option<LastOperation>,
 }
 

@@ -15,13 +15,13 @@ use crate::opaque::Opaque;
 pub type UnmodeledFields = BTreeMap<String, serde_json::Value>;
 
 /// A toleration of a seed taint (Shoot `spec.tolerations[]`, Project tolerations).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Toleration {
     /// The taint key this toleration matches.
     pub key: String,
     /// The taint value this toleration matches; absent matches any value.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
 }
 
@@ -38,6 +38,7 @@ pub struct SeedSelector {
 }
 
 /// An extension to enable for a shoot or seed (`spec.extensions[]`).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Extension {
@@ -45,10 +46,8 @@ pub struct Extension {
     #[serde(rename = "type")]
     pub type_: String,
     /// Configuration handed to the extension as-is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// Disables an extension that is enabled globally (`globallyEnabled`) for this object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disabled: Option<bool>,
 }
 

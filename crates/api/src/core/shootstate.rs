@@ -51,19 +51,17 @@ pub struct GardenerResourceData {
 }
 
 /// The last observed state of one extension object.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExtensionResourceState {
     /// The extension kind (for example `Infrastructure`).
     pub kind: String,
     /// The object name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The object's purpose, for kinds with several objects per shoot.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose: Option<String>,
     /// The object's `status.state`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<Opaque>,
     /// The object's `status.resources`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -78,11 +76,11 @@ impl ExtensionResourceState {
 }
 
 /// The data of a resource an extension state refers to.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceData {
     /// API version of the resource.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
     /// Kind of the resource.
     pub kind: String,

@@ -34,13 +34,13 @@ pub struct BackupBucketSpec {
 }
 
 /// Observed state of a BackupBucket.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupBucketStatus {
     #[serde(flatten)]
     pub default: DefaultStatus,
     /// A Secret the extension generated with credentials for the bucket, when it made one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generated_secret_ref: Option<SecretReference>,
 }
 

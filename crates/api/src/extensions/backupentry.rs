@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Desired state of a backup entry.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "extensions.gardener.cloud",
@@ -30,7 +31,6 @@ pub struct BackupEntrySpec {
     #[serde(flatten)]
     pub default: DefaultSpec,
     /// The `providerStatus` of the BackupBucket the entry lives in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup_bucket_provider_status: Option<Opaque>,
     pub region: String,
     /// Credentials for the object store.

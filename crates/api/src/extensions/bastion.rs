@@ -37,13 +37,13 @@ pub struct BastionSpec {
 }
 
 /// Observed state of a Bastion.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BastionStatus {
     #[serde(flatten)]
     pub default: DefaultStatus,
     /// The address under which the bastion is reachable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ingress: Option<LoadBalancerIngress>,
 }
 

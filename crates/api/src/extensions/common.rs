@@ -21,34 +21,29 @@ pub enum ExtensionClass {
 }
 
 /// The fields every extension spec starts with. Flattened into each kind's spec.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DefaultSpec {
     /// Which extension controller handles this object (for example `local`).
     #[serde(rename = "type")]
     pub type_: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<ExtensionClass>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
 }
 
 /// The fields every extension status carries. Flattened into each kind's status.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DefaultStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<LastError>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_operation: Option<LastOperation>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_status: Option<Opaque>,
     /// Whatever the controller needs to rebuild itself on another seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<Opaque>,
     /// Named references to resources that `state` points at.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -35,12 +35,12 @@ pub struct ContainerRuntimeSpec {
 }
 
 /// The worker pool a container runtime is installed on.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerRuntimeWorkerPool {
     pub name: String,
     /// Selects the pool's nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<LabelSelector>,
 }
 

@@ -21,6 +21,7 @@ pub enum Purpose {
 }
 
 /// Desired state of a shoot's provider-specific control plane.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "extensions.gardener.cloud",
@@ -42,10 +43,8 @@ pub struct ControlPlaneSpec {
     #[serde(flatten)]
     pub default: DefaultSpec,
     /// `normal` (absent) or `exposure`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose: Option<Purpose>,
     /// The `providerStatus` of the shoot's Infrastructure object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infrastructure_provider_status: Option<Opaque>,
     pub region: String,
     /// Credentials for the provider.

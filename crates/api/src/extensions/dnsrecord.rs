@@ -22,6 +22,7 @@ pub enum DnsRecordType {
 }
 
 /// Desired state of a DNS record.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "extensions.gardener.cloud",
@@ -44,10 +45,8 @@ pub struct DNSRecordSpec {
     pub default: DefaultSpec,
     /// Credentials for the DNS provider.
     pub secret_ref: SecretReference,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
     /// The hosted zone; determined from `name` when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
     /// The fully qualified domain name.
     pub name: String,
@@ -55,18 +54,17 @@ pub struct DNSRecordSpec {
     /// The record's values (addresses, a target name, or texts).
     pub values: Vec<String>,
     /// Time to live in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<i64>,
 }
 
 /// Observed state of a DNSRecord.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DNSRecordStatus {
     #[serde(flatten)]
     pub default: DefaultStatus,
     /// The hosted zone the record was written to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
 }
 

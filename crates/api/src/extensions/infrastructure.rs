@@ -9,6 +9,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "extensions.gardener.cloud",
@@ -33,22 +34,20 @@ pub struct InfrastructureSpec {
     /// Credentials for the provider.
     pub secret_ref: SecretReference,
     /// Public SSH key for the machines, when the provider needs it at infrastructure level.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssh_public_key: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct InfrastructureStatus {
     #[serde(flatten)]
     pub default: DefaultStatus,
     /// The node network the infrastructure provides, when it decides one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_network: Option<String>,
-    #[serde(rename = "egressCIDRs", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "egressCIDRs")]
     pub egress_cidrs: Option<Vec<String>>,
     /// Opaque machine-image information some providers publish.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_image: Option<Opaque>,
 }
 

@@ -5,6 +5,8 @@
 
 use super::common::{DefaultSpec, DefaultStatus};
 use crate::common::SecretReference;
+/// The container runtime of the machines: the Shoot's `spec.provider.workers[].cri.name`.
+pub use crate::core::shoot::provider::CriName;
 use k8s_openapi::NamespaceResourceScope;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -21,15 +23,6 @@ pub enum OperatingSystemConfigPurpose {
     Reconcile,
 }
 
-/// The container runtime of the machines.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum CriName {
-    #[default]
-    Containerd,
-    Docker,
-}
-
 /// What to do with a systemd unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -40,6 +33,7 @@ pub enum UnitCommand {
 }
 
 /// Desired state of a machine's operating system configuration.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "extensions.gardener.cloud",
@@ -61,12 +55,10 @@ pub struct OperatingSystemConfigSpec {
     #[serde(flatten)]
     pub default: DefaultSpec,
     /// The container runtime configuration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cri_config: Option<CriConfig>,
     /// `provision` or `reconcile`.
     pub purpose: OperatingSystemConfigPurpose,
     /// Where the configuration is written on the machine, for the reload command.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reload_config_file_path: Option<String>,
     /// The systemd units.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -80,22 +72,21 @@ pub struct OperatingSystemConfigSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CriConfig {
+    /// The container runtime of the machines.
     pub name: CriName,
 }
 
 /// A systemd unit.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Unit {
     /// The unit's name, for example `kubelet.service`.
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<UnitCommand>,
     /// Whether the unit is enabled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable: Option<bool>,
     /// The unit file's content.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
     /// Drop-in files of the unit.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -115,27 +106,25 @@ pub struct DropIn {
 }
 
 /// A file on the machine.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct File {
     /// The absolute path.
     pub path: String,
     /// The file mode as a decimal number (for example 420 for 0644).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<i32>,
     pub content: FileContent,
 }
 
 /// Where a file's content comes from: a Secret key or inline data.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FileContent {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<FileContentSecretRef>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inline: Option<FileContentInline>,
     /// Whether the operating-system extension should write the content as-is, without encoding.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transmit_unencoded: Option<bool>,
 }
 
@@ -158,6 +147,7 @@ pub struct FileContentInline {
 }
 
 /// Observed state of an OperatingSystemConfig.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperatingSystemConfigStatus {
@@ -170,10 +160,8 @@ pub struct OperatingSystemConfigStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extension_files: Vec<File>,
     /// The Secret holding the generated user data.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud_config: Option<CloudConfig>,
     /// The command that (re)applies the configuration on a machine.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// Names of the units the configuration manages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

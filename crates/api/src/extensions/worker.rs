@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Desired state of a shoot's worker machines.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "extensions.gardener.cloud",
@@ -34,13 +35,11 @@ pub struct WorkerSpec {
     #[serde(flatten)]
     pub default: DefaultSpec,
     /// The `providerStatus` of the shoot's Infrastructure object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infrastructure_provider_status: Option<Opaque>,
     pub region: String,
     /// Credentials for the provider.
     pub secret_ref: SecretReference,
     /// Public SSH key for the machines (base64-encoded).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssh_public_key: Option<String>,
     /// The worker pools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -48,6 +47,7 @@ pub struct WorkerSpec {
 }
 
 /// One pool of identical machines.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerPool {
@@ -57,10 +57,8 @@ pub struct WorkerPool {
     pub minimum: i32,
     pub maximum: i32,
     /// How many machines may be created above the desired number during a rolling update.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_surge: Option<IntOrString>,
     /// How many machines may be unavailable during a rolling update.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_unavailable: Option<IntOrString>,
     /// Annotations for the pool's nodes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -71,7 +69,6 @@ pub struct WorkerPool {
     /// Taints for the pool's nodes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// The machines' user data (base64-encoded), the operating system config's bootstrap script.
     pub user_data: String,
@@ -80,81 +77,70 @@ pub struct WorkerPool {
     /// token, so a new token (issued daily) reaches new machines through `userData` without
     /// replacing the running ones. A provider that has it rolls the pool on it instead of on
     /// `userData`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_agent_secret_name: Option<String>,
     /// The root volume.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume: Option<Volume>,
     /// Additional volumes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub data_volumes: Vec<DataVolume>,
     /// The name of the data volume the kubelet's directory is put on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet_data_volume_name: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub zones: Vec<String>,
     /// Settings for the machine-controller-manager of this pool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_controller_manager: Option<MachineControllerManagerSettings>,
     /// The pool's Kubernetes version, when it differs from the control plane's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
     /// The resources of one machine, for the cluster autoscaler when scaling up from zero.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_template: Option<NodeTemplate>,
     /// CPU architecture (for example `amd64`, `arm64`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub architecture: Option<String>,
 }
 
 /// The machine image of a pool.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MachineImage {
     pub name: String,
     pub version: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
 }
 
 /// The root volume of a machine.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Volume {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub type_: Option<String>,
     /// Size as a quantity string (for example `20Gi`).
     pub size: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted: Option<bool>,
 }
 
 /// An additional volume of a machine.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DataVolume {
     pub name: String,
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub type_: Option<String>,
     /// Size as a quantity string (for example `50Gi`).
     pub size: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted: Option<bool>,
 }
 
 /// Per-pool settings of the machine-controller-manager. Durations are Go duration strings.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MachineControllerManagerSettings {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_drain_timeout: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_health_timeout: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_creation_timeout: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_evict_retries: Option<i32>,
     /// Node conditions that mark a machine unhealthy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -169,6 +155,7 @@ pub struct NodeTemplate {
 }
 
 /// Observed state of a Worker.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerStatus {
@@ -178,7 +165,6 @@ pub struct WorkerStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub machine_deployments: Vec<MachineDeployment>,
     /// When `machineDeployments` last changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_deployments_last_update_time: Option<Time>,
 }
 

@@ -7,30 +7,29 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The shoot's credentials.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShootCredentials {
     /// Where each rotation stands.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotation: Option<ShootCredentialsRotation>,
 }
 
 /// The rotations of a shoot's credentials.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShootCredentialsRotation {
     /// The cluster CA, the client CA, etcd's CAs and the front-proxy CA, rotated together.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate_authorities: Option<TwoPhaseRotation>,
     /// The key that signs service account tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_key: Option<TwoPhaseRotation>,
     /// The key that encrypts Secrets in etcd.
-    #[serde(rename = "etcdEncryptionKey", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "etcdEncryptionKey")]
     pub etcd_encryption_key: Option<TwoPhaseRotation>,
     /// The SSH key pair of the worker nodes (one phase: the previous key stays authorised until
     /// the next rotation).
-    #[serde(rename = "sshKeypair", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "sshKeypair")]
     pub ssh_keypair: Option<OnePhaseRotation>,
 }
 
@@ -48,32 +47,28 @@ pub enum RotationPhase {
 }
 
 /// A rotation in two phases (start, then complete), with Gardener's timestamps.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TwoPhaseRotation {
     pub phase: RotationPhase,
     /// When phase one was requested.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_initiation_time: Option<Time>,
     /// When phase one finished.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_initiation_finished_time: Option<Time>,
     /// When phase two was requested.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_completion_triggered_time: Option<Time>,
     /// When phase two finished.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_completion_time: Option<Time>,
 }
 
 /// A rotation done in one step.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OnePhaseRotation {
     /// When the rotation was requested.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_initiation_time: Option<Time>,
     /// When it finished.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_completion_time: Option<Time>,
 }

@@ -28,6 +28,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -52,54 +53,41 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct ShootSpec {
     /// Addons the system deploys into the cluster.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addons: Option<Addons>,
     /// The CloudProfile the shoot uses.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud_profile_name: Option<String>,
     /// The CloudProfile (or NamespacedCloudProfile) the shoot uses; newer spelling of
     /// `cloudProfileName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud_profile: Option<CloudProfileReference>,
     /// The CredentialsBinding with the provider credentials; alternative to `secretBindingName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_binding_name: Option<String>,
     /// DNS settings of the cluster.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dns: Option<Dns>,
     /// Extensions enabled for the cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<Extension>,
     /// Whether and when the cluster is hibernated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hibernation: Option<Hibernation>,
     /// Kubernetes version and component settings.
     #[serde(default)]
     pub kubernetes: Kubernetes,
     /// Cluster networking (CNI type and CIDRs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub networking: Option<Networking>,
     /// Maintenance time window and automatic updates.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maintenance: Option<Maintenance>,
     /// Monitoring and alerting settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitoring: Option<Monitoring>,
     /// Provider type, provider configs and worker pools.
     pub provider: Provider,
     /// The purpose class of the cluster.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose: Option<ShootPurpose>,
     /// The provider region. Immutable.
     pub region: String,
     /// The SecretBinding with the provider credentials. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_binding_name: Option<String>,
     /// The seed running the control plane; set by the scheduler when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_name: Option<String>,
     /// Labels (and provider types) a seed must match for the shoot to be scheduled onto it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_selector: Option<SeedSelector>,
     /// Resources that extension configs refer to by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -108,16 +96,12 @@ pub struct ShootSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
     /// The ExposureClass for the control plane endpoint. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exposure_class_name: Option<String>,
     /// Settings of system components in the cluster.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_components: Option<SystemComponents>,
     /// General control plane settings (high availability).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane: Option<ControlPlane>,
     /// The scheduler responsible for the shoot; absent means the default one. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler_name: Option<String>,
 }
 
@@ -134,11 +118,11 @@ impl ShootSpec {
 }
 
 /// A reference to a CloudProfile or NamespacedCloudProfile.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CloudProfileReference {
     /// `CloudProfile` or `NamespacedCloudProfile`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// The profile's name.
     pub name: String,
@@ -157,6 +141,7 @@ pub enum ShootPurpose {
 }
 
 /// The observed state of a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShootStatus {
@@ -167,29 +152,23 @@ pub struct ShootStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constraints: Vec<Condition>,
     /// The gardenlet that last acted on the shoot.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gardener: Option<Gardener>,
     /// Whether the cluster is currently hibernated.
     #[serde(default)]
     pub hibernated: bool,
     /// The last operation on the shoot.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_operation: Option<LastOperation>,
     /// The errors of the last operation, one per failed flow task.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub last_errors: Vec<LastError>,
     /// The generation of the spec last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// Start of the current retry cycle; operations are retried until a deadline after it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_cycle_start_time: Option<Time>,
     /// The seed the control plane ran on after the last successful operation; differs from
     /// `spec.seedName` while the control plane is migrated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed_name: Option<String>,
     /// Legacy (GEP-15 example) spelling of `seedName`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<String>,
     /// The technical ID (`shoot--<project>--<name>`): name of the control plane namespace in the
     /// seed and prefix of infrastructure resources. Immutable.
@@ -199,28 +178,22 @@ pub struct ShootStatus {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
     /// The identity of the shoot cluster. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_identity: Option<String>,
     /// Addresses of the cluster's API server (and service account issuer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub advertised_addresses: Vec<ShootAdvertisedAddress>,
     /// When the migration to another seed started.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migration_start_time: Option<Time>,
     /// When the hibernation schedule last changed `spec.hibernation.enabled`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_hibernation_trigger_time: Option<Time>,
     /// The last maintenance operation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_maintenance: Option<LastMaintenance>,
     /// Resources (besides secrets) that are encrypted in etcd.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub encrypted_resources: Vec<String>,
     /// The CIDRs the cluster's networks actually use.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub networking: Option<NetworkingStatus>,
     /// Where the rotations of the shoot's credentials stand.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<ShootCredentials>,
 }
 
@@ -247,6 +220,7 @@ pub struct ShootAdvertisedAddress {
 }
 
 /// A maintenance operation on a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LastMaintenance {
@@ -257,7 +231,6 @@ pub struct LastMaintenance {
     /// How far it got.
     pub state: LastOperationState,
     /// Why it failed, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_reason: Option<String>,
 }
 

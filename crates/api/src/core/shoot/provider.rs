@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Provider type, provider configs and worker pools of a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Provider {
@@ -17,16 +18,13 @@ pub struct Provider {
     #[serde(rename = "type")]
     pub type_: String,
     /// Provider-specific control plane configuration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_plane_config: Option<Opaque>,
     /// Provider-specific infrastructure configuration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infrastructure_config: Option<Opaque>,
     /// The worker pools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<Worker>,
     /// Settings for all worker pools.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workers_settings: Option<WorkersSettings>,
 }
 
@@ -39,6 +37,7 @@ impl Provider {
 }
 
 /// A worker pool.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Worker {
@@ -46,13 +45,10 @@ pub struct Worker {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     /// CA bundle installed onto every machine of the pool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_bundle: Option<String>,
     /// The container runtime interface of the pool's machines (default `containerd`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cri: Option<Cri>,
     /// Kubernetes settings of the pool (kubelet settings, kubelet version).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes: Option<WorkerKubernetes>,
     /// Labels of the pool's Node objects.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -66,46 +62,37 @@ pub struct Worker {
     /// Minimum number of machines, divided over the zones.
     pub minimum: i32,
     /// How many machines may be created above the desired number during an update.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_surge: Option<IntOrString>,
     /// How many machines may be unavailable during an update.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_unavailable: Option<IntOrString>,
     /// Provider-specific configuration of the pool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// Taints of the pool's Node objects.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub taints: Vec<Taint>,
     /// The root volume of the pool's machines.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume: Option<Volume>,
     /// Additional volumes of the pool's machines.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub data_volumes: Vec<DataVolume>,
     /// The data volume holding the kubelet's state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet_data_volume_name: Option<String>,
     /// Availability zones the pool is spread over.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub zones: Vec<String>,
     /// Whether the pool may host system components.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_components: Option<WorkerSystemComponents>,
     /// Machine controller manager settings of the pool.
-    #[serde(rename = "machineControllerManager", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "machineControllerManager")]
     pub machine_controller_manager_settings: Option<MachineControllerManagerSettings>,
     /// Kernel settings applied on the pool's machines.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sysctls: BTreeMap<String, String>,
     /// Cluster autoscaler settings of the pool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_autoscaler: Option<ClusterAutoscalerOptions>,
     /// Priority of the pool for the cluster autoscaler's priority expander.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     /// How the pool's machines are updated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_strategy: Option<MachineUpdateStrategy>,
 }
 
@@ -131,6 +118,7 @@ pub enum CriName {
 }
 
 /// An additional container runtime of a worker pool.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerRuntime {
@@ -138,23 +126,22 @@ pub struct ContainerRuntime {
     #[serde(rename = "type")]
     pub type_: String,
     /// Configuration of the runtime.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
 }
 
 /// Kubernetes settings of a worker pool.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerKubernetes {
     /// Kubelet settings of the pool; replace (do not merge with) `spec.kubernetes.kubelet`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet: Option<KubeletConfig>,
     /// Kubelet version of the pool; at most the shoot's version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
 }
 
 /// Machine type and image of a worker pool.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Machine {
@@ -162,57 +149,53 @@ pub struct Machine {
     #[serde(rename = "type")]
     pub type_: String,
     /// The machine image; defaulted from the CloudProfile.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<ShootMachineImage>,
     /// The CPU architecture (for example `amd64`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub architecture: Option<String>,
 }
 
 /// The machine image of a worker pool.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ShootMachineImage {
     /// The image name.
     pub name: String,
     /// Image-specific configuration (for the operating system extension).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// The image version; defaulted to the latest in the CloudProfile.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
 }
 
 /// The root volume of a worker pool's machines.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Volume {
     /// A name to refer to the volume.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The volume type (one of the CloudProfile's).
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub type_: Option<String>,
     /// The volume size (for example `20Gi`).
     pub size: String,
     /// Whether the volume is encrypted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted: Option<bool>,
 }
 
 /// An additional volume of a worker pool's machines.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DataVolume {
     /// A name to refer to the volume.
     pub name: String,
     /// The volume type.
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub type_: Option<String>,
     /// The volume size.
     pub size: String,
     /// Whether the volume is encrypted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encrypted: Option<bool>,
 }
 
@@ -224,20 +207,17 @@ pub struct WorkerSystemComponents {
 }
 
 /// Machine controller manager settings of a worker pool.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MachineControllerManagerSettings {
     /// After how long a draining machine is deleted forcefully.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_drain_timeout: Option<String>,
     /// After how long an unhealthy machine is declared failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_health_timeout: Option<String>,
     /// After how long a machine that is still being created is declared failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_creation_timeout: Option<String>,
     /// Eviction retries before a drain is declared failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_evict_retries: Option<i32>,
     /// Node conditions that make a machine unhealthy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -245,18 +225,14 @@ pub struct MachineControllerManagerSettings {
 }
 
 /// Cluster autoscaler settings of a worker pool.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterAutoscalerOptions {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_down_utilization_threshold: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_down_gpu_utilization_threshold: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_down_unneeded_time: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_down_unready_time: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_node_provision_time: Option<String>,
 }
 
@@ -272,11 +248,11 @@ pub enum MachineUpdateStrategy {
 }
 
 /// Settings for all worker pools.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkersSettings {
     /// SSH access to the worker nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssh_access: Option<SshAccess>,
 }
 

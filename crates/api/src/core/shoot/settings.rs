@@ -13,20 +13,21 @@ use std::collections::BTreeMap;
 /// The reference API spells the keys `kubernetesDashboard`/`nginxIngress`; the GEP-15 example
 /// `kubernetes-dashboard`/`nginx-ingress`. Both are accepted and kept as written; use
 /// [`Addons::kubernetes_dashboard`] and [`Addons::nginx_ingress`] to read either.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Addons {
     /// The Kubernetes dashboard.
-    #[serde(rename = "kubernetesDashboard", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "kubernetesDashboard")]
     pub kubernetes_dashboard: Option<KubernetesDashboard>,
     /// The nginx ingress controller.
-    #[serde(rename = "nginxIngress", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "nginxIngress")]
     pub nginx_ingress: Option<NginxIngress>,
     /// Legacy (GEP-15 example) spelling of `kubernetesDashboard`.
-    #[serde(rename = "kubernetes-dashboard", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "kubernetes-dashboard")]
     pub kubernetes_dashboard_legacy: Option<KubernetesDashboard>,
     /// Legacy (GEP-15 example) spelling of `nginxIngress`.
-    #[serde(rename = "nginx-ingress", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "nginx-ingress")]
     pub nginx_ingress_legacy: Option<NginxIngress>,
 }
 
@@ -43,17 +44,18 @@ impl Addons {
 }
 
 /// The Kubernetes dashboard addon.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KubernetesDashboard {
     /// Whether the addon is deployed.
     pub enabled: bool,
     /// The dashboard's authentication mode (`token`; legacy `basic`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication_mode: Option<String>,
 }
 
 /// The nginx ingress addon.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NginxIngress {
@@ -66,16 +68,15 @@ pub struct NginxIngress {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub config: BTreeMap<String, String>,
     /// The external traffic policy of the ingress service.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_traffic_policy: Option<ExternalTrafficPolicy>,
 }
 
 /// DNS settings of a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Dns {
     /// The shoot's external domain, used in the kubeconfigs handed out. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
     /// DNS providers for the shoot's domains (needed when not using a default domain).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -83,32 +84,29 @@ pub struct Dns {
 }
 
 /// A DNS provider of a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DnsProvider {
     /// Domains to include or exclude.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domains: Option<DnsIncludeExclude>,
     /// Whether this provider serves the shoot's own domain.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub primary: Option<bool>,
     /// A Secret in the project namespace with the provider credentials.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_name: Option<String>,
     /// The provider type (for example `aws-route53`).
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub type_: Option<String>,
     /// Hosted zones to include or exclude.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<DnsIncludeExclude>,
 }
 
 /// Whether and when a shoot is hibernated.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Hibernation {
     /// Whether the shoot should be hibernated now.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     /// Cron schedules that set `enabled`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -116,38 +114,33 @@ pub struct Hibernation {
 }
 
 /// A hibernation schedule: hibernate at `start`, wake up at `end` (at least one of them).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HibernationSchedule {
     /// Cron spec of the hibernation times.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<String>,
     /// Cron spec of the wake-up times.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
     /// Time zone location the cron specs are evaluated in (for example `Europe/Berlin`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
 }
 
 /// Networking of a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Networking {
     /// The network plugin type (for example `calico`). Immutable.
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "type")]
     pub type_: Option<String>,
     /// Configuration of the network plugin.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_config: Option<Opaque>,
     /// CIDR of the pod network. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods: Option<String>,
     /// CIDR of the node network.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<String>,
     /// CIDR of the service network. Immutable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub services: Option<String>,
     /// IP families of the networks. Immutable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -155,28 +148,26 @@ pub struct Networking {
 }
 
 /// Maintenance time window and automatic updates of a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Maintenance {
     /// Which versions are updated automatically.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_update: Option<MaintenanceAutoUpdate>,
     /// The daily maintenance time window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_window: Option<MaintenanceTimeWindow>,
     /// Whether spec changes wait for the maintenance window (hibernation changes excepted).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confine_spec_update_rollout: Option<bool>,
 }
 
 /// Which versions are updated automatically during maintenance.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MaintenanceAutoUpdate {
     /// Whether the Kubernetes patch version is updated (default true).
     pub kubernetes_version: bool,
     /// Whether machine image versions are updated (default true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_image_version: Option<bool>,
 }
 
@@ -191,11 +182,11 @@ pub struct MaintenanceTimeWindow {
 }
 
 /// Monitoring settings of a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Monitoring {
     /// Who receives alerts.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alerting: Option<Alerting>,
 }
 
@@ -209,26 +200,26 @@ pub struct Alerting {
 }
 
 /// Settings of system components in a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SystemComponents {
     /// CoreDNS settings.
-    #[serde(rename = "coreDNS", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "coreDNS")]
     pub core_dns: Option<CoreDns>,
     /// Node-local DNS settings.
-    #[serde(rename = "nodeLocalDNS", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "nodeLocalDNS")]
     pub node_local_dns: Option<NodeLocalDns>,
 }
 
 /// CoreDNS settings.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CoreDns {
     /// How CoreDNS is scaled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub autoscaling: Option<CoreDnsAutoscaling>,
     /// Rewriting of queries that wrongly had the search path applied.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rewriting: Option<CoreDnsRewriting>,
 }
 
@@ -258,25 +249,26 @@ pub struct CoreDnsRewriting {
 }
 
 /// Node-local DNS settings.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeLocalDns {
     /// Whether node-local DNS is deployed.
     pub enabled: bool,
-    #[serde(rename = "forceTCPToClusterDNS", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "forceTCPToClusterDNS")]
     pub force_tcp_to_cluster_dns: Option<bool>,
-    #[serde(rename = "forceTCPToUpstreamDNS", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "forceTCPToUpstreamDNS")]
     pub force_tcp_to_upstream_dns: Option<bool>,
-    #[serde(rename = "disableForwardToUpstreamDNS", default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "disableForwardToUpstreamDNS")]
     pub disable_forward_to_upstream_dns: Option<bool>,
 }
 
 /// General control plane settings of a shoot.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ControlPlane {
     /// High availability of the control plane.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high_availability: Option<HighAvailability>,
 }
 

@@ -40,15 +40,13 @@ pub enum ConversionError {
 }
 
 /// v1beta1's `providerConfig` of a Helm deployment.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 /// Unknown keys are dropped, as Gardener drops them; a field of the wrong type is an error.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct V1beta1Helm {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     chart: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     values: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     oci_repository: Option<OciRepository>,
 }
 

@@ -29,6 +29,7 @@ pub const TYPE_HELM: &str = "helm";
 /// Path of the conversion endpoint on the controller-manager's webhook server.
 pub const CONVERSION_PATH: &str = "/convert";
 
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "core.gardener.cloud",
@@ -45,46 +46,38 @@ pub const CONVERSION_PATH: &str = "/convert";
 #[serde(rename_all = "camelCase")]
 pub struct ControllerDeploymentFields {
     /// The controller is deployed with Helm.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helm: Option<HelmControllerDeployment>,
     /// Whether a kubeconfig for the garden is injected into the deployed workloads.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inject_garden_kubeconfig: Option<bool>,
 }
 
 /// A controller deployed with Helm.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HelmControllerDeployment {
     /// The chart: a gzipped tar archive, base64-encoded (v1beta1's `providerConfig.chart`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw_chart: Option<String>,
     /// The chart's values.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<Opaque>,
     /// Where to pull the chart from instead.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oci_repository: Option<OciRepository>,
 }
 
 /// An OCI artifact holding a chart.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OciRepository {
     /// The full reference; takes precedence over the other fields.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub r#ref: Option<String>,
     /// The repository.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repository: Option<String>,
     /// The tag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
     /// The digest (`sha256:<hash>`); takes precedence over the tag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
     /// A `kubernetes.io/dockerconfigjson` Secret in the `garden` namespace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_secret_ref: Option<LocalObjectReference>,
 }
 
