@@ -35,8 +35,13 @@ impl SyncFlags {
         Self::default()
     }
 
-    /// A new flag named `name`, unset; the cache that owns it sets it once synced.
+    /// The flag named `name`: a new one, unset, unless one of that name was made before (then
+    /// that one, so that flags declared up front are the ones their caches set). The cache
+    /// that owns it sets it once synced.
     pub fn flag(&mut self, name: &'static str) -> Arc<AtomicBool> {
+        if let Some((_, flag)) = self.0.iter().find(|(n, _)| *n == name) {
+            return flag.clone();
+        }
         let flag = Arc::new(AtomicBool::new(false));
         self.0.push((name, flag.clone()));
         flag
@@ -45,6 +50,11 @@ impl SyncFlags {
     /// Every flag, in the order they were named.
     pub fn all(&self) -> Vec<Arc<AtomicBool>> {
         self.0.iter().map(|(_, flag)| flag.clone()).collect()
+    }
+
+    /// Whether every flag is set.
+    pub fn synced(&self) -> bool {
+        self.0.iter().all(|(_, flag)| flag.load(Ordering::Acquire))
     }
 
     /// The names of the caches that have not synced yet.
@@ -66,5 +76,11 @@ mod tests {
         assert_eq!(flags.pending(), vec!["shoots", "seeds"]);
         shoots.store(true, Ordering::Release);
         assert_eq!(flags.pending(), vec!["seeds"]);
+        assert!(!flags.synced());
+        // A name made before gives its flag again; clones share the flags made so far.
+        let declared = flags.clone();
+        flags.flag("seeds").store(true, Ordering::Release);
+        assert_eq!(flags.all().len(), 2);
+        assert!(flags.synced() && declared.synced());
     }
 }

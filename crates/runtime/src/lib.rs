@@ -14,6 +14,8 @@
 //!   and the field.
 //! * [`cache`]: when a controller's watch cache has synced, for `/readyz`.
 //! * [`metrics`]: reconcile metrics in a registry owned by the process.
+//! * [`wiring`]: one way to wire a kube-runtime controller: the kinds it needs served, its
+//!   caches and watches under named readiness flags, the run, and `/readyz` once all synced.
 //!
 //! It sits below `extension-sdk` (the extension contract), which re-exports it.
 
@@ -24,6 +26,7 @@ pub mod config;
 pub mod events;
 pub mod metrics;
 pub mod runner;
+pub mod wiring;
 
 pub use metrics::Metrics;
 pub use runner::{Controller, LeaderElectionConfig, Runner, RunnerConfig, RunnerError};
