@@ -7,8 +7,13 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::runtime::Common;
+use crate::{adminkubeconfig, bastion, hibernation, installation, maintenance, managedseedset};
+use crate::{namespacedcloudprofile, project, protection, seed_lifecycle, shootseedlabels};
 use ::runtime::Runner;
+use ::runtime::runner::Stop;
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 /// Adds every controller to `runner`, their metrics to its registry; returns the metrics (for
 /// tests).
@@ -24,31 +29,36 @@ pub fn add_to(
         move |name| Common::new(client.clone(), clock.clone(), metrics.clone(), name)
     };
 
-    let (c, project) = (common(crate::project::reconcile::NAME), config.controllers.project.clone());
-    runner.add_task_with_readiness(move |stop, ready| crate::project::run(c, project, stop, ready));
-    let (c, seeds) = (common(crate::seed_lifecycle::reconcile::NAME), config.controllers.seed_lifecycle.clone());
-    runner.add_task_with_readiness(move |stop, ready| crate::seed_lifecycle::run(c, seeds, stop, ready));
-    let (c, bastions) = (common(crate::bastion::reconcile::NAME), config.controllers.bastion.clone());
-    runner.add_task_with_readiness(move |stop, ready| crate::bastion::run(c, bastions, stop, ready));
-    let (c, requests) = (common(crate::adminkubeconfig::reconcile::NAME), config.controllers.admin_kubeconfig.clone());
-    runner.add_task_with_readiness(move |stop, ready| crate::adminkubeconfig::run(c, requests, stop, ready));
-    let (c, hibernation) = (common(crate::hibernation::reconcile::NAME), config.controllers.shoot_hibernation.clone());
-    runner.add_task_with_readiness(move |stop, ready| crate::hibernation::run(c, hibernation, stop, ready));
-    let (c, maintenance) = (common(crate::maintenance::reconcile::NAME), config.controllers.shoot_maintenance.clone());
-    runner.add_task_with_readiness(move |stop, ready| crate::maintenance::run(c, maintenance, stop, ready));
-    let (c, n) =
-        (common(crate::installation::reconcile::NAME), config.controllers.controller_installation.concurrent_syncs);
-    runner.add_task_with_readiness(move |stop, ready| crate::installation::run(c, n, stop, ready));
-    let (c, n) = (
-        common(crate::namespacedcloudprofile::reconcile::NAME),
-        config.controllers.namespaced_cloud_profile.concurrent_syncs,
+    let c = &config.controllers;
+    add(runner, common(project::reconcile::NAME), c.project.clone(), project::run);
+    add(runner, common(seed_lifecycle::reconcile::NAME), c.seed_lifecycle.clone(), seed_lifecycle::run);
+    add(runner, common(bastion::reconcile::NAME), c.bastion.clone(), bastion::run);
+    add(runner, common(adminkubeconfig::reconcile::NAME), c.admin_kubeconfig.clone(), adminkubeconfig::run);
+    add(runner, common(hibernation::reconcile::NAME), c.shoot_hibernation.clone(), hibernation::run);
+    add(runner, common(maintenance::reconcile::NAME), c.shoot_maintenance.clone(), maintenance::run);
+    add(runner, common(installation::reconcile::NAME), c.controller_installation.concurrent_syncs, installation::run);
+    add(
+        runner,
+        common(namespacedcloudprofile::reconcile::NAME),
+        c.namespaced_cloud_profile.concurrent_syncs,
+        namespacedcloudprofile::run,
     );
-    runner.add_task_with_readiness(move |stop, ready| crate::namespacedcloudprofile::run(c, n, stop, ready));
-    let (c, n) = (common(crate::shootseedlabels::NAME), config.controllers.shoot_seed_labels.concurrent_syncs);
-    runner.add_task_with_readiness(move |stop, ready| crate::shootseedlabels::run(c, n, stop, ready));
-    let (c, n) = (common(crate::managedseedset::reconcile::NAME), config.controllers.managed_seed_set.concurrent_syncs);
-    runner.add_task_with_readiness(move |stop, ready| crate::managedseedset::run(c, n, stop, ready));
-    let (c, n) = (common.clone(), config.controllers.protection.concurrent_syncs);
-    runner.add_task_with_readiness(move |stop, ready| crate::protection::run(c, n, stop, ready));
+    add(runner, common(shootseedlabels::NAME), c.shoot_seed_labels.concurrent_syncs, shootseedlabels::run);
+    add(runner, common(managedseedset::reconcile::NAME), c.managed_seed_set.concurrent_syncs, managedseedset::run);
+    let n = c.protection.concurrent_syncs;
+    runner.add_task_with_readiness(move |stop, ready| protection::run(common, n, stop, ready));
     Ok(metrics)
+}
+
+/// Adds the controller that `run` runs with its shared parts and `config` to `runner`.
+fn add<C, Fut>(
+    runner: &mut Runner,
+    common: Common,
+    config: C,
+    run: impl FnOnce(Common, C, Stop, Arc<AtomicBool>) -> Fut + Send + 'static,
+) where
+    C: Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    runner.add_task_with_readiness(move |stop, ready| run(common, config, stop, ready));
 }

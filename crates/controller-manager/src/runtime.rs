@@ -1,23 +1,17 @@
 //! Plumbing every controller of this binary shares, so that each controller module is only its
-//! wiring and its decision: watch streams that report when their cache has synced, waiting for
-//! the CRDs a controller needs, and a reconcile wrapper that counts metrics, publishes a Warning
-//! event per failure and paces retries per object.
+//! wiring (the runtime crate's [`::runtime::wiring`]) and its decision: a reconcile wrapper that
+//! counts metrics, publishes a Warning event per failure and paces retries per object.
 
 use crate::clock::Clock;
 use crate::metrics::Metrics;
 use ::runtime::backoff::{Backoff, BackoffConfig};
-use ::runtime::runner::Stop;
-use futures::{Stream, TryStreamExt};
-use kube::api::{ApiResource, DynamicObject, ListParams};
+use ::runtime::wiring::Wiring;
 use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What every controller's context holds besides its own caches and settings.
 pub struct Common {
@@ -124,6 +118,12 @@ impl Common {
         result
     }
 
+    /// The wiring of this controller (named like it, on its client), stopping with `stop` and
+    /// setting `ready` once its caches have synced.
+    pub fn wiring(&self, stop: ::runtime::runner::Stop, ready: Arc<std::sync::atomic::AtomicBool>) -> Wiring {
+        Wiring::new(self.name, self.client.clone(), stop, ready)
+    }
+
     /// The retry after a failed reconcile of `obj` (capped exponential with jitter).
     pub fn retry_after_failure<K: Resource>(&self, obj: &K) -> Action {
         Action::requeue(self.backoff.failed(&backoff_key(obj)))
@@ -204,118 +204,6 @@ where
         }
     }
     result
-}
-
-/// A reflector over `api` whose stream marks `synced` once the first list is complete.
-pub fn reflect<K>(
-    api: Api<K>,
-    config: watcher::Config,
-    synced: Arc<AtomicBool>,
-) -> (Store<K>, impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static)
-where
-    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-{
-    let (store, writer) = reflector::store();
-    let stream = watcher::watcher(api, config).default_backoff().reflect(writer).inspect_ok(move |event| {
-        if matches!(event, watcher::Event::InitDone) {
-            synced.store(true, Ordering::Release);
-        }
-    });
-    (store, stream)
-}
-
-/// Sets the runner's readiness flag once every cache of a controller has synced (a one-off wait
-/// at startup).
-pub async fn report_when_synced(flags: Vec<Arc<AtomicBool>>, ready: Arc<AtomicBool>, stop: Stop) {
-    let synced = async {
-        while !flags.iter().all(|f| f.load(Ordering::Acquire)) {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        ready.store(true, Ordering::Release);
-    };
-    tokio::select! {
-        () = synced => {}
-        () = stop => {}
-    }
-}
-
-/// A controller could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("checking whether the {resource} resource is served")]
-    Discovery {
-        resource: String,
-        #[source]
-        source: kube::Error,
-    },
-}
-
-const CRD_POLL: Duration = Duration::from_secs(5);
-
-/// Waits until every resource in `resources` is served, saying which are missing (controllers
-/// never install CRDs). `Ok(false)` when `stop` resolved first.
-pub async fn wait_for_resources(
-    client: &Client,
-    controller: &str,
-    resources: &[ApiResource],
-    stop: Stop,
-) -> Result<bool, StartError> {
-    let mut stop = std::pin::pin!(stop);
-    loop {
-        let mut missing = Vec::new();
-        for resource in resources {
-            let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
-            match api.list_metadata(&ListParams::default().limit(1)).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {
-                    missing.push(format!("{}.{}", resource.plural, resource.group))
-                }
-                Err(source) => {
-                    return Err(StartError::Discovery {
-                        resource: format!("{}.{}", resource.plural, resource.group),
-                        source,
-                    });
-                }
-            }
-        }
-        if missing.is_empty() {
-            return Ok(true);
-        }
-        tracing::warn!(
-            controller,
-            ?missing,
-            "waiting for these resources to be served; CRDs are not installed by the controller-manager"
-        );
-        tokio::select! {
-            () = tokio::time::sleep(CRD_POLL) => {}
-            () = &mut stop => return Ok(false),
-        }
-    }
-}
-
-/// [`wait_for_resources`] for a controller's start: whether it may run (`false` when `stop`
-/// came first, or discovery failed, which is logged naming the controller).
-pub async fn served(client: &Client, controller: &str, resources: &[ApiResource], stop: Stop) -> bool {
-    match wait_for_resources(client, controller, resources, stop).await {
-        Ok(served) => served,
-        Err(e) => {
-            tracing::error!(controller, error = %::runtime::cli::report(&e), "the controller cannot start");
-            false
-        }
-    }
-}
-
-/// Logs what a controller's run stream yields that is not a plain success.
-pub fn log_result<T, E: std::error::Error + 'static, R: std::fmt::Debug + std::fmt::Display>(
-    controller: &'static str,
-    result: Result<T, kube::runtime::controller::Error<E, R>>,
-) {
-    use kube::runtime::controller::Error;
-    match result {
-        // Objects deleted before their turn, and failures the reconcile wrapper already reported.
-        Ok(_) | Err(Error::ObjectNotFound(_) | Error::ReconcilerFailed(..)) => {}
-        Err(e) => tracing::warn!(controller, error = %e, "controller stream"),
-    }
 }
 
 #[cfg(test)]

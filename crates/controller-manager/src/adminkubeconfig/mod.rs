@@ -10,17 +10,18 @@ pub mod decide;
 pub mod reconcile;
 
 use crate::config::AdminKubeconfigConfig;
-use crate::runtime::{self, Common};
+use crate::runtime::Common;
 use ::runtime::runner::Stop;
+use ::runtime::wiring::Wiring;
 use api::authentication::AdminKubeconfigRequest;
 use api::core::{InternalSecret, Shoot};
-use futures::{Stream, StreamExt, TryStreamExt, future};
+use futures::{Stream, StreamExt, future};
+use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
-use kube::{Api, ResourceExt};
+use kube::runtime::watcher;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 #[derive(Debug)]
 pub struct Context {
@@ -28,11 +29,9 @@ pub struct Context {
     pub config: AdminKubeconfigConfig,
 }
 
-/// Metadata events of `K`, raising `flag` once the initial list is in.
-fn metadata_events<K>(
-    client: kube::Client,
-    flag: Arc<AtomicBool>,
-) -> impl Stream<Item = (String, String)> + Send + 'static
+/// The `(namespace, name)` of every `K` a metadata watch touches; readiness waits for it as
+/// `synced`.
+fn touched_names<K>(wiring: &mut Wiring, synced: &'static str) -> impl Stream<Item = (String, String)> + Send + use<K>
 where
     K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
         + Clone
@@ -42,60 +41,38 @@ where
         + Sync
         + 'static,
 {
-    watcher::watcher(Api::<PartialObjectMeta<K>>::all(client), watcher::Config::default())
-        .default_backoff()
-        .inspect_ok(move |e| {
-            if matches!(e, watcher::Event::InitDone) {
-                flag.store(true, Ordering::Release);
-            }
-        })
-        .touched_objects()
-        .filter_map(|r: Result<PartialObjectMeta<K>, _>| {
+    wiring.watch(synced, wiring.all::<PartialObjectMeta<K>>(), watcher::Config::default()).filter_map(
+        |r: Result<PartialObjectMeta<K>, _>| {
             future::ready(r.ok().map(|m| (m.namespace().unwrap_or_default(), m.name_any())))
-        })
+        },
+    )
 }
 
+/// The kinds the controller needs served before it starts.
+type Served = (AdminKubeconfigRequest, Shoot, InternalSecret);
+
 pub async fn run(common: Common, config: AdminKubeconfigConfig, stop: Stop, ready: Arc<AtomicBool>) {
-    let client = common.client.clone();
-    let resources = [
-        kube::api::ApiResource::erase::<AdminKubeconfigRequest>(&()),
-        kube::api::ApiResource::erase::<Shoot>(&()),
-        kube::api::ApiResource::erase::<InternalSecret>(&()),
-    ];
-    if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
-        return;
-    }
-    let flags: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let (requests, request_events) = runtime::reflect(
-        Api::<AdminKubeconfigRequest>::all(client.clone()),
+    let wiring = common.wiring(stop, ready).concurrency(config.concurrent_syncs);
+    let Some(mut wiring) = wiring.when_served::<Served>().await else { return };
+    let requests = wiring.controller(
+        "admin kubeconfig requests",
+        wiring.all::<AdminKubeconfigRequest>(),
         watcher::Config::default(),
-        flags[0].clone(),
     );
     let related = futures::stream::select(
-        metadata_events::<Shoot>(client.clone(), flags[1].clone()),
-        metadata_events::<InternalSecret>(client.clone(), flags[2].clone()).filter_map(|(namespace, name)| {
+        touched_names::<Shoot>(&mut wiring, "shoots"),
+        touched_names::<InternalSecret>(&mut wiring, "internal secrets").filter_map(|(namespace, name)| {
             // `<shoot>.ca-client`; other InternalSecrets concern no request.
             future::ready(name.strip_suffix(".ca-client").map(|shoot| (namespace, shoot.to_string())))
         }),
     );
-    let jumps = common.clock.jumps();
-    let concurrency = config.concurrent_syncs;
-    let ctx = Arc::new(Context { common, config });
-    let store = requests.clone();
-    let sync = runtime::report_when_synced(flags, ready, stop.clone());
-    let controller = Controller::for_stream(request_events.applied_objects(), requests)
-        .with_config(kube::runtime::Config::default().concurrency(concurrency))
+    let store = requests.store();
+    let controller = requests
         .reconcile_on(
             related.flat_map(move |(namespace, shoot)| futures::stream::iter(requests_of(&store, &namespace, &shoot))),
         )
-        .reconcile_all_on(jumps)
-        .graceful_shutdown_on(stop)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|r| {
-            runtime::log_result(reconcile::NAME, r);
-            future::ready(())
-        });
-    futures::join!(controller, sync);
+        .reconcile_all_on(common.clock.jumps());
+    wiring.run(controller, reconcile::reconcile, reconcile::error_policy, Arc::new(Context { common, config })).await;
 }
 
 /// The requests in `namespace` for `shoot` that still wait to be issued.

@@ -7,13 +7,11 @@ pub mod reconcile;
 pub mod schedule;
 
 use crate::config::HibernationConfig;
-use crate::runtime::{self, Common};
+use crate::runtime::Common;
 use ::runtime::runner::Stop;
 use api::core::Shoot;
-use futures::{StreamExt, future};
-use kube::Api;
 use kube::core::DeserializeGuard;
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -24,26 +22,9 @@ pub struct Context {
 }
 
 pub async fn run(common: Common, config: HibernationConfig, stop: Stop, ready: Arc<AtomicBool>) {
-    let client = common.client.clone();
-    let resources = [kube::api::ApiResource::erase::<Shoot>(&())];
-    if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
-        return;
-    }
-    let flag = Arc::new(AtomicBool::new(false));
-    let (shoots, events) =
-        runtime::reflect(Api::<DeserializeGuard<Shoot>>::all(client.clone()), watcher::Config::default(), flag.clone());
-    let jumps = common.clock.jumps();
-    let concurrency = config.concurrent_syncs;
-    let ctx = Arc::new(Context { common, config });
-    let sync = runtime::report_when_synced(vec![flag], ready, stop.clone());
-    let controller = Controller::for_stream(events.applied_objects(), shoots)
-        .with_config(kube::runtime::Config::default().concurrency(concurrency))
-        .reconcile_all_on(jumps)
-        .graceful_shutdown_on(stop)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|r| {
-            runtime::log_result(reconcile::NAME, r);
-            future::ready(())
-        });
-    futures::join!(controller, sync);
+    let wiring = common.wiring(stop, ready).concurrency(config.concurrent_syncs);
+    let Some(mut wiring) = wiring.when_served::<(Shoot,)>().await else { return };
+    let shoots = wiring.controller("shoots", wiring.all::<DeserializeGuard<Shoot>>(), watcher::Config::default());
+    let controller = shoots.reconcile_all_on(common.clock.jumps());
+    wiring.run(controller, reconcile::reconcile, reconcile::error_policy, Arc::new(Context { common, config })).await;
 }

@@ -7,14 +7,12 @@
 pub mod decide;
 pub mod reconcile;
 
-use crate::runtime::{self, Common};
+use crate::runtime::Common;
 use ::runtime::runner::Stop;
 use api::core::{ControllerInstallation, ControllerRegistration, Seed, Shoot};
-use futures::{StreamExt, future};
-use kube::Api;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -40,46 +38,31 @@ fn seeds_of(shoot: &DeserializeGuard<Shoot>) -> Vec<ObjectRef<Seed>> {
     spec.chain(status).map(|s| ObjectRef::new(s)).collect()
 }
 
+/// The kinds the controller needs served before it starts.
+type Served = (Seed, Shoot, ControllerRegistration, ControllerInstallation);
+
 pub async fn run(common: Common, concurrency: u16, stop: Stop, ready: Arc<AtomicBool>) {
-    let client = common.client.clone();
-    let resources = [
-        kube::api::ApiResource::erase::<Seed>(&()),
-        kube::api::ApiResource::erase::<Shoot>(&()),
-        kube::api::ApiResource::erase::<ControllerRegistration>(&()),
-        kube::api::ApiResource::erase::<ControllerInstallation>(&()),
-    ];
-    if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
-        return;
-    }
-    let flags: Vec<Arc<AtomicBool>> = (0..4).map(|_| Arc::new(AtomicBool::new(false))).collect();
+    let wiring = common.wiring(stop, ready).concurrency(concurrency);
+    let Some(mut wiring) = wiring.when_served::<Served>().await else { return };
     let all = watcher::Config::default;
-    let (seeds, seed_events) = runtime::reflect(Api::<Seed>::all(client.clone()), all(), flags[0].clone());
-    let (shoots, shoot_events) =
-        runtime::reflect(Api::<DeserializeGuard<Shoot>>::all(client.clone()), all(), flags[1].clone());
+    let seeds = wiring.controller("seeds", wiring.all::<Seed>(), all());
+    let (shoots, shoot_events) = wiring.cache("shoots", wiring.all::<DeserializeGuard<Shoot>>(), all());
     let (registrations, registration_events) =
-        runtime::reflect(Api::<ControllerRegistration>::all(client.clone()), all(), flags[2].clone());
+        wiring.cache("controller registrations", wiring.all::<ControllerRegistration>(), all());
     let (installations, installation_events) =
-        runtime::reflect(Api::<ControllerInstallation>::all(client.clone()), all(), flags[3].clone());
-    let ctx = Arc::new(Context { common, seeds: seeds.clone(), shoots, registrations, installations });
+        wiring.cache("controller installations", wiring.all::<ControllerInstallation>(), all());
+    let ctx = Arc::new(Context { common, seeds: seeds.store(), shoots, registrations, installations });
     let every_seed = {
-        let seeds = seeds.clone();
+        let seeds = seeds.store();
         move |_: ControllerRegistration| {
             seeds.state().iter().map(|s| ObjectRef::from_obj(s.as_ref())).collect::<Vec<_>>()
         }
     };
-    let sync = runtime::report_when_synced(flags, ready, stop.clone());
-    let controller = Controller::for_stream(seed_events.applied_objects(), seeds)
-        .with_config(kube::runtime::Config::default().concurrency(concurrency))
+    let controller = seeds
         .watches_stream(shoot_events.touched_objects(), |shoot: DeserializeGuard<Shoot>| seeds_of(&shoot))
         .watches_stream(registration_events.touched_objects(), every_seed)
         .watches_stream(installation_events.touched_objects(), |i: ControllerInstallation| {
             i.spec.seed_ref.map(|s| ObjectRef::<Seed>::new(&s.name))
-        })
-        .graceful_shutdown_on(stop)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|r| {
-            runtime::log_result(reconcile::NAME, r);
-            future::ready(())
         });
-    futures::join!(controller, sync);
+    wiring.run(controller, reconcile::reconcile, reconcile::error_policy, ctx).await;
 }

@@ -9,14 +9,12 @@ pub mod decide;
 pub mod reconcile;
 
 use crate::config::MaintenanceConfig;
-use crate::runtime::{self, Common};
+use crate::runtime::Common;
 use ::runtime::runner::Stop;
 use api::core::{CloudProfile, NamespacedCloudProfile, Shoot};
-use futures::{StreamExt, future};
-use kube::Api;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::Store;
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -28,41 +26,13 @@ pub struct Context {
 }
 
 pub async fn run(common: Common, config: MaintenanceConfig, stop: Stop, ready: Arc<AtomicBool>) {
-    let client = common.client.clone();
-    let resources = [
-        kube::api::ApiResource::erase::<Shoot>(&()),
-        kube::api::ApiResource::erase::<CloudProfile>(&()),
-        kube::api::ApiResource::erase::<NamespacedCloudProfile>(&()),
-    ];
-    if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
-        return;
-    }
-    let flags: Vec<Arc<AtomicBool>> = (0..3).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let (shoots, events) = runtime::reflect(
-        Api::<DeserializeGuard<Shoot>>::all(client.clone()),
-        watcher::Config::default(),
-        flags[0].clone(),
-    );
-    let (profiles, profile_events) =
-        runtime::reflect(Api::<CloudProfile>::all(client.clone()), watcher::Config::default(), flags[1].clone());
-    let profile_feed = profile_events.take_until(stop.clone()).for_each(|_| future::ready(()));
-    let (namespaced_profiles, namespaced_events) = runtime::reflect(
-        Api::<NamespacedCloudProfile>::all(client.clone()),
-        watcher::Config::default(),
-        flags[2].clone(),
-    );
-    let namespaced_feed = namespaced_events.take_until(stop.clone()).for_each(|_| future::ready(()));
-    let jumps = common.clock.jumps();
+    let wiring = common.wiring(stop, ready).concurrency(config.concurrent_syncs);
+    let Some(mut wiring) = wiring.when_served::<(Shoot, CloudProfile, NamespacedCloudProfile)>().await else { return };
+    let shoots = wiring.controller("shoots", wiring.all::<DeserializeGuard<Shoot>>(), watcher::Config::default());
+    let profiles = wiring.store("cloud profiles", wiring.all::<CloudProfile>(), watcher::Config::default());
+    let namespaced_profiles =
+        wiring.store("namespaced cloud profiles", wiring.all::<NamespacedCloudProfile>(), watcher::Config::default());
+    let controller = shoots.reconcile_all_on(common.clock.jumps());
     let ctx = Arc::new(Context { common, profiles, namespaced_profiles });
-    let sync = runtime::report_when_synced(flags, ready, stop.clone());
-    let controller = Controller::for_stream(events.applied_objects(), shoots)
-        .with_config(kube::runtime::Config::default().concurrency(config.concurrent_syncs))
-        .reconcile_all_on(jumps)
-        .graceful_shutdown_on(stop)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|r| {
-            runtime::log_result(reconcile::NAME, r);
-            future::ready(())
-        });
-    futures::join!(controller, sync, profile_feed, namespaced_feed);
+    wiring.run(controller, reconcile::reconcile, reconcile::error_policy, ctx).await;
 }

@@ -9,17 +9,15 @@ pub mod build;
 pub mod decide;
 pub mod reconcile;
 
-use crate::runtime::{self, Common};
+use crate::runtime::Common;
 use ::runtime::runner::Stop;
 use api::core::{Seed, Shoot};
 use api::helpers::constants::GARDEN_NAMESPACE;
 use api::helpers::seed_labels;
 use api::seedmanagement::{ManagedSeed, ManagedSeedSet};
-use futures::{StreamExt, future};
-use kube::api::ApiResource;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -31,43 +29,21 @@ pub struct Context {
 
 pub async fn run(common: Common, concurrency: u16, stop: Stop, ready: Arc<AtomicBool>) {
     let client = common.client.clone();
-    let resources = [
-        ApiResource::erase::<ManagedSeedSet>(&()),
-        ApiResource::erase::<ManagedSeed>(&()),
-        ApiResource::erase::<Shoot>(&()),
-        ApiResource::erase::<Seed>(&()),
-    ];
-    if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
-        return;
-    }
-    let flags: Vec<Arc<AtomicBool>> = (0..4).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let (sets, set_events) = runtime::reflect(
-        Api::<ManagedSeedSet>::namespaced(client.clone(), GARDEN_NAMESPACE),
-        watcher::Config::default(),
-        flags[0].clone(),
+    let wiring = common.wiring(stop, ready).concurrency(concurrency);
+    let Some(mut wiring) = wiring.when_served::<(ManagedSeedSet, ManagedSeed, Shoot, Seed)>().await else { return };
+    let all = watcher::Config::default;
+    let sets = wiring.controller("managed seed sets", Api::namespaced(client.clone(), GARDEN_NAMESPACE), all());
+    let (managed_seeds, ms_events) = wiring.cache(
+        "managed seeds",
+        Api::<PartialObjectMeta<ManagedSeed>>::namespaced(client, GARDEN_NAMESPACE),
+        all(),
     );
-    let (managed_seeds, ms_events) = runtime::reflect(
-        Api::<PartialObjectMeta<ManagedSeed>>::namespaced(client.clone(), GARDEN_NAMESPACE),
-        watcher::Config::default(),
-        flags[1].clone(),
-    );
-    let (_, shoot_events) = runtime::reflect(
-        Api::<PartialObjectMeta<Shoot>>::all(client.clone()),
-        watcher::Config::default(),
-        flags[2].clone(),
-    );
-    let (_, seed_events) = runtime::reflect(
-        Api::<PartialObjectMeta<Seed>>::all(client.clone()),
-        watcher::Config::default(),
-        flags[3].clone(),
-    );
-    let ctx = Arc::new(Context { common });
-    let sync = runtime::report_when_synced(flags, ready, stop.clone());
+    let shoots = wiring.watch("shoots", wiring.all::<PartialObjectMeta<Shoot>>(), all());
+    let seeds = wiring.watch("seeds", wiring.all::<PartialObjectMeta<Seed>>(), all());
     let (by_shoot, by_seed) = (managed_seeds.clone(), managed_seeds);
-    let controller = Controller::for_stream(set_events.applied_objects(), sets)
-        .with_config(kube::runtime::Config::default().concurrency(concurrency))
+    let controller = sets
         .watches_stream(ms_events.touched_objects(), |ms: PartialObjectMeta<ManagedSeed>| set_of(&ms.metadata))
-        .watches_stream(shoot_events.touched_objects(), move |shoot: PartialObjectMeta<Shoot>| {
+        .watches_stream(shoots, move |shoot: PartialObjectMeta<Shoot>| {
             let hosting = shoot
                 .labels()
                 .keys()
@@ -76,16 +52,10 @@ pub async fn run(common: Common, concurrency: u16, stop: Stop, ready: Arc<Atomic
                 .collect::<Vec<_>>();
             set_of(&shoot.metadata).into_iter().chain(hosting)
         })
-        .watches_stream(seed_events.touched_objects(), move |seed: PartialObjectMeta<Seed>| {
+        .watches_stream(seeds, move |seed: PartialObjectMeta<Seed>| {
             managed_seed_set_of_seed(&by_seed, &seed.name_any())
-        })
-        .graceful_shutdown_on(stop)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|r| {
-            runtime::log_result(reconcile::NAME, r);
-            future::ready(())
         });
-    futures::join!(controller, sync);
+    wiring.run(controller, reconcile::reconcile, reconcile::error_policy, Arc::new(Context { common })).await;
 }
 
 /// The ManagedSeedSet controlling an object (in the object's namespace).

@@ -6,13 +6,11 @@
 
 pub mod reconcile;
 
-use crate::runtime::{self, Common};
+use crate::runtime::Common;
 use ::runtime::runner::Stop;
 use api::core::{CloudProfile, NamespacedCloudProfile};
-use futures::{StreamExt, future};
-use kube::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -23,35 +21,19 @@ pub struct Context {
 }
 
 pub async fn run(common: Common, concurrency: u16, stop: Stop, ready: Arc<AtomicBool>) {
-    let client = common.client.clone();
-    let resources = [
-        kube::api::ApiResource::erase::<NamespacedCloudProfile>(&()),
-        kube::api::ApiResource::erase::<CloudProfile>(&()),
-    ];
-    if !runtime::served(&client, reconcile::NAME, &resources, stop.clone()).await {
-        return;
-    }
-    let flags: Vec<Arc<AtomicBool>> = (0..2).map(|_| Arc::new(AtomicBool::new(false))).collect();
-    let (profiles, profile_events) = runtime::reflect(
-        Api::<NamespacedCloudProfile>::all(client.clone()),
+    let wiring = common.wiring(stop, ready).concurrency(concurrency);
+    let Some(mut wiring) = wiring.when_served::<(NamespacedCloudProfile, CloudProfile)>().await else { return };
+    let profiles = wiring.controller(
+        "namespaced cloud profiles",
+        wiring.all::<NamespacedCloudProfile>(),
         watcher::Config::default(),
-        flags[0].clone(),
     );
     let (parents, parent_events) =
-        runtime::reflect(Api::<CloudProfile>::all(client.clone()), watcher::Config::default(), flags[1].clone());
-    let ctx = Arc::new(Context { common, parents });
-    let store = profiles.clone();
-    let sync = runtime::report_when_synced(flags, ready, stop.clone());
-    let controller = Controller::for_stream(profile_events.applied_objects(), profiles)
-        .with_config(kube::runtime::Config::default().concurrency(concurrency))
-        .watches_stream(parent_events.touched_objects(), move |parent: CloudProfile| children_of(&store, &parent))
-        .graceful_shutdown_on(stop)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|r| {
-            runtime::log_result(reconcile::NAME, r);
-            future::ready(())
-        });
-    futures::join!(controller, sync);
+        wiring.cache("cloud profiles", wiring.all::<CloudProfile>(), watcher::Config::default());
+    let store = profiles.store();
+    let controller = profiles
+        .watches_stream(parent_events.touched_objects(), move |parent: CloudProfile| children_of(&store, &parent));
+    wiring.run(controller, reconcile::reconcile, reconcile::error_policy, Arc::new(Context { common, parents })).await;
 }
 
 fn children_of(store: &Store<NamespacedCloudProfile>, parent: &CloudProfile) -> Vec<ObjectRef<NamespacedCloudProfile>> {

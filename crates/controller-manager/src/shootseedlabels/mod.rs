@@ -12,10 +12,9 @@ use crate::runtime::{self, Common, kube_err};
 use ::runtime::runner::Stop;
 use api::core::Shoot;
 use api::helpers::seed_labels;
-use futures::{StreamExt, future};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::{Controller, WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -25,22 +24,10 @@ pub const NAME: &str = "shoot-seed-labels";
 pub use crate::runtime::KubeError as Error;
 
 pub async fn run(common: Common, concurrency: u16, stop: Stop, ready: Arc<AtomicBool>) {
-    let client = common.client.clone();
-    if !runtime::served(&client, NAME, &[kube::api::ApiResource::erase::<Shoot>(&())], stop.clone()).await {
-        return;
-    }
-    let synced = Arc::new(AtomicBool::new(false));
-    let (shoots, events) = runtime::reflect(Api::<Shoot>::all(client), watcher::Config::default(), synced.clone());
-    let sync = runtime::report_when_synced(vec![synced], ready, stop.clone());
-    let controller = Controller::for_stream(events.applied_objects(), shoots)
-        .with_config(kube::runtime::Config::default().concurrency(concurrency))
-        .graceful_shutdown_on(stop)
-        .run(reconcile, error_policy, Arc::new(common))
-        .for_each(|r| {
-            runtime::log_result(NAME, r);
-            future::ready(())
-        });
-    futures::join!(controller, sync);
+    let wiring = common.wiring(stop, ready).concurrency(concurrency);
+    let Some(mut wiring) = wiring.when_served::<(Shoot,)>().await else { return };
+    let controller = wiring.controller("shoots", wiring.all::<Shoot>(), watcher::Config::default());
+    wiring.run(controller, reconcile, error_policy, Arc::new(common)).await;
 }
 
 pub async fn reconcile(shoot: Arc<Shoot>, common: Arc<Common>) -> Result<Action, Error> {
