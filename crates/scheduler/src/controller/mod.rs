@@ -17,26 +17,25 @@ pub mod state;
 
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::readiness::Readiness;
+use crate::readiness::{self, Readiness};
 use api::common::ConditionStatus;
 use api::core::seed::RESOURCE_SHOOTS;
 use api::core::{CloudProfile, ExposureClass, NamespacedCloudProfile, Seed, Shoot};
 use api::helpers::constants::conditions::{BACKUP_BUCKETS_READY, GARDENLET_READY};
 use futures::channel::mpsc;
-use futures::{FutureExt, Stream, StreamExt, TryStreamExt, future, stream};
-use kube::api::ListParams;
+use futures::{Stream, StreamExt, TryStreamExt, future, stream};
+use kube::Client;
 use kube::core::DeserializeGuard;
-use kube::runtime::controller::Error as ControllerError;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{Controller, WatchStreamExt, predicates};
-use kube::{Api, Client};
+use runtime::wiring::{Events, Wiring, watch_events};
 use state::{SchedulerState, ShootKey, ShootSummary, needs_scheduling};
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -77,166 +76,86 @@ impl Context {
     }
 }
 
-/// Errors that stop the controller.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("checking whether the {crd} CRD is served")]
-    Discovery {
-        crd: &'static str,
-        #[source]
-        source: kube::Error,
-    },
-}
+/// The controller's name (logs).
+const NAME: &str = "scheduler";
 
-const CRDS: [&str; 5] = [
-    "shoots.core.gardener.cloud",
-    "seeds.core.gardener.cloud",
-    "cloudprofiles.core.gardener.cloud",
-    "namespacedcloudprofiles.core.gardener.cloud",
-    "exposureclasses.core.gardener.cloud",
-];
-const CRD_POLL: Duration = Duration::from_secs(5);
+/// The kinds the scheduler reads: it starts once all are served (it does not install CRDs).
+type Served = (Shoot, Seed, CloudProfile, NamespacedCloudProfile, ExposureClass);
 
-/// Waits until the CRDs the scheduler reads are served, saying which are missing.
-/// Returns `Ok(false)` when `shutdown` resolved first.
-async fn wait_for_crds(client: &Client, shutdown: impl Future<Output = ()>) -> Result<bool, RunError> {
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let lp = ListParams::default().limit(1);
-        let checks = [
-            Api::<Shoot>::all(client.clone()).list_metadata(&lp).await.map(drop),
-            Api::<Seed>::all(client.clone()).list_metadata(&lp).await.map(drop),
-            Api::<CloudProfile>::all(client.clone()).list_metadata(&lp).await.map(drop),
-            Api::<NamespacedCloudProfile>::all(client.clone()).list_metadata(&lp).await.map(drop),
-            Api::<ExposureClass>::all(client.clone()).list_metadata(&lp).await.map(drop),
-        ];
-        let mut missing = Vec::new();
-        for (crd, check) in CRDS.into_iter().zip(checks) {
-            match check {
-                Ok(()) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => missing.push(crd),
-                Err(source) => return Err(RunError::Discovery { crd, source }),
-            }
-        }
-        if missing.is_empty() {
-            return Ok(true);
-        }
-        tracing::warn!(?missing, "waiting for CRDs to be served; the scheduler does not install them");
-        tokio::select! {
-            _ = tokio::time::sleep(CRD_POLL) => {}
-            _ = &mut shutdown => return Ok(false),
-        }
-    }
-}
-
-/// Runs the scheduler until `shutdown` resolves (running decisions finish first).
+/// Runs the scheduler until `shutdown` resolves (running decisions finish first); sets `ready`
+/// once the caches of `readiness` have synced.
 pub async fn run(
     client: Client,
     config: Config,
     metrics: Metrics,
     readiness: Readiness,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), RunError> {
-    let shutdown = shutdown.shared();
-    if !wait_for_crds(&client, shutdown.clone()).await? {
-        return Ok(());
-    }
+    ready: Arc<AtomicBool>,
+) {
+    let wiring = Wiring::new(NAME, client.clone(), shutdown, ready)
+        .concurrency(config.concurrent_syncs)
+        .with_flags(readiness.flags());
+    let Some(mut wiring) = wiring.when_served::<Served>().await else { return };
+    let all = watcher::Config::default;
+    let (seeds, seed_events) = wiring.cache(readiness::SEEDS, wiring.all::<Guarded<Seed>>(), all());
+    let (profiles, profile_events) =
+        wiring.cache(readiness::CLOUD_PROFILES, wiring.all::<Guarded<CloudProfile>>(), all());
+    let (ncps, ncp_events) =
+        wiring.cache(readiness::NAMESPACED_CLOUD_PROFILES, wiring.all::<Guarded<NamespacedCloudProfile>>(), all());
+    let (classes, class_events) =
+        wiring.cache(readiness::EXPOSURE_CLASSES, wiring.all::<Guarded<ExposureClass>>(), all());
     let (shoot_cache, shoot_writer) = reflector::store::<Guarded<Shoot>>();
-    let (seed_cache, seed_writer) = reflector::store::<Guarded<Seed>>();
-    let (profile_cache, profile_writer) = reflector::store::<Guarded<CloudProfile>>();
-    let (ncp_cache, ncp_writer) = reflector::store::<Guarded<NamespacedCloudProfile>>();
-    let (class_cache, class_writer) = reflector::store::<Guarded<ExposureClass>>();
     let instance = std::env::var("POD_NAME").or_else(|_| std::env::var("HOSTNAME")).ok();
     let reporter = Reporter { controller: reconcile::FIELD_MANAGER.into(), instance };
-    let concurrency = config.concurrent_syncs;
     let ctx = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),
-        client: client.clone(),
+        client,
         config,
         metrics,
         readiness,
         state: Mutex::new(SchedulerState::default()),
-        seeds: seed_cache,
-        cloud_profiles: profile_cache,
-        namespaced_cloud_profiles: ncp_cache,
-        exposure_classes: class_cache,
+        seeds,
+        cloud_profiles: profiles,
+        namespaced_cloud_profiles: ncps,
+        exposure_classes: classes,
     });
 
     // Re-queue requests: capacity freed (from the shoot watch), seed changes, changes of the
     // objects shoots refer to.
     let (freed_tx, freed_rx) = mpsc::unbounded::<()>();
-    let shoots = shoot_stream(Api::all(client.clone()), shoot_writer, ctx.clone(), freed_tx);
+    let shoot_events = watch_events(wiring.all::<Guarded<Shoot>>(), all()).inspect_ok({
+        let ctx = ctx.clone();
+        move |event| {
+            if observe_shoot(&ctx, event) {
+                // The receiver lives as long as the controller; a failed send means shutdown.
+                let _ = freed_tx.unbounded_send(());
+            }
+        }
+    });
+    let shoots = shoots_to_schedule(wiring.flag_when_listed(readiness::SHOOTS, shoot_events.reflect(shoot_writer)));
     let changes = stream::select_all([
         freed_rx.boxed(),
-        seed_changes(Api::all(client.clone()), seed_writer, ctx.readiness.seeds.clone()).boxed(),
-        any_change(Api::all(client.clone()), profile_writer, ctx.readiness.cloud_profiles.clone(), "cloud profiles")
-            .boxed(),
-        any_change(
-            Api::all(client.clone()),
-            ncp_writer,
-            ctx.readiness.namespaced_cloud_profiles.clone(),
-            "namespaced cloud profiles",
-        )
-        .boxed(),
-        any_change(Api::all(client.clone()), class_writer, ctx.readiness.exposure_classes.clone(), "exposure classes")
-            .boxed(),
+        seed_changes(seed_events).boxed(),
+        any_change(profile_events, "cloud profiles").boxed(),
+        any_change(ncp_events, "namespaced cloud profiles").boxed(),
+        any_change(class_events, "exposure classes").boxed(),
     ]);
     let requeue_ctx = ctx.clone();
     // Changes that arrive together (a seed re-list, many deletions) re-queue the waiting shoots once.
     let requeues = changes.ready_chunks(1024).flat_map(move |_| stream::iter(waiting_refs(&requeue_ctx)));
-
-    Controller::for_stream(shoots, shoot_cache)
-        .with_config(kube::runtime::Config::default().concurrency(concurrency))
-        .reconcile_on(requeues)
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|result| {
-            match result {
-                // Shoots deleted before their turn, and failures error_policy already reported.
-                Ok(_) | Err(ControllerError::ObjectNotFound(_) | ControllerError::ReconcilerFailed(..)) => {}
-                Err(e) => tracing::warn!(error = %runtime::events::error_chain(&e), "watching shoots"),
-            }
-            future::ready(())
-        })
-        .await;
-    Ok(())
+    let controller = Controller::for_stream(shoots, shoot_cache).reconcile_on(requeues);
+    wiring.run(controller, reconcile::reconcile, reconcile::error_policy, ctx).await;
 }
 
-/// Caches are ready once their watch has listed everything. (Marked from the watch events
-/// rather than `Store::wait_until_ready`, whose readiness signal wakes only one waiter, and the
-/// controller already waits on the Shoot cache.)
-fn mark_synced(flag: &AtomicBool) {
-    if !flag.swap(true, Ordering::AcqRel) {
-        tracing::debug!("cache synced");
-    }
-}
-
-/// Shoot events: bookkeeping first, then the cache, then (for shoots that need a seed, at a new
-/// generation) a reconcile trigger.
-fn shoot_stream(
-    api: Api<Guarded<Shoot>>,
-    writer: reflector::store::Writer<Guarded<Shoot>>,
-    ctx: Arc<Context>,
-    freed: mpsc::UnboundedSender<()>,
+/// The shoots to reconcile, from the shoot watch (bookkeeping first, then the cache): those
+/// that need a seed, at a new generation.
+fn shoots_to_schedule(
+    events: impl Stream<Item = Events<Guarded<Shoot>>> + Send + 'static,
 ) -> impl Stream<Item = Result<Guarded<Shoot>, watcher::Error>> + Send + 'static {
-    watcher(api)
-        .inspect_ok(move |event| {
-            if observe_shoot(&ctx, event) {
-                // The receiver lives as long as the controller; a failed send means shutdown.
-                let _ = freed.unbounded_send(());
-            }
-        })
-        .reflect(writer)
+    events
         .applied_objects()
         .try_filter(|guard| future::ready(guard.0.as_ref().is_ok_and(needs_scheduling)))
         .predicate_filter(predicates::generation, Default::default())
-}
-
-fn watcher<K>(api: Api<K>) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
-    watcher::watcher(api, watcher::Config::default()).default_backoff()
 }
 
 /// Feeds one shoot event into the bookkeeping; true when capacity was freed.
@@ -259,10 +178,7 @@ fn observe_shoot(ctx: &Context, event: &Event<Guarded<Shoot>>) -> bool {
             false
         }
         Event::InitApply(DeserializeGuard(Err(_))) => false,
-        Event::InitDone => {
-            mark_synced(&ctx.readiness.shoots);
-            state.relist_done()
-        }
+        Event::InitDone => state.relist_done(),
     };
     ctx.metrics.waiting.set(i64::try_from(state.waiting_count()).unwrap_or(i64::MAX));
     freed
@@ -270,13 +186,9 @@ fn observe_shoot(ctx: &Context, event: &Event<Guarded<Shoot>>) -> bool {
 
 /// One item per Seed change that can change a decision. Heartbeats (condition timestamps) and
 /// other status noise do not count.
-fn seed_changes(
-    api: Api<Guarded<Seed>>,
-    writer: reflector::store::Writer<Guarded<Seed>>,
-    synced: Arc<AtomicBool>,
-) -> impl Stream<Item = ()> {
+fn seed_changes(events: impl Stream<Item = Events<Guarded<Seed>>>) -> impl Stream<Item = ()> {
     let mut seen: HashMap<String, u64> = HashMap::new();
-    watcher(api).reflect(writer).filter_map(move |event| {
+    events.filter_map(move |event| {
         let change = match event {
             Ok(Event::Apply(seed)) => {
                 let name = kube::ResourceExt::name_any(&seed);
@@ -292,10 +204,7 @@ fn seed_changes(
                 false
             }
             Ok(Event::Init) => false,
-            Ok(Event::InitDone) => {
-                mark_synced(&synced);
-                true
-            }
+            Ok(Event::InitDone) => true,
             Err(e) => {
                 tracing::warn!(error = %runtime::events::error_chain(&e), "watching seeds");
                 false
@@ -329,22 +238,10 @@ fn seed_fingerprint(seed: &Guarded<Seed>) -> u64 {
 
 /// One item per change of an object of kind `K` (CloudProfiles, NamespacedCloudProfiles,
 /// ExposureClasses: few objects that change rarely, so every change counts).
-fn any_change<K>(
-    api: Api<Guarded<K>>,
-    writer: reflector::store::Writer<Guarded<K>>,
-    synced: Arc<AtomicBool>,
-    what: &'static str,
-) -> impl Stream<Item = ()> + Send + 'static
-where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
-{
-    watcher(api).reflect(writer).filter_map(move |event| {
+fn any_change<K>(events: impl Stream<Item = Events<K>>, what: &'static str) -> impl Stream<Item = ()> {
+    events.filter_map(move |event| {
         let change = match event {
-            Ok(Event::Apply(_)) => true,
-            Ok(Event::InitDone) => {
-                mark_synced(&synced);
-                true
-            }
+            Ok(Event::Apply(_) | Event::InitDone) => true,
             Ok(_) => false,
             Err(e) => {
                 tracing::warn!(error = %runtime::events::error_chain(&e), what, "watching");
