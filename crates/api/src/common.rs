@@ -214,6 +214,7 @@ pub struct SecretReference {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LocalObjectReference {
+    /// The object's name.
     pub name: String,
 }
 

@@ -54,8 +54,10 @@ pub struct Extension {
 /// An IP family of a network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum IpFamily {
-    IPv4,
-    IPv6,
+    #[serde(rename = "IPv4")]
+    Ipv4,
+    #[serde(rename = "IPv6")]
+    Ipv6,
 }
 
 /// How nodes distribute traffic of a load balancer service (`Service.spec.externalTrafficPolicy`).

@@ -6,14 +6,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// An IP family of the cluster network.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-pub enum IpFamily {
-    #[serde(rename = "IPv4")]
-    Ipv4,
-    #[serde(rename = "IPv6")]
-    Ipv6,
-}
+/// The IP families of the cluster network are the Shoot's.
+pub use crate::core::shared::IpFamily;
 
 /// Desired state of a shoot's pod network.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

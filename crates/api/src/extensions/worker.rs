@@ -14,6 +14,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The machine volumes and the machine-controller-manager settings are the Shoot's own types.
+pub use crate::core::shoot::provider::{DataVolume, MachineControllerManagerSettings, Volume};
+
 /// Desired state of a shoot's worker machines.
 #[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -105,46 +108,6 @@ pub struct MachineImage {
     pub name: String,
     pub version: String,
     pub provider_config: Option<Opaque>,
-}
-
-/// The root volume of a machine.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Volume {
-    pub name: Option<String>,
-    #[serde(rename = "type")]
-    pub type_: Option<String>,
-    /// Size as a quantity string (for example `20Gi`).
-    pub size: String,
-    pub encrypted: Option<bool>,
-}
-
-/// An additional volume of a machine.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DataVolume {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub type_: Option<String>,
-    /// Size as a quantity string (for example `50Gi`).
-    pub size: String,
-    pub encrypted: Option<bool>,
-}
-
-/// Per-pool settings of the machine-controller-manager. Durations are Go duration strings.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MachineControllerManagerSettings {
-    pub machine_drain_timeout: Option<String>,
-    pub machine_health_timeout: Option<String>,
-    pub machine_creation_timeout: Option<String>,
-    pub max_evict_retries: Option<i32>,
-    /// Node conditions that mark a machine unhealthy.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub node_conditions: Vec<String>,
 }
 
 /// The resources of one machine of a pool.

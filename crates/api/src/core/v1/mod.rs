@@ -16,6 +16,7 @@ use kube::CustomResource;
 use kube::CustomResourceExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+pub use crate::common::LocalObjectReference;
 
 /// The API version of this module's kind.
 pub const API_VERSION: &str = "core.gardener.cloud/v1";
@@ -79,13 +80,6 @@ pub struct OciRepository {
     pub digest: Option<String>,
     /// A `kubernetes.io/dockerconfigjson` Secret in the `garden` namespace.
     pub pull_secret_ref: Option<LocalObjectReference>,
-}
-
-/// A reference to an object in the same namespace.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct LocalObjectReference {
-    /// The object's name.
-    pub name: String,
 }
 
 /// Where the API server sends conversion requests until the controller-manager registers its
