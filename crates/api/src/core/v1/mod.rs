@@ -8,6 +8,7 @@
 
 pub mod conversion;
 
+pub use crate::common::LocalObjectReference;
 use crate::opaque::Opaque;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig, WebhookConversion,
@@ -16,7 +17,6 @@ use kube::CustomResource;
 use kube::CustomResourceExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-pub use crate::common::LocalObjectReference;
 
 /// The API version of this module's kind.
 pub const API_VERSION: &str = "core.gardener.cloud/v1";
