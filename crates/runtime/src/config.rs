@@ -87,7 +87,8 @@ pub fn parse<C: ConfigFile>(text: &str) -> Result<C, ParseError> {
 
 /// Reads, parses and checks a configuration file.
 pub fn load<C: ConfigFile>(path: &Path) -> Result<C, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+    let text =
+        std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
     parse(&text).map_err(|e| match e {
         ParseError::Syntax(source) => ConfigError::Parse { path: path.to_path_buf(), source },
         ParseError::Invalid(invalid) => ConfigError::Invalid { path: path.to_path_buf(), invalid },
@@ -140,7 +141,8 @@ mod tests {
     fn errors_name_the_file_and_the_field() {
         let dir = std::env::temp_dir().join(format!("runtime-config-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
-        let cases = [("concurrentSyncs: 0", "concurrentSyncs: must be at least 1"), ("concurentSyncs: 2", "concurentSyncs")];
+        let cases =
+            [("concurrentSyncs: 0", "concurrentSyncs: must be at least 1"), ("concurentSyncs: 2", "concurentSyncs")];
         for (i, (yaml, expected)) in cases.into_iter().enumerate() {
             let path = dir.join(format!("c{i}.yaml"));
             let _ = std::fs::write(&path, yaml);
