@@ -14,10 +14,10 @@ pub mod reconcile;
 use api::extensions::Bastion as ExtensionBastion;
 use api::operations::Bastion;
 use extension_sdk::deployer::Deployer;
-use futures::StreamExt;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
+use runtime::wiring::{self, Wiring};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -42,7 +42,8 @@ fn owner_of(ext: &ExtensionBastion) -> Option<ObjectRef<Bastion>> {
     Some(ObjectRef::new(labels.get(decide::LABEL_NAME)?).within(labels.get(decide::LABEL_NAMESPACE)?))
 }
 
-/// Runs the controller until `stop`; `ready` turns true once the Bastion cache is filled.
+/// Runs the controller until `stop`; `ready` turns true once the Bastion cache is filled (the
+/// extension Bastions' watch is not waited for).
 pub async fn run(
     garden: Client,
     seed: Client,
@@ -51,22 +52,12 @@ pub async fn run(
     stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
     ready: Arc<AtomicBool>,
 ) {
-    let (extensions, writer) = reflector::store();
-    let extension_events = reflector(
-        writer,
-        watcher(Api::<ExtensionBastion>::all(seed.clone()), watcher::Config::default().labels(decide::LABEL_NAME))
-            .default_backoff(),
-    )
-    .touched_objects();
-    let controller = Controller::new(Api::<Bastion>::all(garden.clone()), watcher::Config::default());
-    let synced = runtime::cache::flag_when_synced(controller.store(), ready);
+    let mut wiring = Wiring::new("bastion", garden.clone(), stop, ready).concurrency(concurrency);
+    let bastions = wiring.controller("bastions", wiring.all::<Bastion>(), watcher::Config::default());
+    let made_here = watcher::Config::default().labels(decide::LABEL_NAME);
+    let (extensions, extension_events) = wiring::reflect(Api::<ExtensionBastion>::all(seed.clone()), made_here);
     let ctx = Arc::new(Context { seed_name, deployer: Deployer::new(seed.clone()), garden, seed, extensions });
-    let run = controller
-        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
-        .watches_stream(extension_events, |ext: ExtensionBastion| owner_of(&ext))
-        .graceful_shutdown_on(stop)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|_| futures::future::ready(()));
-    run.await;
-    synced.abort();
+    let controller =
+        bastions.watches_stream(extension_events.touched_objects(), |ext: ExtensionBastion| owner_of(&ext));
+    wiring.run(controller, reconcile::reconcile, reconcile::error_policy, ctx).await;
 }

@@ -19,12 +19,13 @@ pub mod status;
 use api::core::controller::LABEL_CONTROLLER_INSTALLATION;
 use api::core::{ControllerDeployment, ControllerInstallation, ControllerRegistration};
 use api::extensions::ExtensionKind;
-use futures::{StreamExt, future};
+use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::ApiResource;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
+use runtime::wiring::{self, Wiring};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
@@ -60,7 +61,8 @@ fn installations_where(
     store.state().iter().filter(|i| uses(i)).map(|i| ObjectRef::from_obj(i.as_ref())).collect()
 }
 
-/// Runs the controller until `stop`; `ready` turns true once its caches are filled.
+/// Runs the controller until `stop`; `ready` turns true once the ControllerInstallation cache
+/// is filled (the other caches are not waited for).
 pub async fn run(
     garden: Client,
     seed: Client,
@@ -69,34 +71,21 @@ pub async fn run(
     stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
     ready: Arc<AtomicBool>,
 ) {
-    let (registrations, registration_writer) = reflector::store();
-    let registration_events = reflector(
-        registration_writer,
-        watcher(Api::<ControllerRegistration>::all(garden.clone()), watcher::Config::default()).default_backoff(),
-    )
-    .touched_objects();
-    let (deployments, deployment_writer) = reflector::store();
-    let deployment_events = reflector(
-        deployment_writer,
-        watcher(Api::<ControllerDeployment>::all(garden.clone()), watcher::Config::default()).default_backoff(),
-    )
-    .touched_objects();
-    let (workloads, workload_writer) = reflector::store();
-    let workload_events = reflector(
-        workload_writer,
-        watcher(Api::<Deployment>::all(seed.clone()), watcher::Config::default().labels(LABEL_CONTROLLER_INSTALLATION))
-            .default_backoff(),
-    )
-    .touched_objects();
+    let all = watcher::Config::default;
+    let mut wiring = Wiring::new("controller-installation", garden.clone(), stop, ready).concurrency(concurrency);
+    let selector = format!("{SEED_LABEL}={seed_name}");
+    let installations =
+        wiring.controller("controller installations", wiring.all::<ControllerInstallation>(), all().labels(&selector));
+    let (registrations, registration_events) =
+        wiring::reflect(Api::<ControllerRegistration>::all(garden.clone()), all());
+    let (deployments, deployment_events) = wiring::reflect(Api::<ControllerDeployment>::all(garden.clone()), all());
+    let (workloads, workload_events) =
+        wiring::reflect(Api::<Deployment>::all(seed.clone()), all().labels(LABEL_CONTROLLER_INSTALLATION));
     let in_use: InUse = Arc::default();
     let (changed_tx, changed_rx) = futures::channel::mpsc::unbounded::<()>();
     let tracking = track_all(seed.clone(), in_use.clone(), changed_tx);
 
-    let installations = Api::<ControllerInstallation>::all(garden.clone());
-    let selector = format!("{SEED_LABEL}={seed_name}");
-    let controller = Controller::new(installations, watcher::Config::default().labels(&selector));
-    let store = controller.store();
-    let synced = runtime::cache::flag_when_synced(store.clone(), ready);
+    let store = installations.store();
     let ctx = Arc::new(Context {
         seed_name,
         garden,
@@ -107,14 +96,13 @@ pub async fn run(
         in_use,
         discovered: Mutex::default(),
     });
-    let (by_registration, by_deployment) = (store.clone(), store.clone());
-    let registrations_for_deployments = registrations.clone();
-    let run = controller
-        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
-        .watches_stream(registration_events, move |r: ControllerRegistration| {
+    let (by_registration, by_deployment) = (store.clone(), store);
+    let registrations_for_deployments = registrations;
+    let controller = installations
+        .watches_stream(registration_events.touched_objects(), move |r: ControllerRegistration| {
             installations_where(&by_registration, |i| i.spec.registration_ref.name == r.name_any())
         })
-        .watches_stream(deployment_events, move |d: ControllerDeployment| {
+        .watches_stream(deployment_events.touched_objects(), move |d: ControllerDeployment| {
             let name = d.name_any();
             let regs = registrations_for_deployments.state();
             installations_where(&by_deployment, |i| {
@@ -129,23 +117,20 @@ pub async fn run(
                 })
             })
         })
-        .watches_stream(workload_events, |d: Deployment| {
+        .watches_stream(workload_events.touched_objects(), |d: Deployment| {
             d.labels().get(LABEL_CONTROLLER_INSTALLATION).map(|i| ObjectRef::<ControllerInstallation>::new(i))
         })
-        .reconcile_all_on(changed_rx)
-        .graceful_shutdown_on(stop)
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
-        .for_each(|r| {
-            if let Err(e) = r {
-                tracing::debug!(error = %runtime::events::error_chain(&e), "controller installation reconcile ended with an error");
+        .reconcile_all_on(changed_rx);
+    let controller = wiring.drive(controller, reconcile::reconcile, reconcile::error_policy, ctx);
+    // The controller stops, too, if the tracking of extension objects ever ends.
+    wiring
+        .run_with(async move {
+            tokio::select! {
+                () = controller => {}
+                () = tracking => {}
             }
-            future::ready(())
-        });
-    tokio::select! {
-        _ = run => {}
-        _ = tracking => {}
-    }
-    synced.abort();
+        })
+        .await;
 }
 
 /// Keeps `in_use` current for every extension kind; signals `changed` when a (kind, type)

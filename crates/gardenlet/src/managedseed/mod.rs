@@ -16,10 +16,10 @@ pub mod reconcile;
 use crate::config::GardenletConfig;
 use api::core::{Seed, Shoot};
 use api::seedmanagement::ManagedSeed;
-use futures::StreamExt;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
+use runtime::wiring::Wiring;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -107,19 +107,16 @@ pub async fn run(
     ready: Arc<AtomicBool>,
 ) {
     let ns = api::helpers::constants::GARDEN_NAMESPACE;
-    let controller =
-        Controller::new(Api::<ManagedSeed>::namespaced(ctx.garden.clone(), ns), watcher::Config::default());
+    let mut wiring = Wiring::new("managed-seed", ctx.garden.clone(), stop, ready).concurrency(concurrency);
+    let managed_seeds = Api::<ManagedSeed>::namespaced(ctx.garden.clone(), ns);
+    let controller = wiring.controller("managed seeds", managed_seeds, watcher::Config::default());
     let store = controller.store();
-    let synced = runtime::cache::flag_when_synced(store.clone(), ready);
     let shoots = Api::<Shoot>::namespaced(ctx.garden.clone(), ns);
     let seeds = Api::<Seed>::all(ctx.garden.clone());
-    let run = controller
-        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
+    let controller = controller
         .watches(shoots, watcher::Config::default(), move |shoot| managed_seeds_of(&store, &shoot))
-        .watches(seeds, watcher::Config::default(), move |seed: Seed| Some(ObjectRef::new(&seed.name_any()).within(ns)))
-        .graceful_shutdown_on(stop)
-        .run(reconcile::reconcile, reconcile::error_policy, Arc::new(ctx))
-        .for_each(|_| futures::future::ready(()));
-    run.await;
-    synced.abort();
+        .watches(seeds, watcher::Config::default(), move |seed: Seed| {
+            Some(ObjectRef::new(&seed.name_any()).within(ns))
+        });
+    wiring.run(controller, reconcile::reconcile, reconcile::error_policy, Arc::new(ctx)).await;
 }

@@ -11,11 +11,11 @@ use crate::config::GardenletConfig;
 use api::core::Shoot;
 use cancel::Operation;
 use decide::{Action, decide};
-use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{Action as RequeueAction, Controller};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
+use runtime::wiring::{Wiring, watch_events};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -187,8 +187,9 @@ impl ShootController {
         shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
         ready: Arc<std::sync::atomic::AtomicBool>,
     ) {
-        use kube::runtime::{WatchStreamExt, reflector};
+        use kube::runtime::WatchStreamExt;
         let concurrency = self.config.controllers.shoot_concurrent_syncs;
+        let mut wiring = Wiring::new("shoot", self.garden.clone(), shutdown, ready).concurrency(concurrency);
         let shoots: Api<Shoot> = Api::all(self.garden.clone());
         // Only this seed's Shoots: custom resources have no field selectors here, so the garden
         // labels each Shoot for its seeds and this watch selects on the label.
@@ -202,7 +203,7 @@ impl ShootController {
             cache_task.abort();
             return;
         };
-        let events = reflector::reflector(writer, watcher(shoots, selected)).default_backoff();
+        let events = wiring.flag_when_listed("shoots", watch_events(shoots, selected).reflect(writer));
         let running = cancel::Running::default();
         // A deletion cancels the shoot's running reconcile, a force-deletion its running reconcile
         // or deletion, as soon as the watch sees it (the controller runs one operation per shoot
@@ -219,19 +220,7 @@ impl ShootController {
             }
         });
         let this = Arc::new(Shared { controller: self, running });
-        let controller = Controller::for_stream(applied, store.clone());
-        let synced = runtime::cache::flag_when_synced(store, ready);
-        controller
-            .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
-            .graceful_shutdown_on(shutdown)
-            .run(Self::reconcile, error_policy, this)
-            .for_each(|result| async move {
-                if let Err(e) = result {
-                    tracing::debug!(error = %runtime::events::error_chain(&e), "shoot reconcile ended with an error");
-                }
-            })
-            .await;
-        synced.abort();
+        wiring.run(Controller::for_stream(applied, store), Self::reconcile, error_policy, this).await;
         cache_task.abort();
     }
 }
