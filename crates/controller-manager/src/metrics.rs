@@ -26,10 +26,7 @@ mod tests {
         m.reconcile_started("project");
         m.reconcile_failed("project", "ApplyNamespaceFailed");
         m.observe_duration("project", 0.02);
-        assert_eq!(m.reconciliations("project"), 2);
-        assert_eq!(m.errors("project", "ApplyNamespaceFailed"), 1);
-        assert_eq!(m.all_errors("project"), 1);
-        assert_eq!(m.all_errors("bastion"), 0);
+        // The counters themselves are runtime's (tested there); here: the prefix and the label.
         let text = m.render();
         for needle in [
             "controller_manager_reconciliations_total{controller=\"project\"} 2",

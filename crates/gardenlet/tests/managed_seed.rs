@@ -28,20 +28,12 @@ use std::time::Duration;
 const CONFIG: &str = "seed:\n  name: local\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\ncontrolPlaneRequestsPercent: 20\n";
 const TECHNICAL_ID: &str = "shoot--garden--ms1";
 
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
-{
-    let mut last = String::new();
-    for _ in 0..600 {
-        match f().await {
-            Ok(v) => return v,
-            Err(why) => last = why,
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what} did not happen; last: {last}");
+/// Polls `probe` every 100 ms until it returns `Ok`, for at most 60 s.
+async fn eventually<T, Fut: std::future::Future<Output = Result<T, String>>>(
+    what: &str,
+    probe: impl FnMut() -> Fut,
+) -> T {
+    testenv::poll::until(what, Duration::from_secs(60), Duration::from_millis(100), probe).await
 }
 
 fn condition(ms: &ManagedSeed, type_: &str) -> Option<(ConditionStatus, String, String)> {

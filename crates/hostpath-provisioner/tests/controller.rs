@@ -16,18 +16,9 @@ use std::time::Duration;
 
 const PROVISIONER: &str = "test.gardener.cloud/host-path";
 
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    for _ in 0..300 {
-        if let Some(v) = f().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what} did not happen within 30 s");
+/// Polls `probe` every 100 ms until it returns `Some`, for at most 30 s.
+async fn eventually<T, Fut: std::future::Future<Output = Option<T>>>(what: &str, probe: impl FnMut() -> Fut) -> T {
+    testenv::poll::until_some(what, Duration::from_secs(30), Duration::from_millis(100), probe).await
 }
 
 async fn claim(client: &Client, name: &str, node: &str) -> PersistentVolumeClaim {

@@ -15,6 +15,7 @@ mod certs;
 pub mod cli;
 mod crds;
 pub mod helm;
+pub mod poll;
 mod process;
 
 pub use assets::{Assets, SETUP_COMMAND};

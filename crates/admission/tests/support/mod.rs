@@ -16,7 +16,7 @@ use kube::{Api, Client};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testenv::TestEnv;
 
 pub const NS: &str = "garden-dev";
@@ -219,18 +219,7 @@ pub fn refusal<T: std::fmt::Debug>(result: Result<T, kube::Error>, what: &str) -
     }
 }
 
-/// Polls `f` until it returns `Ok`, failing with its last error after [`TIMEOUT`].
-pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let start = Instant::now();
-    loop {
-        match f().await {
-            Ok(v) => return v,
-            Err(last) if start.elapsed() > TIMEOUT => panic!("timed out waiting for {what}: {last}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
+/// Polls `probe` every 100 ms until it returns `Ok`, failing with its last error after [`TIMEOUT`].
+pub async fn eventually<T, Fut: Future<Output = Result<T, String>>>(what: &str, probe: impl FnMut() -> Fut) -> T {
+    testenv::poll::until(what, TIMEOUT, Duration::from_millis(100), probe).await
 }

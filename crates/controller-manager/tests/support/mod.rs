@@ -19,7 +19,7 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, Client};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testenv::TestEnv;
 
 /// The longest any single expectation may take to come true.
@@ -110,22 +110,8 @@ pub async fn start(env: &TestEnv, config: Config) -> Running {
 
 /// Polls `probe` every 100 ms until it returns `Ok`, at most [`TIMEOUT`]; panics with the last
 /// observation otherwise.
-pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let last = match probe().await {
-            Ok(value) => return value,
-            Err(observed) => observed,
-        };
-        if Instant::now() > deadline {
-            panic!("timed out waiting for {what}; last observed: {last}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+pub async fn eventually<T, Fut: Future<Output = Result<T, String>>>(what: &str, probe: impl FnMut() -> Fut) -> T {
+    testenv::poll::until(what, TIMEOUT, Duration::from_millis(100), probe).await
 }
 
 /// Creates a namespace.

@@ -13,7 +13,7 @@ use extension_sdk::{Actuator, ActuatorError, ClusterContext, ControllerConfig, E
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub const NS: &str = "shoot--dev--test";
 pub const TYPE: &str = "test";
@@ -211,20 +211,9 @@ pub fn start<K: ExtensionResource, A: Actuator<K>>(client: &Client, actuator: A,
     Running { metrics, stop: Some(tx), handle: tokio::spawn(controller.run(stop)) }
 }
 
-/// Polls `f` every 50 ms until it returns `Some`, for at most 30 s.
-pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+/// Polls `probe` every 50 ms until it returns `Some`, for at most 30 s.
+pub async fn eventually<T, Fut: Future<Output = Option<T>>>(what: &str, probe: impl FnMut() -> Fut) -> T {
+    testenv::poll::until_some(what, Duration::from_secs(30), Duration::from_millis(50), probe).await
 }
 
 /// Waits until the object's last operation has the given type and state.

@@ -22,7 +22,7 @@ use scheduler::readiness::Readiness;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use testenv::TestEnv;
 
 pub const NS: &str = "garden-dev";
@@ -204,22 +204,8 @@ pub async fn events(client: &Client, shoot: &str, reason: &str) -> Vec<K8sEvent>
 
 /// Polls `probe` every 100 ms until it returns `Ok`, for at most [`TIMEOUT`]; on timeout, panics
 /// with `what` and the last observation the probe reported.
-pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let last = match probe().await {
-            Ok(value) => return value,
-            Err(observed) => observed,
-        };
-        if Instant::now() > deadline {
-            panic!("timed out waiting for {what}; last observed: {last}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+pub async fn eventually<T, Fut: Future<Output = Result<T, String>>>(what: &str, probe: impl FnMut() -> Fut) -> T {
+    testenv::poll::until(what, TIMEOUT, Duration::from_millis(100), probe).await
 }
 
 /// A plain HTTP/1.1 GET; returns the status code and the body. (Blocking std I/O on a helper
