@@ -37,10 +37,14 @@ except ImportError:
     sys.exit("helm.py: helm-sdkpy is missing; run hack/setup-helm.sh")
 
 
-def deep_merge(base, override):
+def deep_merge(base, override, null_removes=False):
+    """Merges `override` into `base`, maps key by key. With `null_removes` (Helm's merge of
+    values over a chart's own), a null removes the key instead of setting it."""
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            deep_merge(base[key], value)
+        if null_removes and value is None and key in base:
+            del base[key]
+        elif isinstance(value, dict) and isinstance(base.get(key), dict):
+            deep_merge(base[key], value, null_removes)
         else:
             base[key] = value
     return base
@@ -66,18 +70,6 @@ def load_values(args):
     return values
 
 
-def overlay(defaults, values):
-    """Helm's merge of values over a chart's own: as deep_merge, but a null removes a default."""
-    for key, value in values.items():
-        if value is None and key in defaults:
-            del defaults[key]
-        elif isinstance(value, dict) and isinstance(defaults.get(key), dict):
-            overlay(defaults[key], value)
-        else:
-            defaults[key] = value
-    return defaults
-
-
 def chart_with_values(chart, overrides, workdir):
     """A copy of `chart` (links resolved) whose values.yaml is its own with `overrides` merged in."""
     copy = os.path.join(workdir, os.path.basename(os.path.abspath(chart)))
@@ -86,7 +78,7 @@ def chart_with_values(chart, overrides, workdir):
     with open(path, encoding="utf-8") as f:
         values = yaml.safe_load(f) or {}
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(overlay(values, overrides), f, indent=2)  # JSON is YAML
+        json.dump(deep_merge(values, overrides, null_removes=True), f, indent=2)  # JSON is YAML
     return copy
 
 
