@@ -1,8 +1,8 @@
 //! `gardener-controller-manager`: runs the garden's own controllers until SIGINT or SIGTERM.
 //! See `--help` and docs/controller-manager.md.
 
+use ::runtime::Runner;
 use ::runtime::cli::{self, CommonArgs, LeaderElectionArgs};
-use ::runtime::{Runner, RunnerConfig};
 use clap::Parser;
 use controller_manager::{Config, SystemClock, app};
 use std::path::PathBuf;
@@ -34,10 +34,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let mut config = match &cli.config {
-        Some(path) => Config::load(path)?,
-        None => Config::default(),
-    };
+    let mut config: Config = ::runtime::config::load_or_default(cli.config.as_deref())?;
     // An explicit flag wins over the configuration file.
     if let Some(address) = cli.common.metrics_bind_address {
         config.bind_address = address;
@@ -45,13 +42,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!(bind_address = %config.bind_address, "starting gardener-controller-manager");
     let client = cli.common.client().await?;
 
-    let mut runner_config = RunnerConfig::new(NAME, cli.leader_election.namespace.clone());
-    runner_config.http_addr = Some(config.bind_address);
-    runner_config.heartbeat_interval = None;
-    if let Some(le) = cli.leader_election.config(NAME) {
-        runner_config = runner_config.leader_election(le);
-    }
-    let mut runner = Runner::new(client.clone(), runner_config)?;
+    let mut runner = Runner::new(client.clone(), cli.leader_election.runner_config(NAME, NAME, config.bind_address))?;
     if config.admission.enabled {
         admission::server::add_to(&mut runner, client.clone(), config.admission.server())?;
     }

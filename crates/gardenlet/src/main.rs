@@ -55,15 +55,11 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         version: env!("CARGO_PKG_VERSION").into(),
     };
 
-    let mut runner_config = runtime::runner::RunnerConfig::new("gardenlet", cli.leader_election.namespace.clone());
-    runner_config.http_addr = Some(cli.common.metrics_bind_address());
-    // The seed controller renews its own heartbeat Lease per seed.
-    runner_config.heartbeat_interval = None;
-    // One Lease per seed (`gardenlet-<seed>-leader-election`): the gardenlets of different seeds
-    // share the garden's namespace but never each other's Lease.
-    if let Some(le) = cli.leader_election.config(&format!("gardenlet-{}", config.seed.name)) {
-        runner_config = runner_config.leader_election(le);
-    }
+    // No heartbeat Lease of the runner's: the seed controller renews its own per seed. One leader
+    // Lease per seed (`gardenlet-<seed>-leader-election`): the gardenlets of different seeds share
+    // the garden's namespace but never each other's Lease.
+    let lease = format!("gardenlet-{}", config.seed.name);
+    let runner_config = cli.leader_election.runner_config("gardenlet", &lease, cli.common.metrics_bind_address());
     let mut runner = runtime::runner::Runner::new(garden.clone(), runner_config)?;
     let seed_controller =
         SeedController::new(garden.clone(), config.seed.clone(), config.controllers.seed_heartbeat(), gardener)

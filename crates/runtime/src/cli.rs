@@ -77,6 +77,22 @@ impl LeaderElectionArgs {
             crate::runner::LeaderElectionConfig::new(id, self.namespace.clone(), identity)
         })
     }
+
+    /// The runner of a controller binary: named `name`, serving `/healthz`, `/readyz` and
+    /// `/metrics` on `http_addr`, without the heartbeat Lease, holding the leader Lease of
+    /// `lease_component` ([`Self::config`]) unless leader election is off.
+    pub fn runner_config(
+        &self,
+        name: &str,
+        lease_component: &str,
+        http_addr: SocketAddr,
+    ) -> crate::runner::RunnerConfig {
+        let mut config = crate::runner::RunnerConfig::new(name, self.namespace.clone());
+        config.http_addr = Some(http_addr);
+        config.heartbeat_interval = None;
+        config.leader_election = self.config(lease_component);
+        config
+    }
 }
 
 /// Building the client failed.

@@ -95,6 +95,11 @@ pub fn load<C: ConfigFile>(path: &Path) -> Result<C, ConfigError> {
     })
 }
 
+/// [`load`]s the file at `path`; without one, the defaults.
+pub fn load_or_default<C: ConfigFile + Default>(path: Option<&Path>) -> Result<C, ConfigError> {
+    path.map_or_else(|| Ok(C::default()), load)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,6 +158,7 @@ mod tests {
             assert!(report.contains(&path.display().to_string()), "{report}");
             assert!(report.contains(expected), "{report} does not say {expected}");
         }
+        assert_eq!(load_or_default::<Sample>(None).ok(), Some(Sample::default()));
         let missing = dir.join("missing.yaml");
         assert!(matches!(load::<Sample>(&missing), Err(ConfigError::Read { .. })));
         let _ = std::fs::remove_dir_all(&dir);

@@ -1,9 +1,9 @@
 //! `gardener-scheduler`: runs the scheduler until SIGINT or SIGTERM. See `--help`.
 
 use clap::Parser;
+use runtime::Runner;
 use runtime::cli::LeaderElectionArgs;
 use runtime::cli::{self, CommonArgs};
-use runtime::{Runner, RunnerConfig};
 use scheduler::Config;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,10 +32,7 @@ fn main() -> ExitCode {
 const NAME: &str = "gardener-scheduler";
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let mut config = match &cli.config {
-        Some(path) => Config::load(path)?,
-        None => Config::default(),
-    };
+    let mut config: Config = runtime::config::load_or_default(cli.config.as_deref())?;
     // An explicit flag wins over the configuration file.
     if let Some(address) = cli.common.metrics_bind_address {
         config.bind_address = address;
@@ -45,13 +42,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
 
     // The SDK's runner serves /healthz, /readyz and /metrics, holds the leader Lease, and stops
     // the controller on SIGTERM (releasing the Lease).
-    let mut runner_config = RunnerConfig::new(NAME, cli.leader_election.namespace.clone());
-    runner_config.http_addr = Some(config.bind_address);
-    runner_config.heartbeat_interval = None;
-    if let Some(le) = cli.leader_election.config(NAME) {
-        runner_config = runner_config.leader_election(le);
-    }
-    let mut runner = Runner::new(client.clone(), runner_config)?;
+    let mut runner = Runner::new(client.clone(), cli.leader_election.runner_config(NAME, NAME, config.bind_address))?;
     scheduler::app::add_to(&mut runner, client, config)?;
     runner.run_until_signal().await?;
     Ok(())

@@ -6,7 +6,8 @@
 use std::process::{Command, Output};
 
 /// The flags every binary has (`runtime::cli::CommonArgs`, plus `--config`).
-pub const SHARED_FLAGS: [&str; 5] = ["--config", "--kubeconfig", "--metrics-bind-address", "--log-level", "--log-format"];
+pub const SHARED_FLAGS: [&str; 5] =
+    ["--config", "--kubeconfig", "--metrics-bind-address", "--log-level", "--log-format"];
 
 /// Runs the binary at `path` with `args` to completion.
 pub fn run(path: &str, args: &[&str]) -> Output {
