@@ -2,6 +2,7 @@
 //! each takes the shoot's values and returns the desired object (spec only; the deployer adds
 //! the operation annotation and timestamp).
 
+use super::kubelet::{self, KUBELET_CLIENT_CA_PATH, KUBELET_CONFIG_PATH};
 use crate::shoot::operation::values::ShootValues;
 use api::Opaque;
 use api::common::SecretReference;
@@ -167,12 +168,6 @@ pub fn osc_name(pool: &str) -> String {
     format!("osc-{pool}")
 }
 
-/// Where the kubelet's configuration file lives on a machine (Gardener's path).
-pub const KUBELET_CONFIG_PATH: &str = "/var/lib/kubelet/config/kubelet";
-/// The CA bundle the kubelet checks client certificates against (`ca-kubelet`, which signs the
-/// API server's kubelet client certificate).
-pub const KUBELET_CLIENT_CA_PATH: &str = "/var/lib/kubelet/ca-kubelet.crt";
-
 /// Where the bootstrap kubeconfig, with the bootstrap token, lives on a machine.
 pub const BOOTSTRAP_KUBECONFIG_PATH: &str = "/var/lib/kubelet/kubeconfig-bootstrap";
 
@@ -245,7 +240,7 @@ fn ssh_access(authorized_keys: &str) -> (Vec<Unit>, Vec<(String, i32, String)>) 
 /// One OperatingSystemConfig per worker pool: the kubelet unit and the files it needs to join
 /// the cluster by TLS bootstrapping (bootstrap kubeconfig with the token, the CA bundle, the
 /// pool's kubelet configuration with the shoot's or the pool's kubelet settings
-/// ([`super::kubelet`]), and the kubelet CA bundle it trusts for the API server's client
+/// ([`kubelet`]), and the kubelet CA bundle it trusts for the API server's client
 /// certificate); with `authorized_keys` (the shoot's nodes are reached over SSH), the user
 /// `gardener` with those keys and sshd. A changed kubelet setting changes the pool's
 /// configuration and so its [`node_agent_secret_name`]: the pool's machines are replaced.
@@ -286,7 +281,7 @@ pub fn operating_system_configs(
                 inline(bootstrap_kubeconfig, 0o600, BOOTSTRAP_KUBECONFIG_PATH),
                 inline(ca_bundle, 0o644, "/var/lib/kubelet/ca.crt"),
                 inline(kubelet_ca_bundle, 0o644, KUBELET_CLIENT_CA_PATH),
-                inline(&super::kubelet::pool_config(v, shoot, pool), 0o644, KUBELET_CONFIG_PATH),
+                inline(&kubelet::pool_config(v, shoot, pool), 0o644, KUBELET_CONFIG_PATH),
             ];
             if let Some(keys) = authorized_keys {
                 let (ssh_units, ssh_files) = ssh_access(keys);
@@ -317,21 +312,6 @@ fn kubelet_unit(version: &str, pool: &str) -> String {
     format!(
         "[Unit]\nDescription=kubelet {version}\nAfter=containerd.service\n\n[Service]\nRestart=always\nRestartSec=5\nEnvironmentFile=-/etc/default/kubelet\nExecStart=/opt/bin/kubelet \\\n  --bootstrap-kubeconfig=/var/lib/kubelet/kubeconfig-bootstrap \\\n  --kubeconfig=/var/lib/kubelet/kubeconfig-real \\\n  --config={KUBELET_CONFIG_PATH} \\\n  --container-runtime=remote \\\n  --container-runtime-endpoint=unix:///run/containerd/containerd.sock \\\n  --node-labels={LABEL_WORKER_POOL}={pool} \\\n  --v=2 $KUBELET_EXTRA_ARGS\n\n[Install]\nWantedBy=multi-user.target\n"
     )
-}
-
-/// The shoot's cluster DNS address: the tenth address of the service network, as Gardener
-/// picks it.
-pub fn cluster_dns(v: &ShootValues) -> std::net::IpAddr {
-    v.services.hosts().nth(9).unwrap_or_else(|| v.services.network())
-}
-
-/// The kubelet configuration of a pool without settings of its own or of the shoot: client
-/// certificates rotated through CSRs, webhook authentication and authorization against the
-/// shoot's API server, the shoot's cluster DNS, cgroupfs, and eviction thresholds low enough for
-/// a machine sharing its host's disk ([`super::kubelet::base`]; a pool's own file is
-/// [`super::kubelet::pool_config`]).
-pub fn kubelet_config(v: &ShootValues) -> String {
-    super::kubelet::render(v, None)
 }
 
 /// The Worker with one pool per shoot worker group; `user_data` maps pool name to the rendered

@@ -23,7 +23,6 @@
 //! refuses what the kubelet cannot run or what cannot take effect on this system's machines, so
 //! every value that reaches this module is mapped as it is.
 
-use super::extensions::{KUBELET_CLIENT_CA_PATH, cluster_dns};
 use crate::shoot::operation::values::ShootValues;
 use api::core::Shoot;
 use api::core::shoot::kubelet::{EvictionSignals, KubeletConfig, KubeletConfigReserved, SwapBehavior};
@@ -34,6 +33,18 @@ use std::collections::BTreeMap;
 /// The grace period of a soft eviction threshold that has none (Gardener's default for every
 /// signal).
 pub const DEFAULT_SOFT_GRACE_PERIOD: &str = "1m30s";
+
+/// Where the kubelet's configuration file lives on a machine (Gardener's path).
+pub const KUBELET_CONFIG_PATH: &str = "/var/lib/kubelet/config/kubelet";
+/// The CA bundle the kubelet checks client certificates against (`ca-kubelet`, which signs the
+/// API server's kubelet client certificate).
+pub const KUBELET_CLIENT_CA_PATH: &str = "/var/lib/kubelet/ca-kubelet.crt";
+
+/// The shoot's cluster DNS address: the tenth address of the service network, as Gardener
+/// picks it.
+pub fn cluster_dns(v: &ShootValues) -> std::net::IpAddr {
+    v.services.hosts().nth(9).unwrap_or_else(|| v.services.network())
+}
 
 /// The fields of `KubeletConfiguration` this system writes. Unset options are left out, so the
 /// kubelet's own defaults apply.
@@ -283,6 +294,14 @@ pub fn render(v: &ShootValues, settings: Option<&KubeletConfig>) -> String {
     // Strings, numbers, booleans and string-keyed maps only: serializing cannot fail.
     serde_yaml::to_string(&configuration(v, settings))
         .unwrap_or_else(|e| format!("# the kubelet configuration could not be rendered: {e}\n"))
+}
+
+/// The kubelet configuration of a pool without settings of its own or of the shoot: client
+/// certificates rotated through CSRs, webhook authentication and authorization against the
+/// shoot's API server, the shoot's cluster DNS, cgroupfs, and eviction thresholds low enough for
+/// a machine sharing its host's disk ([`base`]; a pool's own file is [`pool_config`]).
+pub fn kubelet_config(v: &ShootValues) -> String {
+    render(v, None)
 }
 
 /// The file of `pool`'s kubelet: the base with the settings [`effective`] for the pool.

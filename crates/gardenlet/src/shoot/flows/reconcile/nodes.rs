@@ -4,6 +4,7 @@ use crate::components::{cluster_dns, kube_proxy};
 use crate::flow::TaskError;
 use crate::shoot::credentials::secrets;
 use crate::shoot::objects::extensions as ext;
+use crate::shoot::objects::kubelet;
 use crate::shoot::objects::system_resources as system;
 use crate::shoot::operation::apply::{apply, deploy_extension, task_err, wait_in};
 use crate::shoot::operation::clients::shoot_client;
@@ -80,7 +81,7 @@ pub(super) async fn deploy_system_resources(ctx: Arc<OperationContext>) -> Resul
         }),
         cluster_dns: cluster_dns::Values {
             server: server(&ctx),
-            service_ip: ext::cluster_dns(&ctx.values).to_string(),
+            service_ip: kubelet::cluster_dns(&ctx.values).to_string(),
             domain: "cluster.local".into(),
             image: crate::components::Images::resolve(&images.cluster_dns, version),
         },

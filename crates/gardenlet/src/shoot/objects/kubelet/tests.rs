@@ -1,9 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
 use super::*;
-use crate::shoot::objects::extensions::{
-    BOOTSTRAP_KUBECONFIG_PATH, KUBELET_CONFIG_PATH, kubelet_config, node_agent_secret_name, operating_system_configs,
-};
+use crate::shoot::objects::extensions::{BOOTSTRAP_KUBECONFIG_PATH, node_agent_secret_name, operating_system_configs};
 use api::extensions::OperatingSystemConfig;
 use serde_json::{Value, json};
 
