@@ -1,5 +1,8 @@
 use super::*;
+use crate::field::ErrorList;
+use api::core::Shoot;
 use kube::CustomResourceExt;
+use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path as FsPath, PathBuf};
 
