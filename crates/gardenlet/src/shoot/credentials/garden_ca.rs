@@ -10,6 +10,7 @@
 //! Both are owned by the Shoot (garbage-collected with it) and written only when their content
 //! changed. [`desired`] is pure; [`publish`] reads, compares and applies.
 
+use crate::shoot::credentials::Project;
 use crate::shoot::credentials::secrets::{SecretsError, b64};
 use api::core::InternalSecret;
 use api::helpers::names::{shoot_ca_client, shoot_ca_cluster};
@@ -55,35 +56,29 @@ fn metadata(name: &str, namespace: &str, owner: Option<&OwnerReference>) -> Valu
     json!({"name": name, "namespace": namespace, "ownerReferences": owner.map(|o| vec![o.clone()])})
 }
 
-/// Writes the ConfigMap and InternalSecret of shoot `shoot` in `namespace` when they differ from
-/// what `set` says.
-pub async fn publish(
-    garden: &kube::Client,
-    namespace: &str,
-    shoot: &str,
-    set: &SecretSet,
-    owner: Option<OwnerReference>,
-) -> Result<(), SecretsError> {
+/// Writes the ConfigMap and InternalSecret of the shoot in its project namespace when they differ
+/// from what `set` says.
+pub async fn publish(project: &Project<'_>, set: &SecretSet) -> Result<(), SecretsError> {
     let Some(want) = desired(set) else { return Ok(()) };
-    let err = |what: String| move |source| SecretsError::Kube { what, shoot: format!("{namespace}/{shoot}"), source };
+    let (namespace, owner, err) = (project.namespace, project.owner.as_ref(), |what| project.err(what));
     let params = PatchParams::apply(FIELD_MANAGER).force();
 
-    let (cm_name, is_name) = (shoot_ca_cluster(shoot), shoot_ca_client(shoot));
-    let maps: Api<ConfigMap> = Api::namespaced(garden.clone(), namespace);
+    let (cm_name, is_name) = (shoot_ca_cluster(project.shoot), shoot_ca_client(project.shoot));
+    let maps: Api<ConfigMap> = Api::namespaced(project.garden.clone(), namespace);
     let current = maps.get_opt(&cm_name).await.map_err(err(format!("reading ConfigMap {cm_name}")))?;
     if current.and_then(|c| c.data) != Some(want.ca_cluster.clone()) {
         let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": metadata(&cm_name, namespace, owner.as_ref()), "data": want.ca_cluster});
+                          "metadata": metadata(&cm_name, namespace, owner), "data": want.ca_cluster});
         maps.patch(&cm_name, &params, &Patch::Apply(&body))
             .await
             .map_err(err(format!("applying ConfigMap {cm_name}")))?;
     }
 
-    let internal: Api<InternalSecret> = Api::namespaced(garden.clone(), namespace);
+    let internal: Api<InternalSecret> = Api::namespaced(project.garden.clone(), namespace);
     let current = internal.get_opt(&is_name).await.map_err(err(format!("reading InternalSecret {is_name}")))?;
     if current.map(|c| c.spec.data) != Some(want.ca_client.clone()) {
         let body = json!({"apiVersion": "core.gardener.cloud/v1beta1", "kind": "InternalSecret",
-                          "metadata": metadata(&is_name, namespace, owner.as_ref()),
+                          "metadata": metadata(&is_name, namespace, owner),
                           "type": "Opaque", "data": want.ca_client});
         internal
             .patch(&is_name, &params, &Patch::Apply(&body))

@@ -5,11 +5,11 @@
 //! only when the content changed; removed when the set no longer has the pair (SSH access
 //! switched off). [`desired`] is pure; [`publish`] reads, compares and applies.
 
+use crate::shoot::credentials::Project;
 use crate::shoot::credentials::secrets::SecretsError;
 use api::helpers::names::{shoot_ssh_keypair, shoot_ssh_keypair_old};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use pki::SecretSet;
@@ -34,23 +34,17 @@ pub fn desired(shoot: &str, set: &SecretSet) -> [(String, Option<BTreeMap<String
     ]
 }
 
-/// Writes (or removes) the key-pair Secrets of shoot `shoot` in `namespace` as `set` says.
-pub async fn publish(
-    garden: &kube::Client,
-    namespace: &str,
-    shoot: &str,
-    set: &SecretSet,
-    owner: Option<OwnerReference>,
-) -> Result<(), SecretsError> {
-    let err = |what: String| move |source| SecretsError::Kube { what, shoot: format!("{namespace}/{shoot}"), source };
-    let secrets: Api<Secret> = Api::namespaced(garden.clone(), namespace);
+/// Writes (or removes) the key-pair Secrets of the shoot in its project namespace as `set` says.
+pub async fn publish(project: &Project<'_>, set: &SecretSet) -> Result<(), SecretsError> {
+    let (namespace, owner, err) = (project.namespace, project.owner.as_ref(), |what| project.err(what));
+    let secrets: Api<Secret> = Api::namespaced(project.garden.clone(), namespace);
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    for (name, want) in desired(shoot, set) {
+    for (name, want) in desired(project.shoot, set) {
         let current = secrets.get_opt(&name).await.map_err(err(format!("reading Secret {name}")))?;
         match want {
             Some(want) if current.as_ref().and_then(|c| c.data.as_ref()) != Some(&want) => {
                 let body = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                    "metadata": {"name": name, "namespace": namespace, "ownerReferences": owner.as_ref().map(|o| vec![o])},
+                    "metadata": {"name": name, "namespace": namespace, "ownerReferences": owner.map(|o| vec![o])},
                     "data": want});
                 secrets
                     .patch(&name, &params, &Patch::Apply(&body))

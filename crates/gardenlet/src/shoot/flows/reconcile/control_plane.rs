@@ -3,7 +3,7 @@
 use super::backup::verify_final_snapshot;
 use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::TaskError;
-use crate::shoot::credentials::secrets;
+use crate::shoot::credentials::{self, secrets};
 use crate::shoot::objects::extensions as ext;
 use crate::shoot::operation::apply::{apply, deploy_extension, task_err, wait_for};
 use crate::shoot::operation::audit_policy;
@@ -45,24 +45,14 @@ pub(super) async fn deploy_secrets(ctx: Arc<OperationContext>) -> Result<(), Tas
         secrets::reconcile(&ctx.garden, &ctx.seed, &ctx.values, &configs, ctx.rotation.as_ref(), ctx.shoot_owner())
             .await
             .map_err(task_err)?;
-    crate::shoot::credentials::garden_ca::publish(
-        &ctx.garden,
-        &ctx.values.garden_namespace,
-        &ctx.values.name,
-        &set,
-        ctx.shoot_owner(),
-    )
-    .await
-    .map_err(task_err)?;
-    crate::shoot::credentials::garden_ssh::publish(
-        &ctx.garden,
-        &ctx.values.garden_namespace,
-        &ctx.values.name,
-        &set,
-        ctx.shoot_owner(),
-    )
-    .await
-    .map_err(task_err)?;
+    let project = credentials::Project {
+        garden: &ctx.garden,
+        namespace: &ctx.values.garden_namespace,
+        shoot: &ctx.values.name,
+        owner: ctx.shoot_owner(),
+    };
+    credentials::garden_ca::publish(&project, &set).await.map_err(task_err)?;
+    credentials::garden_ssh::publish(&project, &set).await.map_err(task_err)?;
     ctx.add_secrets(set.iter().flat_map(|s| s.data.values()));
     ctx.found().secrets = Some(set);
     Ok(())

@@ -4,7 +4,8 @@
 //! rolled out with the new EncryptionConfiguration, as Gardener does. An etcd encryption key
 //! rotation rewrites them too (with the Secrets), so nothing stays under the old key.
 //!
-//! [`newly_listed`] and [`group_and_plural`] decide; [`rewrite`] writes.
+//! [`newly_listed`] and [`group_and_plural`] decide; [`rewrite`] writes (with [`rewrite_all`], which
+//! the etcd encryption key rotation uses for the Secrets too).
 
 use crate::components::kube_apiserver;
 use crate::flow::TaskError;
@@ -14,6 +15,8 @@ use crate::shoot::operation::context::OperationContext;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::Scope;
 use kube::{Client, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// The listed resources (without `secrets`, normalised) that `status.encryptedResources` does
 /// not name yet: their stored objects may still be plain text.
@@ -40,16 +43,26 @@ pub async fn rewrite(client: &Client, resource: &str) -> Result<usize, TaskError
             TaskError::msg(format!("the shoot's API has no resource {resource:?} (encryptionConfig.resources)"))
         })?;
     let all: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    rewrite_all(&all, |object| match (&caps.scope, object.namespace()) {
+        (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), &ns, &ar),
+        _ => Api::all_with(client.clone(), &ar),
+    })
+    .await
+}
+
+/// Writes every object `all` lists again, unchanged, each through the API `api_for` gives for
+/// it, page by page; one changed or deleted meanwhile was written by someone else. Returns how
+/// many were written.
+pub async fn rewrite_all<K>(all: &Api<K>, api_for: impl Fn(&K) -> Api<K>) -> Result<usize, TaskError>
+where
+    K: kube::Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
     let mut params = ListParams::default().limit(250);
     let mut rewritten = 0usize;
     loop {
         let page = all.list(&params).await.map_err(task_err)?;
         for object in &page.items {
-            let api: Api<DynamicObject> = match (&caps.scope, object.namespace()) {
-                (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), &ns, &ar),
-                _ => Api::all_with(client.clone(), &ar),
-            };
-            match api.replace(&object.name_any(), &Default::default(), object).await {
+            match api_for(object).replace(&object.name_any(), &Default::default(), object).await {
                 Ok(_) => rewritten += 1,
                 Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
                 Err(e) => return Err(task_err(e)),

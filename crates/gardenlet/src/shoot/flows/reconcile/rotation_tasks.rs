@@ -37,23 +37,10 @@ pub(super) async fn service_account_tokens(ctx: Arc<OperationContext>) -> Result
 pub(super) async fn rewrite_secrets(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let client = shoot_client(&ctx).await?;
     let secrets: Api<Secret> = Api::all(client.clone());
-    let mut params = kube::api::ListParams::default().limit(250);
-    let mut rewritten = 0usize;
-    loop {
-        let page = secrets.list(&params).await.map_err(task_err)?;
-        for secret in &page.items {
-            let api: Api<Secret> = Api::namespaced(client.clone(), &secret.namespace().unwrap_or_default());
-            match api.replace(&secret.name_any(), &Default::default(), secret).await {
-                Ok(_) => rewritten += 1,
-                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
-                Err(e) => return Err(task_err(e)),
-            }
-        }
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => break,
-        }
-    }
+    let rewritten = super::encryption::rewrite_all(&secrets, |secret| {
+        Api::namespaced(client.clone(), &secret.namespace().unwrap_or_default())
+    })
+    .await?;
     tracing::info!(rewritten, "Secrets rewritten with the new etcd encryption key");
     // The resources of encryptionConfig.resources are encrypted with the same key.
     for resource in
