@@ -8,29 +8,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // measurement harness: a panic is the report
 
+#[path = "common/garden.rs"]
+mod garden;
 #[path = "common/proc.rs"]
 mod proc;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use api::core::Shoot;
-use api::extensions as ext;
-use k8s_openapi::api::core::v1::Namespace;
+use garden::succeeded;
 use kube::Api;
 use kube::api::PostParams;
 use proc::{cpu_seconds, rss_kib};
 use std::time::{Duration, Instant};
-use support::actuators::{TestActuator, spawn_controller};
 use support::simulator::Simulator;
-
-const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: NAME\n  namespace: garden-dev\n  labels:\n    name.seed.gardener.cloud/local: \"true\"\nspec:\n  seedName: local\n  region: local\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n";
-
-fn succeeded(s: &Shoot) -> bool {
-    s.status
-        .as_ref()
-        .and_then(|st| st.last_operation.as_ref())
-        .is_some_and(|l| l.state == api::common::LastOperationState::Succeeded && l.progress == 100)
-}
 
 async fn wait_all(shoots: &Api<Shoot>, names: &[String], pid: u32, peak: &mut u64) -> Duration {
     let started = Instant::now();
@@ -58,49 +49,21 @@ async fn main() {
     let burst: usize = std::env::var("SHOOTS").ok().and_then(|s| s.parse().ok()).unwrap_or(50);
     let env = testenv::TestEnv::start_with(support::simulator::seed_options()).await.unwrap();
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
-    let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();
-    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
-    let _tasks = [
-        spawn_controller::<ext::Infrastructure>(client.clone(), &["local"], TestActuator::new()),
-        spawn_controller::<ext::DNSRecord>(client.clone(), &["local"], TestActuator::new()),
-        spawn_controller::<ext::ControlPlane>(client.clone(), &["local"], TestActuator::new()),
-        spawn_controller::<ext::OperatingSystemConfig>(client.clone(), &["local"], TestActuator::new()),
-        spawn_controller::<ext::Network>(client.clone(), &["local-net"], TestActuator::new()),
-        spawn_controller::<ext::Worker>(client.clone(), &["local"], TestActuator::new()),
-        Simulator::new().spawn(client.clone()),
-    ];
+    garden::prepare_garden(&client).await;
+    let mut _tasks = garden::spawn_actuators(&client);
+    _tasks.push(Simulator::new().spawn(client.clone()));
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("gardenlet.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "gardenKubeconfig: {}\nseed:\n  name: local\n  capacityShoots: 100\n  spec:\n    provider: {{type: local, region: local}}\n    networks: {{pods: 10.1.0.0/16, services: 10.2.0.0/16}}\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootConcurrentSyncs: 50\n",
-            env.kubeconfig_path().display()
-        ),
-    )
-    .unwrap();
+    let controllers = [("shootConcurrentSyncs", 50)];
+    std::fs::write(&config, garden::gardenlet_config(env.kubeconfig_path(), "local", 0, 100, &controllers)).unwrap();
     let port = testenv::free_port(std::net::Ipv4Addr::LOCALHOST.into()).unwrap();
-    let log = std::fs::File::create(dir.path().join("gardenlet.log")).unwrap();
-    let mut gardenlet = std::process::Command::new(env!("CARGO_BIN_EXE_gardenlet"))
-        .args([
-            "--config",
-            &config.display().to_string(),
-            "--metrics-bind-address",
-            &format!("127.0.0.1:{port}"),
-            "--leader-election=false",
-        ])
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let mut gardenlet = garden::spawn_gardenlet(&config, port, &dir.path().join("gardenlet.log"));
     let pid = gardenlet.id();
     let shoots: Api<Shoot> = Api::namespaced(client.clone(), "garden-dev");
     let create = |name: String| {
         let shoots = shoots.clone();
         async move {
-            let shoot: Shoot = serde_yaml::from_str(&SHOOT.replace("NAME", &name)).unwrap();
-            shoots.create(&PostParams::default(), &shoot).await.unwrap();
+            shoots.create(&PostParams::default(), &garden::shoot(&name, "local")).await.unwrap();
             name
         }
     };

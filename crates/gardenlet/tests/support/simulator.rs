@@ -9,7 +9,7 @@
 //! and etcd run for real. Scaled to zero, the process is stopped (etcd's data stays).
 
 use super::standin::{ApiServerStandIn, EtcdStandIn, Volumes};
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
@@ -22,9 +22,7 @@ use std::sync::{Arc, Mutex};
 
 #[derive(Clone)]
 pub struct Simulator {
-    /// The load-balancer address of each shoot namespace (distinct loopback addresses, so
-    /// every stand-in kube-apiserver can listen on port 443).
-    addresses: Arc<Mutex<BTreeMap<String, Ipv4Addr>>>,
+    addresses: Addresses,
     pub etcds: Arc<Mutex<BTreeMap<String, EtcdStandIn>>>,
     pub apiservers: Arc<Mutex<BTreeMap<String, ApiServerStandIn>>>,
     volumes: Arc<Volumes>,
@@ -54,37 +52,15 @@ pub fn seed_options() -> testenv::Options {
     }
 }
 
-async fn mark_deployment(client: &kube::Client, d: &Deployment) {
-    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    let status = json!({"status": {"observedGeneration": d.metadata.generation, "replicas": want,
-        "updatedReplicas": want, "readyReplicas": want, "availableReplicas": want}});
-    let api: Api<Deployment> = Api::namespaced(client.clone(), &d.namespace().unwrap_or_default());
-    let _ = api.patch_status(&d.name_any(), &PatchParams::default(), &Patch::Merge(&status)).await;
-}
+/// The load-balancer address of each shoot namespace: distinct loopback addresses, so that
+/// whatever serves a shoot's API can listen on port 443 of its own address.
+#[derive(Clone, Default)]
+pub struct Addresses(Arc<Mutex<BTreeMap<String, Ipv4Addr>>>);
 
-async fn mark_statefulset(client: &kube::Client, s: &StatefulSet) {
-    let want = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    let patch = json!({"status": {"observedGeneration": s.metadata.generation, "replicas": want,
-        "readyReplicas": want, "updatedReplicas": want, "currentReplicas": want, "availableReplicas": want}});
-    let api: Api<StatefulSet> = Api::namespaced(client.clone(), &s.namespace().unwrap_or_default());
-    let _ = api.patch_status(&s.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await;
-}
-
-impl Simulator {
-    pub fn new() -> Self {
-        Self {
-            addresses: Arc::default(),
-            etcds: Arc::default(),
-            apiservers: Arc::default(),
-            volumes: Arc::default(),
-            starting: Arc::default(),
-            start_slots: Arc::new(tokio::sync::Semaphore::new(4)),
-        }
-    }
-
-    /// The load-balancer address of a namespace, allocated on first use.
-    pub fn address(&self, namespace: &str) -> Ipv4Addr {
-        let mut addresses = self.addresses.lock().unwrap();
+impl Addresses {
+    /// The address of a namespace, allocated on first use.
+    pub fn of(&self, namespace: &str) -> Ipv4Addr {
+        let mut addresses = self.0.lock().unwrap();
         if let Some(a) = addresses.get(namespace) {
             return *a;
         }
@@ -95,6 +71,102 @@ impl Simulator {
         addresses.insert(namespace.to_string(), a);
         a
     }
+}
+
+/// The control-plane objects of kind `K` in every namespace (`gardener.cloud/role=controlplane`),
+/// as they are applied.
+pub fn control_plane<K>(client: kube::Client) -> impl Stream<Item = K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let config = watcher::Config::default().labels("gardener.cloud/role=controlplane");
+    watcher::watcher(Api::<K>::all(client), config)
+        .default_backoff()
+        .applied_objects()
+        .filter_map(|o| async move { o.ok() })
+}
+
+/// The replicas a Deployment asks for.
+pub fn deployment_replicas(d: &Deployment) -> i32 {
+    d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+}
+
+/// Whether the Deployment's status already says it is rolled out.
+pub fn deployment_ready(d: &Deployment) -> bool {
+    d.status.as_ref().and_then(|s| s.observed_generation) == d.metadata.generation
+        && d.status.as_ref().and_then(|s| s.available_replicas) == Some(deployment_replicas(d))
+}
+
+/// The replicas a StatefulSet asks for.
+pub fn statefulset_replicas(s: &StatefulSet) -> i32 {
+    s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+}
+
+/// Whether the StatefulSet's status already says it is rolled out.
+pub fn statefulset_ready(s: &StatefulSet) -> bool {
+    let status = s.status.clone().unwrap_or_default();
+    status.observed_generation == s.metadata.generation && status.ready_replicas == Some(statefulset_replicas(s))
+}
+
+/// Writes the status of a rolled-out Deployment.
+pub async fn mark_deployment(client: &kube::Client, d: &Deployment) {
+    let want = deployment_replicas(d);
+    let status = json!({"status": {"observedGeneration": d.metadata.generation, "replicas": want,
+        "updatedReplicas": want, "readyReplicas": want, "availableReplicas": want}});
+    let api: Api<Deployment> = Api::namespaced(client.clone(), &d.namespace().unwrap_or_default());
+    let _ = api.patch_status(&d.name_any(), &PatchParams::default(), &Patch::Merge(&status)).await;
+}
+
+/// Writes the status of a rolled-out StatefulSet.
+pub async fn mark_statefulset(client: &kube::Client, s: &StatefulSet) {
+    let want = statefulset_replicas(s);
+    let patch = json!({"status": {"observedGeneration": s.metadata.generation, "replicas": want,
+        "readyReplicas": want, "updatedReplicas": want, "currentReplicas": want, "availableReplicas": want}});
+    let api: Api<StatefulSet> = Api::namespaced(client.clone(), &s.namespace().unwrap_or_default());
+    let _ = api.patch_status(&s.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await;
+}
+
+/// Plays the cloud load-balancer controller until aborted: every LoadBalancer Service without
+/// an ingress gets its namespace's address.
+pub async fn serve_load_balancers(client: kube::Client, addresses: Addresses) {
+    let api: Api<Service> = Api::all(client.clone());
+    let mut stream =
+        std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff().applied_objects());
+    while let Some(item) = stream.next().await {
+        let Ok(s) = item else { continue };
+        let is_lb = s.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer");
+        let has_ingress = s
+            .status
+            .as_ref()
+            .and_then(|s| s.load_balancer.as_ref())
+            .and_then(|l| l.ingress.as_ref())
+            .is_some_and(|i| !i.is_empty());
+        if !is_lb || has_ingress {
+            continue;
+        }
+        let address = addresses.of(&s.namespace().unwrap_or_default());
+        let patch = json!({"status": {"loadBalancer": {"ingress": [{"ip": address.to_string()}]}}});
+        let api: Api<Service> = Api::namespaced(client.clone(), &s.namespace().unwrap_or_default());
+        let _ = api.patch_status(&s.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await;
+    }
+}
+
+impl Simulator {
+    pub fn new() -> Self {
+        Self {
+            addresses: Addresses::default(),
+            etcds: Arc::default(),
+            apiservers: Arc::default(),
+            volumes: Arc::default(),
+            starting: Arc::default(),
+            start_slots: Arc::new(tokio::sync::Semaphore::new(4)),
+        }
+    }
+
+    /// The load-balancer address of a namespace, allocated on first use.
+    pub fn address(&self, namespace: &str) -> Ipv4Addr {
+        self.addresses.of(namespace)
+    }
 
     /// Runs until the returned task is aborted.
     pub fn spawn(&self, client: kube::Client) -> tokio::task::JoinHandle<()> {
@@ -102,7 +174,7 @@ impl Simulator {
         tokio::spawn(async move {
             let deployments = this.clone().deployments(client.clone());
             let statefulsets = this.clone().statefulsets(client.clone());
-            let services = this.clone().services(client);
+            let services = serve_load_balancers(client, this.addresses.clone());
             tokio::join!(deployments, statefulsets, services);
         })
     }
@@ -119,18 +191,12 @@ impl Simulator {
     }
 
     async fn deployments(self, client: kube::Client) {
-        let api: Api<Deployment> = Api::all(client.clone());
-        let config = watcher::Config::default().labels("gardener.cloud/role=controlplane");
-        let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff().applied_objects());
-        while let Some(item) = stream.next().await {
-            let Ok(d) = item else { continue };
-            let ready = d.status.as_ref().and_then(|s| s.observed_generation) == d.metadata.generation
-                && d.status.as_ref().and_then(|s| s.available_replicas)
-                    == Some(d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1));
-            if ready {
+        let mut stream = std::pin::pin!(control_plane::<Deployment>(client.clone()));
+        while let Some(d) = stream.next().await {
+            if deployment_ready(&d) {
                 continue;
             }
-            let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+            let replicas = deployment_replicas(&d);
             if d.name_any() == "kube-apiserver" {
                 // Start the stand-in in its own task: many shoots come up at once.
                 let (this, client) = (self.clone(), client.clone());
@@ -205,16 +271,12 @@ impl Simulator {
     }
 
     async fn statefulsets(self, client: kube::Client) {
-        let api: Api<StatefulSet> = Api::all(client.clone());
-        let config = watcher::Config::default().labels("gardener.cloud/role=controlplane");
-        let mut stream = std::pin::pin!(watcher::watcher(api, config).default_backoff().applied_objects());
-        while let Some(item) = stream.next().await {
-            let Ok(s) = item else { continue };
-            let want = s.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-            let status = s.status.clone().unwrap_or_default();
-            if status.observed_generation == s.metadata.generation && status.ready_replicas == Some(want) {
+        let mut stream = std::pin::pin!(control_plane::<StatefulSet>(client.clone()));
+        while let Some(s) = stream.next().await {
+            if statefulset_ready(&s) {
                 continue;
             }
+            let want = statefulset_replicas(&s);
             let (this, client) = (self.clone(), client.clone());
             tokio::spawn(async move {
                 let ns = s.namespace().unwrap_or_default();
@@ -230,29 +292,6 @@ impl Simulator {
                     Err(e) => eprintln!("simulator: stand-in etcd for {ns} failed: {e}"),
                 }
             });
-        }
-    }
-
-    async fn services(self, client: kube::Client) {
-        let api: Api<Service> = Api::all(client.clone());
-        let mut stream =
-            std::pin::pin!(watcher::watcher(api, watcher::Config::default()).default_backoff().applied_objects());
-        while let Some(item) = stream.next().await {
-            let Ok(s) = item else { continue };
-            let is_lb = s.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer");
-            let has_ingress = s
-                .status
-                .as_ref()
-                .and_then(|s| s.load_balancer.as_ref())
-                .and_then(|l| l.ingress.as_ref())
-                .is_some_and(|i| !i.is_empty());
-            if !is_lb || has_ingress {
-                continue;
-            }
-            let address = self.address(&s.namespace().unwrap_or_default());
-            let patch = json!({"status": {"loadBalancer": {"ingress": [{"ip": address.to_string()}]}}});
-            let api: Api<Service> = Api::namespaced(client.clone(), &s.namespace().unwrap_or_default());
-            let _ = api.patch_status(&s.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await;
         }
     }
 }
