@@ -9,31 +9,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // benchmark code: a panic is the failure report
 
+#[path = "common/args.rs"]
+#[allow(dead_code)] // `value` is for the latency bench's options
+mod args;
+
+#[path = "../tests/support/fuzz_admission.rs"]
+mod fuzz_admission;
+
 use admission::fuzz::{check, corpus, mutate};
-use admission::review::{Admission, RulesConfig, StaticLookup};
-use std::sync::Arc;
 use std::time::Instant;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let has = |flag: &str| args.iter().any(|a| a == flag);
-    if has("--list") {
-        if !has("--ignored") {
-            println!("smoke: test");
-        }
-        return;
-    }
-    let default = if has("--bench") { 1_000_000 } else { 10_000 };
-    let inputs: u64 = args.iter().skip(1).find_map(|a| a.parse().ok()).unwrap_or(default);
-    let mut shoot = admission::fixtures::shoot();
-    shoot.spec.seed_name = Some("seed-a".into());
-    let lookup = StaticLookup {
-        cloud_profiles: vec![Arc::new(admission::fixtures::cloud_profile())],
-        shoots: vec![Arc::new(shoot)],
-        controller_registrations: admission::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
-        ..Default::default()
-    };
-    let adm = Admission::new(Arc::new(lookup), RulesConfig::default()).with_clock(admission::fixtures::now);
+    let Some(args) = args::Args::parse() else { return };
+    let inputs: u64 = args.size(&[], 1_000_000, 10_000);
+    let adm = fuzz_admission::admission();
     let corpus = corpus();
     let start = Instant::now();
     let mut refused = 0usize;

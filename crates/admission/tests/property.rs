@@ -6,23 +6,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
+#[path = "support/fuzz_admission.rs"]
+mod fuzz_admission;
+
 use admission::fuzz::{check, corpus, mutate};
-use admission::review::{Admission, Endpoint, RulesConfig, StaticLookup};
+use admission::review::Endpoint;
+use fuzz_admission::admission;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use std::sync::Arc;
-
-fn admission() -> Admission {
-    let mut shoot = admission::fixtures::shoot();
-    shoot.spec.seed_name = Some("seed-a".into());
-    let lookup = StaticLookup {
-        cloud_profiles: vec![Arc::new(admission::fixtures::cloud_profile())],
-        shoots: vec![Arc::new(shoot)],
-        controller_registrations: admission::fixtures::controller_registrations().into_iter().map(Arc::new).collect(),
-        ..Default::default()
-    };
-    Admission::new(Arc::new(lookup), RulesConfig::default()).with_clock(admission::fixtures::now)
-}
 
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
