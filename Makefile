@@ -19,9 +19,11 @@ test:
 envtest:
 	@hack/setup-envtest.sh
 
-## Formatting and lints, as CI enforces them.
+## Formatting, lints and the code's shape (no import circle, no file over 600 lines, no function
+## over 120 lines: hack/structure.py), as CI enforces them.
 lint:
 	cargo fmt --all -- --check
+	python3 hack/structure.py --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
 fmt:
