@@ -98,7 +98,8 @@ async fn requests_wait_for_the_ca_are_issued_for_the_users_key_and_go_when_they_
 
     // gardenlet publishes the CAs (the InternalSecret watch wakes the request): issued.
     let secrets = shoot_secrets();
-    gardenlet::shoot::credentials::garden_ca::publish(&client, NS, "app", &secrets, None).await.unwrap();
+    let project = gardenlet::shoot::credentials::Project { garden: &client, namespace: NS, shoot: "app", owner: None };
+    gardenlet::shoot::credentials::garden_ca::publish(&project, &secrets).await.unwrap();
     let issued = eventually("issued", || async {
         let r = requests.get("alice-1").await.map_err(|e| e.to_string())?;
         match r.status.clone() {
