@@ -33,8 +33,7 @@ async fn main_becomes_ready_leads_reconciles_and_releases_the_lease_on_sigterm()
     binary.wait_ready(addr, Duration::from_secs(60)).await.unwrap();
 
     let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
-    let lease = leases.get(LEASE).await.expect("the leader Lease");
-    assert!(lease.spec.and_then(|s| s.holder_identity).is_some_and(|h| !h.is_empty()));
+    testenv::binary::lease_holder(&client, "default", LEASE).await;
 
     Api::<Project>::all(client.clone())
         .create(&PostParams::default(), &Project::new("p", Default::default()))

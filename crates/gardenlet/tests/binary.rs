@@ -51,8 +51,7 @@ async fn main_registers_the_seed_leads_and_releases_the_lease_on_sigterm() {
     }
     assert!(registered, "the Seed is registered");
     let leases: Api<Lease> = Api::namespaced(client.clone(), "garden");
-    let lease = leases.get("gardenlet-local-leader-election").await.expect("the seed's leader Lease");
-    assert!(lease.spec.and_then(|s| s.holder_identity).is_some_and(|h| !h.is_empty()));
+    testenv::binary::lease_holder(&client, "garden", "gardenlet-local-leader-election").await;
 
     let stopping = std::time::Instant::now();
     let (status, stderr) = gardenlet.stop(Duration::from_secs(30)).await.unwrap();

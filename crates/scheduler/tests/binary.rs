@@ -26,8 +26,7 @@ async fn main_becomes_ready_leads_and_releases_the_lease_on_sigterm() {
     assert!(metrics.contains("scheduler_decisions_total"), "{metrics}");
 
     let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
-    let lease = leases.get("gardener-scheduler-leader-election").await.expect("the leader Lease");
-    assert!(lease.spec.and_then(|s| s.holder_identity).is_some_and(|h| !h.is_empty()));
+    testenv::binary::lease_holder(&client, "default", "gardener-scheduler-leader-election").await;
 
     let (status, stderr) = scheduler.stop(Duration::from_secs(30)).await.unwrap();
     assert!(status.success(), "{status}\n{stderr}");

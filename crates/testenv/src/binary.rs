@@ -26,13 +26,23 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
 #[derive(Debug)]
 pub struct Binary {
     child: Child,
+    /// Its stderr, read as it is written (a full pipe would block the process on its next log
+    /// line), until it exits.
+    log: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Binary {
     /// Starts `path` with `args`; stdout is discarded, stderr kept for [`Binary::stop`].
     pub fn spawn(path: &str, args: &[String]) -> std::io::Result<Self> {
-        let child = Command::new(path).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
-        Ok(Self { child })
+        let mut child = Command::new(path).args(args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn()?;
+        let log = child.stderr.take().map(|mut stderr| {
+            std::thread::spawn(move || {
+                let mut out = Vec::new();
+                let _ = stderr.read_to_end(&mut out);
+                String::from_utf8_lossy(&out).into_owned()
+            })
+        });
+        Ok(Self { child, log })
     }
 
     /// Waits until `GET /readyz` on `addr` answers 200; fails when the process exits first or
@@ -66,18 +76,18 @@ impl Binary {
                 return Ok((status, self.stderr()));
             }
             if start.elapsed() > timeout {
-                return Err(format!("SIGTERM did not stop it within {timeout:?}"));
+                // Killed, so that its log (what it was still waiting for) is complete.
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Err(format!("SIGTERM did not stop it within {timeout:?}; its log:\n{}", self.stderr()));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
+    /// Everything it wrote to stderr; call once it has exited.
     fn stderr(&mut self) -> String {
-        let mut out = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut out);
-        }
-        out
+        self.log.take().and_then(|log| log.join().ok()).unwrap_or_default()
     }
 }
 
@@ -86,4 +96,22 @@ impl Drop for Binary {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Waits (at most 60 s) until the Lease `namespace/name` has a holder, and returns it. A
+/// binary is ready before it leads (a standby is ready too), so its leader Lease may come a
+/// moment after `/readyz` answers 200.
+pub async fn lease_holder(client: &kube::Client, namespace: &str, name: &str) -> String {
+    let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> = kube::Api::namespaced(client.clone(), namespace);
+    crate::poll::until(
+        &format!("the Lease {namespace}/{name} to be held"),
+        Duration::from_secs(60),
+        Duration::from_millis(200),
+        || async {
+            let lease = leases.get_opt(name).await.map_err(|e| e.to_string())?.ok_or("no Lease yet".to_string())?;
+            let holder = lease.spec.and_then(|s| s.holder_identity).unwrap_or_default();
+            if holder.is_empty() { Err("no holder yet".to_string()) } else { Ok(holder) }
+        },
+    )
+    .await
 }
