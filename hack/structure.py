@@ -77,18 +77,7 @@ def references(path, module):
     for line in non_test_lines(path):
         code = line.split("//")[0]
         for m in re.finditer(r"\b((?:crate|super|self)(?:::\w+)+)", code):
-            parts = m.group(1).split("::")
-            if parts[0] == "crate":
-                absolute = parts[1:]
-            else:
-                base = list(module)
-                i = 0
-                while i < len(parts) and parts[i] in ("super", "self"):
-                    if parts[i] == "super":
-                        base = base[:-1]
-                    i += 1
-                absolute = base + parts[i:]
-            refs.add(tuple(absolute))
+            refs.add(absolute(m.group(1).split("::"), module))
         # `use crate::a::{b, c::d}`: the braces' first names are modules too, when they exist.
         m = re.match(r"\s*(pub(\([^)]*\))?\s+)?use\s+(crate|super|self)((?:::\w+)*)::\{(.*)\}", code)
         if m:
@@ -96,20 +85,21 @@ def references(path, module):
             for item in m.group(5).split(","):
                 first = item.strip().split("::")[0].strip()
                 if first and first[0].islower():
-                    refs.update(references_of(prefix + [first], module))
+                    refs.add(absolute(prefix + [first], module))
     return refs
 
 
-def references_of(parts, module):
+def absolute(parts, module):
+    """A path written in `module` (`crate::a::b`, `super::c`, `self::d`) as an absolute tuple."""
     if parts[0] == "crate":
-        return {tuple(parts[1:])}
+        return tuple(parts[1:])
     base = list(module)
     i = 0
     while i < len(parts) and parts[i] in ("super", "self"):
         if parts[i] == "super":
             base = base[:-1]
         i += 1
-    return {tuple(base + parts[i:])}
+    return tuple(base + parts[i:])
 
 
 def owner(path_tuple, modules):
