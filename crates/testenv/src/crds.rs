@@ -12,11 +12,18 @@ const ESTABLISH_TIMEOUT: Duration = Duration::from_secs(60);
 pub async fn install_crds(client: &kube::Client, crds: &[CustomResourceDefinition]) -> Result<(), Error> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let params = PatchParams::apply("testenv").force();
+    let started = Instant::now();
     for crd in crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
-        api.patch(&name, &params, &Patch::Apply(crd))
-            .await
-            .map_err(|source| Error::Kube { what: format!("applying CRD {name}"), source })?;
+        loop {
+            match api.patch(&name, &params, &Patch::Apply(crd)).await {
+                Ok(_) => break,
+                Err(source) if is_transient(&source) && started.elapsed() < ESTABLISH_TIMEOUT => {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(source) => return Err(Error::Kube { what: format!("applying CRD {name}"), source }),
+            }
+        }
     }
     let names: Vec<String> = crds.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
     wait_established(client, &names).await
@@ -28,10 +35,14 @@ pub async fn wait_established(client: &kube::Client, names: &[String]) -> Result
     let started = Instant::now();
     for name in names {
         loop {
-            let current = api
-                .get_opt(name)
-                .await
-                .map_err(|source| Error::Kube { what: format!("reading CRD {name}"), source })?;
+            let current = match api.get_opt(name).await {
+                Ok(current) => current,
+                Err(source) if is_transient(&source) && started.elapsed() < ESTABLISH_TIMEOUT => {
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                    continue;
+                }
+                Err(source) => return Err(Error::Kube { what: format!("reading CRD {name}"), source }),
+            };
             if current.as_ref().is_some_and(is_established) {
                 break;
             }
@@ -50,6 +61,13 @@ pub async fn wait_established(client: &kube::Client, names: &[String]) -> Result
         }
     }
     Ok(())
+}
+
+/// An answer worth asking again: a fresh API server briefly answers 5xx while its storage
+/// settles (seen under load in CI: `500 rpc error: code = Internal desc = unexpected EOF` right
+/// after `/readyz` said ok).
+fn is_transient(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code >= 500)
 }
 
 /// True when the CRD has the condition `Established=True`.
