@@ -132,8 +132,8 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
             ContainerPort { name: Some("peer".into()), container_port: PEER_PORT, ..Default::default() },
             ContainerPort { name: Some("metrics".into()), container_port: METRICS_PORT, ..Default::default() },
         ]),
-        readiness_probe: Some(http_probe("/health", 5)),
-        liveness_probe: Some(http_probe("/health", 15)),
+        readiness_probe: Some(http_probe("/health", READINESS_DELAY, READINESS_PERIOD)),
+        liveness_probe: Some(http_probe("/health", 15, 5)),
         resources: Some(common::requests(values.requests_percent, 200, 300)),
         volume_mounts: Some(vec![data_mount()]),
         ..Default::default()
@@ -171,7 +171,13 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
     }
 }
 
-fn http_probe(path: &str, initial_delay: i32) -> Probe {
+/// etcd answers `/health` within a second of its start: the readiness probe asks early and often,
+/// as every later step of a shoot's creation and wake-up waits for it (a first probe after 5 s
+/// and then every 5 s made a 1-second start take 5 to 10 s). The liveness probe stays patient.
+const READINESS_DELAY: i32 = 1;
+const READINESS_PERIOD: i32 = 2;
+
+fn http_probe(path: &str, initial_delay: i32, period: i32) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
             path: Some(path.to_string()),
@@ -180,7 +186,7 @@ fn http_probe(path: &str, initial_delay: i32) -> Probe {
             ..Default::default()
         }),
         initial_delay_seconds: Some(initial_delay),
-        period_seconds: Some(5),
+        period_seconds: Some(period),
         failure_threshold: Some(5),
         ..Default::default()
     }

@@ -356,10 +356,13 @@ pub fn config_maps(values: &ControlPlaneValues) -> Vec<ConfigMap> {
 
 /// Liveness and readiness probes: HTTPS `/livez` and `/readyz` while anonymous requests are
 /// allowed (the kubelet probes without credentials); a TCP check of the port when the shoot
-/// switched anonymous authentication off, as those paths then answer 401.
+/// switched anonymous authentication off, as those paths then answer 401. Readiness is asked
+/// every 2 s from the 3rd second (the API server is ready after about 5 to 10 s; a probe every
+/// 10 s from the 10th held each creation, wake-up and roll-out step up to 10 s longer than the
+/// server needed); liveness stays patient.
 pub fn probes(values: &ControlPlaneValues) -> (Probe, Probe) {
     let live = common::https_probe("/livez", PORT, 15, 10);
-    let ready = common::https_probe("/readyz", PORT, 10, 10);
+    let ready = common::https_probe("/readyz", PORT, 3, 2);
     if values.apiserver.anonymous_auth != Some(false) {
         return (live, ready);
     }

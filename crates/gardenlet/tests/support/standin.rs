@@ -298,7 +298,26 @@ impl ApiServerStandIn {
             }
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
+        publish_root_ca(&shoot, &p("ca-client-bundle", "bundle.crt")).await?;
         Ok(Self { process, generation, dir })
+    }
+}
+
+/// What kube-controller-manager's root CA publisher writes once its controllers run (the
+/// stand-in control plane has no kube-controller-manager): `kube-system/kube-root-ca.crt`, which
+/// gardenlet waits for before it creates machines.
+async fn publish_root_ca(shoot: &kube::Client, ca_file: &str) -> Result<(), String> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let ca = std::fs::read_to_string(ca_file).map_err(|e| format!("reading {ca_file}: {e}"))?;
+    let config_map = ConfigMap {
+        metadata: kube::api::ObjectMeta { name: Some("kube-root-ca.crt".into()), ..Default::default() },
+        data: Some(BTreeMap::from([("ca.crt".to_string(), ca)])),
+        ..Default::default()
+    };
+    match Api::<ConfigMap>::namespaced(shoot.clone(), "kube-system").create(&Default::default(), &config_map).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(format!("publishing kube-system/kube-root-ca.crt: {e}")),
     }
 }
 

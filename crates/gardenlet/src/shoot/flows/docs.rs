@@ -14,6 +14,7 @@ pub fn table(flow: &Flow) -> String {
         let skip = match task.as_str() {
             "Deploying shoot system resources" => "hibernated",
             "Deploying OperatingSystemConfigs" | "Deploying Worker" => "no worker pools",
+            "Waiting until kube-controller-manager's controllers run" => "no worker pools, or hibernated",
             "Deploying Network" => "no `spec.networking.type`",
             "Deploying BackupEntry" | "Migrating BackupEntry" => "the seed has no backup",
             "Completing the etcd restore" => "no unrestored final etcd snapshot, or hibernated",

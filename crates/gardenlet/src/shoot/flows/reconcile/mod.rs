@@ -38,6 +38,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use nodes::deploy_operating_system_configs;
 use nodes::deploy_system_resources;
 use nodes::deploy_worker;
+use nodes::wait_kcm_controllers;
 use nodes::wait_system_components;
 use rotation_tasks::rewrite_secrets;
 use rotation_tasks::service_account_tokens;
@@ -82,7 +83,18 @@ pub fn flow(ctx: &Arc<OperationContext>) -> Result<Flow, GraphError> {
         t(ctx, deploy_operating_system_configs),
     );
     let network = f.task_if("Deploying Network", &[&apiserver, &cluster], has_network, t(ctx, deploy_network));
-    let worker = f.task_if("Deploying Worker", &[&osc, &infra, &control_plane], has_workers, t(ctx, deploy_worker));
+    let kcm_controllers = f.task_if(
+        "Waiting until kube-controller-manager's controllers run",
+        &[&kcm],
+        running && has_workers,
+        t(ctx, wait_kcm_controllers),
+    );
+    let worker = f.task_if(
+        "Deploying Worker",
+        &[&osc, &infra, &control_plane, &kcm_controllers],
+        has_workers,
+        t(ctx, deploy_worker),
+    );
     let after_worker =
         f.task("Deploying extensions after worker", &[&worker], t(ctx, |c| deploy_extensions(c, Stage::AfterWorker)));
     let token_phase = crate::shoot::credentials::rotation::token_secrets(ctx.rotation.as_ref()).map(|(phase, _)| phase);

@@ -13,7 +13,7 @@ use crate::shoot::operation::context::secret_value;
 use crate::shoot::operation::readiness as checks;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Api, ResourceExt};
 use std::sync::Arc;
@@ -131,6 +131,45 @@ pub(super) async fn deploy_operating_system_configs(ctx: Arc<OperationContext>) 
         let mut found = ctx.found();
         found.user_data.insert(pool.clone(), user_data);
         found.pool_keys.insert(pool, key);
+    }
+    Ok(())
+}
+
+/// How long the Worker waits at most for kube-controller-manager's controllers.
+const KCM_CONTROLLERS_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Waits (at most [`KCM_CONTROLLERS_WAIT`], and never failing) until kube-controller-manager's
+/// controllers run, seen by the `kube-system/kube-root-ca.crt` ConfigMap its root CA publisher
+/// writes once its informers started. kube-controller-manager 1.20 starts its informers, and with
+/// them the approval of kubelet bootstrap CSRs, only after every controller has started, node
+/// IPAM's fixed 10-s first poll of the Nodes among them (kubernetes/kubernetes#93593, fixed in
+/// 1.31). A machine that boots meanwhile starts its kubelet without a client certificate: its
+/// informers and the Node registration are refused and back off (up to 7 s and more), and the
+/// first pods fail with "services have not yet been read" and wait 10 s; a created shoot took 15
+/// to 25 s longer (docs/performance.md). A shoot whose ConfigMap exists (any later reconcile,
+/// a wake-up) does not wait.
+pub(super) async fn wait_kcm_controllers(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let client = match shoot_client(&ctx).await {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::debug!(error = %e, "not waiting for kube-controller-manager's controllers");
+            return Ok(());
+        }
+    };
+    let api: Api<ConfigMap> = Api::namespaced(client, "kube-system");
+    let published = |cm: Option<&ConfigMap>| cm.is_some();
+    let waited = tokio::time::timeout(
+        KCM_CONTROLLERS_WAIT,
+        kube::runtime::wait::await_condition(api, "kube-root-ca.crt", published),
+    )
+    .await;
+    match waited {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "watching for kube-controller-manager's controllers"),
+        Err(_) => tracing::info!(
+            timeout = ?KCM_CONTROLLERS_WAIT,
+            "kube-controller-manager published no root CA ConfigMap; creating machines anyway"
+        ),
     }
     Ok(())
 }
