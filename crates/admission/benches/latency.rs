@@ -12,8 +12,9 @@
 //!
 //! With `--slow N`, N slow clients (TLS, then part of a request's headers and nothing more; each
 //! reconnects when the server drops it) are held against the server while the keep-alive
-//! connection, opened before them as the API server's pooled one is, is measured; then five
-//! requests on new connections, which wait for a connection slot, are timed too.
+//! connection, opened and answered once before them as the API server's pooled one is, is
+//! measured; then five requests on new connections, which take the slots of slow clients, are
+//! timed too.
 //!
 //! Under `cargo test`/`nextest` (no `--bench` argument) it is one smoke test of 100 requests per
 //! endpoint with the plain shoot and 10 with the full one; asked for its tests (`--list`) it names
@@ -200,8 +201,22 @@ async fn post_on_new_connection(endpoint: &Endpoint, body: String) -> Result<Dur
     Ok(start.elapsed())
 }
 
-/// Five requests on new connections at once while `slow` slow clients are held: each waits for
-/// a slot the header timeout frees.
+/// One validating request with `body` on `sender`, which must be allowed.
+async fn measure_once(sender: &mut hyper::client::conn::http1::SendRequest<Body>, body: String) {
+    let req = http::Request::post("/validate/shoots")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap();
+    sender.ready().await.unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    let bytes = axum::body::to_bytes(Body::new(resp.into_body()), 1 << 20).await.unwrap();
+    let parsed: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(parsed["response"]["allowed"], true, "{parsed}");
+}
+
+/// Five requests on new connections at once while `slow` slow clients are held: each takes the
+/// slot of the oldest slow client that has sent no whole request.
 async fn measure_new_connections(endpoint: &Endpoint, slow: usize) {
     let body = review(&admission::fuzz::corpus()[0].1);
     let fresh = (0..5).map(|_| {
@@ -233,6 +248,9 @@ async fn main() {
     let endpoint = Endpoint::start().await;
     let mut sender = endpoint.keep_alive().await;
     if slow > 0 {
+        // A pooled connection has been answered before (the server keeps the slots of those).
+        let body = review(&admission::fuzz::corpus()[0].1);
+        measure_once(&mut sender, body).await;
         hold_slow_clients(&endpoint, slow).await;
     }
     // The mutating webhook gets the shoot as the user wrote it; the validating one after the

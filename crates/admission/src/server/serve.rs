@@ -19,12 +19,14 @@ use http::header::CONTENT_TYPE;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 /// How long a client may take for its TLS handshake.
@@ -42,9 +44,10 @@ pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many connections are served at once. Each kube-apiserver replica keeps a few pooled
 /// connections and opens more under load, so a few hundred leave room for every replica and its
 /// bursts, while bounding what slow clients can hold (and the memory: at most this many bodies of
-/// [`MAX_BODY`] buffered). Connections beyond it are not accepted but wait in the listen backlog
-/// until a slot frees, which the timeouts above guarantee within seconds: a legitimate call is
-/// delayed, not refused.
+/// [`MAX_BODY`] buffered). A connection beyond it takes the slot of the oldest connection that
+/// has not sent a whole request yet and is older than a second (a slow or idle client; the API
+/// server sends its request right after the handshake), which is closed; while there is none,
+/// the new one waits in the listen backlog until a slot frees.
 pub const MAX_CONNECTIONS: usize = 256;
 /// The largest AdmissionReview accepted: the API server's own request limit is 3 MiB, and an
 /// UPDATE's review carries the old and the new object. Applied to the router as axum's body
@@ -206,9 +209,85 @@ pub async fn serve(
     serve_with(listener, tls, router, Limits::default(), stop).await;
 }
 
-/// Serves `router` over TLS on `listener` within `limits` until `stop` resolves. A connection is
-/// accepted only when one of `limits.max_connections` slots is free; until then it waits in the
-/// listen backlog.
+/// What the accept loop knows of an open connection.
+#[derive(Clone, Debug)]
+struct Open {
+    accepted: Instant,
+    /// Set when its first request's headers have arrived.
+    answered: Arc<AtomicBool>,
+    /// Closes it.
+    close: Arc<Notify>,
+}
+
+/// The open connections, by accept order.
+#[derive(Default)]
+struct Connections {
+    next: AtomicU64,
+    open: Mutex<BTreeMap<u64, Open>>,
+}
+
+impl Connections {
+    fn add(self: &Arc<Self>) -> (Registered, Open) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let open = Open { accepted: Instant::now(), answered: Arc::default(), close: Arc::default() };
+        self.lock().insert(id, open.clone());
+        (Registered { id, connections: self.clone() }, open)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Open>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Closes the connection [`evictee`] names; false when there is none.
+    fn evict_one(&self) -> bool {
+        let open = self.lock();
+        let candidates = open.iter().map(|(id, o)| (*id, o.accepted, o.answered.load(Ordering::Relaxed)));
+        match evictee(candidates, Instant::now()).and_then(|id| open.get(&id)) {
+            Some(o) => {
+                // Marked so that it is not chosen again while it closes.
+                o.answered.store(true, Ordering::Relaxed);
+                o.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Removes its connection from [`Connections`] when the connection ends.
+struct Registered {
+    id: u64,
+    connections: Arc<Connections>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.connections.lock().remove(&self.id);
+    }
+}
+
+/// How long a connection keeps its slot at least, request or not: a client gets this long to
+/// send its request (the API server sends it at once), and clients that reconnect as soon as
+/// they are closed turn every slot over at most once per this time, which bounds the TLS
+/// handshakes they cost the server.
+const MIN_HOLD: Duration = Duration::from_secs(1);
+
+/// Which connection gives its slot to a new one when the cap is reached (`(id, accepted,
+/// answered)`): the oldest of those that have not sent a whole request and were accepted at
+/// least [`MIN_HOLD`] before `now`; none when there is no such connection.
+fn evictee(connections: impl Iterator<Item = (u64, Instant, bool)>, now: Instant) -> Option<u64> {
+    connections
+        .filter(|(_, accepted, answered)| !answered && now.saturating_duration_since(*accepted) >= MIN_HOLD)
+        .min_by_key(|(id, accepted, _)| (*accepted, *id))
+        .map(|(id, ..)| id)
+}
+
+/// How often a connection waiting beyond the cap looks again for a connection to close.
+const EVICTION_RETRY: Duration = Duration::from_millis(100);
+
+/// Serves `router` over TLS on `listener` within `limits` until `stop` resolves. At most
+/// `limits.max_connections` connections are served; one beyond takes the slot of [`evictee`],
+/// else it waits until a slot frees.
 pub async fn serve_with(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
@@ -221,33 +300,12 @@ pub async fn serve_with(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    // Whether the last connection had to wait for a slot: the warning is logged once per time
-    // the cap is reached, not for every connection while it stays reached.
-    let mut waited = false;
+    let connections = Arc::new(Connections::default());
+    // Whether the last connection found the cap reached: the warning is logged once per time the
+    // cap is reached, not for every connection while it stays reached.
+    let mut capped = false;
     let mut stop = std::pin::pin!(stop);
     loop {
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => {
-                waited = false;
-                slot
-            }
-            Err(_) => {
-                if !std::mem::replace(&mut waited, true) {
-                    tracing::warn!(
-                        limit = limits.max_connections,
-                        "webhook connection limit reached: new connections wait in the listen backlog"
-                    );
-                }
-                tokio::select! {
-                    slot = slots.clone().acquire_owned() => match slot {
-                        Ok(slot) => slot,
-                        // The semaphore is never closed.
-                        Err(e) => return tracing::error!(error = %e, "webhook connection slots closed"),
-                    },
-                    () = &mut stop => return,
-                }
-            }
-        };
         let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -259,38 +317,86 @@ pub async fn serve_with(
             },
             () = &mut stop => return,
         };
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => {
+                capped = false;
+                slot
+            }
+            Err(_) => {
+                let evicted = connections.evict_one();
+                if !std::mem::replace(&mut capped, true) {
+                    tracing::warn!(
+                        limit = limits.max_connections,
+                        "webhook connection limit reached: new connections take the slots of connections that sent no request, or wait"
+                    );
+                }
+                tracing::debug!(%peer, evicted, "webhook connection beyond the limit");
+                let mut evicted = evicted;
+                loop {
+                    tokio::select! {
+                        slot = slots.clone().acquire_owned() => match slot {
+                            Ok(slot) => break slot,
+                            // The semaphore is never closed.
+                            Err(e) => return tracing::error!(error = %e, "webhook connection slots closed"),
+                        },
+                        // A connection may have become old enough to give its slot.
+                        () = tokio::time::sleep(EVICTION_RETRY), if !evicted => evicted = connections.evict_one(),
+                        () = &mut stop => return,
+                    }
+                }
+            }
+        };
+        let (registered, open) = connections.add();
         tokio::spawn(connection(
-            tcp,
-            peer,
+            Accepted { tcp, peer, slot, registered, open },
             acceptor.clone(),
             http.clone(),
             router.clone(),
             limits.handshake_timeout,
-            slot,
         ));
     }
 }
 
-/// One connection: the TLS handshake within `handshake_timeout`, then HTTP/1.1 until the client
-/// or a timeout ends it; `slot` is given back when it ends.
-async fn connection(
+/// An accepted connection with its slot and its entry among the open connections (both given
+/// back when it ends).
+struct Accepted {
     tcp: TcpStream,
     peer: SocketAddr,
+    slot: OwnedSemaphorePermit,
+    registered: Registered,
+    open: Open,
+}
+
+/// One connection: the TLS handshake within `handshake_timeout`, then HTTP/1.1 until the client
+/// or a timeout ends it, or the accept loop closes it for a new connection.
+async fn connection(
+    accepted: Accepted,
     acceptor: TlsAcceptor,
     http: hyper::server::conn::http1::Builder,
     router: Router,
     handshake_timeout: Duration,
-    slot: OwnedSemaphorePermit,
 ) {
-    let _slot = slot;
-    let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-        Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+    use tower::ServiceExt;
+    let Accepted { tcp, peer, slot: _slot, registered: _registered, open } = accepted;
+    let serve = async {
+        let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+            Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
+        };
+        let answered = open.answered.clone();
+        let router = router.map_request(move |request: http::Request<hyper::body::Incoming>| {
+            answered.store(true, Ordering::Relaxed);
+            request
+        });
+        let service = TowerToHyperService::new(router);
+        if let Err(e) = http.serve_connection(TokioIo::new(tls), service).await {
+            tracing::debug!(%peer, error = %e, "webhook connection ended with an error");
+        }
     };
-    let service = TowerToHyperService::new(router);
-    if let Err(e) = http.serve_connection(TokioIo::new(tls), service).await {
-        tracing::debug!(%peer, error = %e, "webhook connection ended with an error");
+    tokio::select! {
+        () = serve => {}
+        () = open.close.notified() => tracing::debug!(%peer, "webhook connection closed for a new one (no request sent)"),
     }
 }
 

@@ -70,6 +70,38 @@ impl Server {
     }
 }
 
+/// A client connection kept open after its first request.
+struct KeepAlive {
+    sender: hyper::client::conn::http1::SendRequest<Body>,
+}
+
+impl KeepAlive {
+    /// A valid review with `uid` on this connection; the status.
+    async fn request(&mut self, uid: &str) -> StatusCode {
+        let request = http::Request::post("/validate/shoots")
+            .header("host", "127.0.0.1")
+            .header(CONTENT_TYPE, "application/json")
+            .body(Body::from(review(uid, "CREATE", &defaulted_shoot(), None)))
+            .unwrap();
+        let response = tokio::time::timeout(GENEROUS, self.sender.send_request(request)).await.unwrap().unwrap();
+        let status = response.status();
+        axum::body::to_bytes(Body::new(response.into_body()), usize::MAX).await.unwrap();
+        status
+    }
+}
+
+impl Server {
+    /// A new connection that sends one valid review with `uid` and stays open; the status.
+    async fn keep_alive(&self, uid: &str) -> (KeepAlive, StatusCode) {
+        let stream = self.connect().await;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+        tokio::spawn(conn);
+        let mut client = KeepAlive { sender };
+        let status = client.request(uid).await;
+        (client, status)
+    }
+}
+
 /// Reads until the server ends the connection (EOF, or an error such as a missing TLS
 /// close_notify); what was read before. Panics when it is still open after [`GENEROUS`].
 async fn until_closed(stream: &mut TlsStream<TcpStream>) -> Vec<u8> {
@@ -186,8 +218,8 @@ async fn a_client_not_sending_its_body_gets_408() {
 }
 
 /// While more slow clients than the connection cap hold connections with partial headers, a
-/// valid review still gets its answer: the slow ones are disconnected after the header timeout,
-/// which frees the slots the waiting connections (the valid one among them) are accepted into.
+/// valid review still gets its answer: each new connection takes the slot of the oldest slow
+/// one, and the slow ones are disconnected after the header timeout anyway.
 #[tokio::test]
 async fn a_valid_review_is_answered_while_slow_clients_fill_the_connection_cap() {
     const SLOW: usize = 50;
@@ -199,14 +231,17 @@ async fn a_valid_review_is_answered_while_slow_clients_fill_the_connection_cap()
     for _ in 0..SLOW {
         let (server, holding) = (server.clone(), holding.clone());
         slow.spawn(async move {
-            let mut stream = server.connect().await;
-            stream.write_all(PARTIAL_HEADERS).await.unwrap();
-            stream.flush().await.unwrap();
-            let _ = holding.send(());
-            until_closed(&mut stream).await;
+            // A slow client may be closed for a newer connection before its handshake ends.
+            let tcp = TcpStream::connect(server.addr).await.unwrap();
+            let name = ServerName::try_from("127.0.0.1").unwrap();
+            let Ok(mut stream) = server.connector.connect(name, tcp).await else { return };
+            if stream.write_all(PARTIAL_HEADERS).await.is_ok() && stream.flush().await.is_ok() {
+                let _ = holding.send(());
+                until_closed(&mut stream).await;
+            }
         });
     }
-    // The cap is full of slow clients, the others wait behind it.
+    // The cap is full of slow clients (some more were closed for newer ones).
     for _ in 0..CAP {
         held.recv().await.unwrap();
     }
@@ -226,13 +261,14 @@ async fn a_valid_review_is_answered_while_slow_clients_fill_the_connection_cap()
     }
 }
 
-/// Connections beyond the cap are not served (here: not even their TLS handshake) until a slot
-/// frees; then the waiting one is served.
+/// Keep-alive connections that were answered keep their slots: a connection beyond the cap is
+/// not served (here: not even its TLS handshake) until one of them ends; then it is.
 #[tokio::test]
-async fn a_connection_beyond_the_cap_waits_until_a_slot_frees() {
+async fn a_connection_beyond_the_cap_waits_while_every_slot_was_answered() {
     let server = start(Limits { max_connections: 2, ..Limits::default() }).await;
-    let first = server.connect().await;
-    let _second = server.connect().await;
+    let (first, first_status) = server.keep_alive("3a1f").await;
+    let (_second, second_status) = server.keep_alive("3a20").await;
+    assert_eq!((first_status, second_status), (StatusCode::OK, StatusCode::OK));
 
     let third = server.post("/validate/shoots", review("8d3c", "CREATE", &defaulted_shoot(), None));
     let mut third = std::pin::pin!(third);
@@ -244,4 +280,52 @@ async fn a_connection_beyond_the_cap_waits_until_a_slot_frees() {
 
     assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&answer));
     assert_eq!(response(&answer)["uid"], "8d3c");
+}
+
+/// With the cap full of connections that sent no whole request (their header deadline far
+/// away), a new connection takes the slot of the oldest of them, which is closed; an answered
+/// keep-alive connection keeps its slot and is answered again afterwards.
+#[tokio::test]
+async fn a_new_connection_takes_the_slot_of_the_oldest_that_sent_no_request() {
+    let limits = Limits { header_read_timeout: Duration::from_secs(300), max_connections: 3, ..Limits::default() };
+    let server = start(limits).await;
+    let (mut kept, status) = server.keep_alive("51c0").await;
+    assert_eq!(status, StatusCode::OK);
+    let mut oldest = server.connect().await;
+    oldest.write_all(PARTIAL_HEADERS).await.unwrap();
+    // The second one is younger: the accept order decides (the sleep only orders the two).
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut younger = server.connect().await;
+    younger.write_all(PARTIAL_HEADERS).await.unwrap();
+
+    let body = review("7e41", "CREATE", &defaulted_shoot(), None);
+    let (status, answer) = tokio::time::timeout(GENEROUS, server.post("/validate/shoots", body))
+        .await
+        .expect("the new connection waited although a slot was held by a client that sent no request");
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&answer));
+    assert_eq!(response(&answer)["uid"], "7e41");
+
+    // The oldest slow client was closed (`until_closed` panics otherwise), with no answer.
+    assert!(until_closed(&mut oldest).await.is_empty(), "the evicted client got an answer");
+    // The younger one still waits for the rest of its headers: nothing comes back yet.
+    let mut buf = [0u8; 64];
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), younger.read(&mut buf)).await.is_err(),
+        "the younger slow client was closed too"
+    );
+    // The answered connection was left alone.
+    assert_eq!(kept.request("51c1").await, StatusCode::OK);
+}
+
+#[test]
+fn the_oldest_connection_without_a_request_is_chosen_once_it_had_its_second() {
+    let t0 = Instant::now();
+    let at = |ms| t0 + Duration::from_millis(ms);
+    let now = at(5000);
+    assert_eq!(evictee([(1, at(0), true), (2, at(5), false), (3, at(9), false)].into_iter(), now), Some(2));
+    assert_eq!(evictee([(7, at(3), false), (4, at(3), false)].into_iter(), now), Some(4), "same instant: accept order");
+    assert_eq!(evictee([(1, at(0), true), (2, at(1), true)].into_iter(), now), None, "every one answered");
+    assert_eq!(evictee([(1, at(4500), false)].into_iter(), now), None, "younger than MIN_HOLD");
+    assert_eq!(evictee([(1, at(4000), false)].into_iter(), now), Some(1), "exactly MIN_HOLD old");
+    assert_eq!(evictee(std::iter::empty(), now), None);
 }
