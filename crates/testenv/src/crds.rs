@@ -15,15 +15,10 @@ pub async fn install_crds(client: &kube::Client, crds: &[CustomResourceDefinitio
     let started = Instant::now();
     for crd in crds {
         let name = crd.metadata.name.clone().unwrap_or_default();
-        loop {
-            match api.patch(&name, &params, &Patch::Apply(crd)).await {
-                Ok(_) => break,
-                Err(source) if is_transient(&source) && started.elapsed() < ESTABLISH_TIMEOUT => {
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
-                Err(source) => return Err(Error::Kube { what: format!("applying CRD {name}"), source }),
-            }
-        }
+        let apply = Patch::Apply(crd);
+        again_on_5xx(started, || api.patch(&name, &params, &apply))
+            .await
+            .map_err(|source| Error::Kube { what: format!("applying CRD {name}"), source })?;
     }
     let names: Vec<String> = crds.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
     wait_established(client, &names).await
@@ -35,14 +30,9 @@ pub async fn wait_established(client: &kube::Client, names: &[String]) -> Result
     let started = Instant::now();
     for name in names {
         loop {
-            let current = match api.get_opt(name).await {
-                Ok(current) => current,
-                Err(source) if is_transient(&source) && started.elapsed() < ESTABLISH_TIMEOUT => {
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                    continue;
-                }
-                Err(source) => return Err(Error::Kube { what: format!("reading CRD {name}"), source }),
-            };
+            let current = again_on_5xx(started, || api.get_opt(name))
+                .await
+                .map_err(|source| Error::Kube { what: format!("reading CRD {name}"), source })?;
             if current.as_ref().is_some_and(is_established) {
                 break;
             }
@@ -63,11 +53,22 @@ pub async fn wait_established(client: &kube::Client, names: &[String]) -> Result
     Ok(())
 }
 
-/// An answer worth asking again: a fresh API server briefly answers 5xx while its storage
-/// settles (seen under load in CI: `500 rpc error: code = Internal desc = unexpected EOF` right
-/// after `/readyz` said ok).
-fn is_transient(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(status) if status.code >= 500)
+/// Runs `request`, asking again every 250 ms while it is answered with a 5xx and
+/// [`ESTABLISH_TIMEOUT`] since `started` has not passed: a fresh API server briefly answers 5xx
+/// while its storage settles (seen under load in CI: `500 rpc error: code = Internal desc =
+/// unexpected EOF` right after `/readyz` said ok). Other errors are returned at once.
+async fn again_on_5xx<T, Fut>(started: Instant, request: impl Fn() -> Fut) -> Result<T, kube::Error>
+where
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    loop {
+        match request().await {
+            Err(kube::Error::Api(status)) if status.code >= 500 && started.elapsed() < ESTABLISH_TIMEOUT => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            answer => return answer,
+        }
+    }
 }
 
 /// True when the CRD has the condition `Established=True`.

@@ -323,7 +323,7 @@ pub async fn serve_with(
                 slot
             }
             Err(_) => {
-                let evicted = connections.evict_one();
+                let mut evicted = connections.evict_one();
                 if !std::mem::replace(&mut capped, true) {
                     tracing::warn!(
                         limit = limits.max_connections,
@@ -331,7 +331,6 @@ pub async fn serve_with(
                     );
                 }
                 tracing::debug!(%peer, evicted, "webhook connection beyond the limit");
-                let mut evicted = evicted;
                 loop {
                     tokio::select! {
                         slot = slots.clone().acquire_owned() => match slot {

@@ -59,15 +59,19 @@ impl Server {
         let stream = self.connect().await;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
         tokio::spawn(conn);
-        let request = http::Request::post(path)
-            .header("host", "127.0.0.1")
-            .header(CONTENT_TYPE, "application/json")
-            .body(Body::from(body))
-            .unwrap();
-        let response = sender.send_request(request).await.unwrap();
+        let response = sender.send_request(post_request(path, body)).await.unwrap();
         let status = response.status();
         (status, axum::body::to_bytes(Body::new(response.into_body()), usize::MAX).await.unwrap())
     }
+}
+
+/// A POST of `body` to `path`, as the API server sends a review.
+fn post_request(path: &str, body: Vec<u8>) -> http::Request<Body> {
+    http::Request::post(path)
+        .header("host", "127.0.0.1")
+        .header(CONTENT_TYPE, "application/json")
+        .body(Body::from(body))
+        .unwrap()
 }
 
 /// A client connection kept open after its first request.
@@ -78,11 +82,7 @@ struct KeepAlive {
 impl KeepAlive {
     /// A valid review with `uid` on this connection; the status.
     async fn request(&mut self, uid: &str) -> StatusCode {
-        let request = http::Request::post("/validate/shoots")
-            .header("host", "127.0.0.1")
-            .header(CONTENT_TYPE, "application/json")
-            .body(Body::from(review(uid, "CREATE", &defaulted_shoot(), None)))
-            .unwrap();
+        let request = post_request("/validate/shoots", review(uid, "CREATE", &defaulted_shoot(), None));
         let response = tokio::time::timeout(GENEROUS, self.sender.send_request(request)).await.unwrap().unwrap();
         let status = response.status();
         axum::body::to_bytes(Body::new(response.into_body()), usize::MAX).await.unwrap();
