@@ -1,5 +1,5 @@
 //! The ManagedSeed controller against real API servers: a garden (which is also the hosting
-//! seed, with kube-controller-manager for ServiceAccount tokens) and a second kube-apiserver
+//! seed, with kube-controller-manager) and a second kube-apiserver
 //! standing in for the shoot. The controller runs as the gardenlet chart's ServiceAccount, so
 //! the test proves the chart grants what it does. The gardenlet in the "shoot" cannot run here
 //! (no kubelet), so the test runs its seed controller itself, with the garden kubeconfig the
@@ -151,7 +151,34 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
         .get(manifests::GARDEN_KUBECONFIG_SECRET)
         .await
         .unwrap();
-    let garden_kubeconfig = String::from_utf8(secret.data.unwrap()["kubeconfig"].0.clone()).unwrap();
+    // A token of the managed gardenlet's ServiceAccount that expires in 12 hours (the JWT's own
+    // `exp`, and the Secret's annotation), read from a file the kubeconfig names.
+    let expiration = secret.metadata.annotations.as_ref().unwrap()
+        [gardenlet::managedseed::token::EXPIRATION_ANNOTATION]
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .unwrap();
+    let data = secret.data.unwrap();
+    let token = String::from_utf8(data[gardenlet::managedseed::token::TOKEN_KEY].0.clone()).unwrap();
+    let claims = token.split('.').nth(1).unwrap();
+    let claims: serde_json::Value = {
+        use base64::Engine;
+        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims).unwrap()).unwrap()
+    };
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let exp = claims["exp"].as_i64().unwrap();
+    assert!((now + 11 * 3600..=now + 13 * 3600).contains(&exp), "the token expires in 12 h: {claims}");
+    assert_eq!(expiration.as_second(), exp, "the annotation is the token's expiry");
+    assert_eq!(claims["sub"], "system:serviceaccount:garden:gardenlet-ms1");
+    assert!(
+        Api::<Secret>::namespaced(admin.clone(), "garden").get_opt("gardenlet-ms1-token").await.unwrap().is_none(),
+        "no token Secret is made for the managed gardenlet"
+    );
+    let token_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(token_file.path(), &token).unwrap();
+    let garden_kubeconfig = String::from_utf8(data["kubeconfig"].0.clone())
+        .unwrap()
+        .replace(gardenlet::managedseed::token::TOKEN_FILE, &token_file.path().to_string_lossy());
+    assert!(!garden_kubeconfig.contains(&token), "the kubeconfig names the token file, it does not hold the token");
     let crds = Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(
         shoot_admin.clone(),
     );
@@ -188,13 +215,7 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
         let ms = managed.get("ms1").await.map_err(|e| e.to_string())?;
         match condition(&ms, "SeedRegistered") {
             Some((ConditionStatus::True, ..)) => Ok(ms),
-            other => {
-                let token = Api::<Secret>::namespaced(admin.clone(), "garden").get_opt("gardenlet-ms1-token").await;
-                Err(format!(
-                    "{other:?}; token secret: {:?}",
-                    token.map(|s| s.map(|s| (s.metadata, s.data.map(|d| d.keys().cloned().collect::<Vec<_>>()))))
-                ))
-            }
+            other => Err(format!("{other:?}")),
         }
     })
     .await;

@@ -144,6 +144,8 @@ pub const RULES: &[Rule] = &[
     // Extension controllers (ControllerInstallations); in the garden the ManagedSeed
     // controller's identities of managed gardenlets (ServiceAccounts, their RBAC).
     parent_only(rule(Side::Both, &[""], &["serviceaccounts", "configmaps"], MANAGE)),
+    // The managed gardenlets' short-lived garden tokens (super::token).
+    parent_only(rule(Side::Garden, &[""], &["serviceaccounts/token"], &["create"])),
     parent_only(rule(
         Side::Both,
         &["rbac.authorization.k8s.io"],
@@ -189,9 +191,12 @@ pub fn garden_service_account(seed: &str) -> String {
     format!("gardenlet-{seed}")
 }
 
-/// The Secret holding that ServiceAccount's token in the garden.
-pub fn garden_token_secret(seed: &str) -> String {
-    format!("gardenlet-{seed}-token")
+/// The token Secret earlier versions kept for that ServiceAccount (a token that never
+/// expires); removed when found. The account's tokens now come from the TokenRequest API
+/// ([`super::token`]).
+pub fn legacy_token_secret(seed: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": format!("gardenlet-{seed}-token"), "namespace": NAMESPACE}})
 }
 
 fn labels(managed_seed: &str) -> Value {
@@ -203,9 +208,9 @@ fn labels(managed_seed: &str) -> Value {
     })
 }
 
-/// The managed gardenlet's identity in the garden: a ServiceAccount with a token Secret, the
-/// garden's half of gardenlet's ClusterRole, and the leader-election Lease permissions in the
-/// garden namespace. The ServiceAccount first; the token Secret last (it needs the account).
+/// The managed gardenlet's identity in the garden: a ServiceAccount (its tokens are requested
+/// with a lifetime, [`super::token`]), the garden's half of gardenlet's ClusterRole, and the
+/// leader-election Lease permissions in the garden namespace. The ServiceAccount first.
 pub fn garden_objects(seed: &str) -> Vec<Value> {
     let sa = garden_service_account(seed);
     let role = cluster_role_name(seed);
@@ -231,19 +236,17 @@ pub fn garden_objects(seed: &str) -> Vec<Value> {
                "metadata": {"name": lease_role, "namespace": NAMESPACE, "labels": labels(seed)},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": lease_role},
                "subjects": subject}),
-        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
-               "metadata": {"name": garden_token_secret(seed), "namespace": NAMESPACE, "labels": labels(seed),
-                            "annotations": {"kubernetes.io/service-account.name": sa}}}),
     ]
 }
 
-/// A kubeconfig for `server` that trusts `ca_pem` and authenticates with `token`.
-pub fn kubeconfig(server: &str, ca_pem: &str, token: &str) -> String {
+/// A kubeconfig for `server` that trusts `ca_pem` and authenticates with the token in
+/// [`super::token::TOKEN_FILE`] (read again when it is renewed).
+pub fn kubeconfig(server: &str, ca_pem: &str) -> String {
     let ca = b64(ca_pem);
     let config = json!({
         "apiVersion": "v1", "kind": "Config",
         "clusters": [{"name": "garden", "cluster": {"server": server, "certificate-authority-data": ca}}],
-        "users": [{"name": "gardenlet", "user": {"token": token}}],
+        "users": [{"name": "gardenlet", "user": {"tokenFile": super::token::TOKEN_FILE}}],
         "contexts": [{"name": "garden", "context": {"cluster": "garden", "user": "gardenlet"}}],
         "current-context": "garden",
     });
@@ -269,8 +272,11 @@ pub struct ShootInputs<'a> {
     pub managed_seed: &'a str,
     /// gardenlet's configuration file (YAML).
     pub config: &'a str,
-    /// The garden kubeconfig (secret).
+    /// The garden kubeconfig (it names the token file).
     pub garden_kubeconfig: &'a str,
+    /// The garden token (secret) and its expiry (RFC 3339).
+    pub garden_token: &'a str,
+    pub token_expiration: &'a str,
     pub image: &'a str,
     pub replicas: i32,
     pub resources: Option<Value>,
@@ -339,8 +345,10 @@ pub fn shoot_objects(inputs: &ShootInputs<'_>) -> Vec<Value> {
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
                "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]}),
         json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-               "metadata": {"name": GARDEN_KUBECONFIG_SECRET, "namespace": NAMESPACE, "labels": labels(seed)},
-               "data": {"kubeconfig": b64(inputs.garden_kubeconfig), "seed-kubeconfig": b64(&in_cluster_kubeconfig())}}),
+               "metadata": {"name": GARDEN_KUBECONFIG_SECRET, "namespace": NAMESPACE, "labels": labels(seed),
+                            "annotations": {(super::token::EXPIRATION_ANNOTATION): inputs.token_expiration}},
+               "data": {"kubeconfig": b64(inputs.garden_kubeconfig), (super::token::TOKEN_KEY): b64(inputs.garden_token),
+                        "seed-kubeconfig": b64(&in_cluster_kubeconfig())}}),
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": "gardenlet-config", "namespace": NAMESPACE, "labels": labels(seed)},
                "data": {"config.yaml": inputs.config}}),

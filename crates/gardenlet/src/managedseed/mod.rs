@@ -12,6 +12,7 @@
 pub mod decide;
 pub mod manifests;
 pub mod reconcile;
+pub mod token;
 
 use crate::config::GardenletConfig;
 use api::core::{Seed, Shoot};

@@ -1,7 +1,8 @@
 //! One ManagedSeed: the I/O around [`super::decide`] and [`super::manifests`].
 //!
 //! Reconcile (the shoot runs on this seed): finalizer; `ShootReconciled`; the managed
-//! gardenlet's configuration; its identity in the garden (ServiceAccount, token, RBAC); the
+//! gardenlet's configuration; its identity in the garden (ServiceAccount, RBAC) and a
+//! short-lived token ([`super::token`], renewed by a reconcile queued for the renewal time); the
 //! objects in the shoot (server-side apply, written only when they differ from what is there);
 //! `SeedRegistered` once the Seed is `GardenletReady`.
 //!
@@ -10,19 +11,23 @@
 //! uninstalls them); wait until none is left; remove gardenlet from the shoot and its identity
 //! from the garden; release the Seed and the ManagedSeed.
 //!
-//! Watches bring shoot and Seed changes; what no watch reports (the token controller filling the
-//! token, objects inside the shoot going away, shoots elsewhere that still use the seed) is
+//! Watches bring shoot and Seed changes; what no watch reports (objects inside the shoot going
+//! away, shoots elsewhere that still use the seed) is
 //! looked at again after `ctx.poll` (5 s in the binary; six times that for shoots that use the seed).
 
 use super::Context;
 use super::decide::{self, Observed};
 use super::manifests::{self, ShootInputs};
+use super::token;
 use api::core::{ControllerInstallation, Seed, Shoot};
 use api::helpers::constants::FINALIZER_GARDENER;
 use api::seedmanagement::{ManagedSeed, ManagedSeedStatus};
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
@@ -100,21 +105,16 @@ async fn reconcile_managed_seed(ms: &ManagedSeed, ctx: &Context) -> Result<Actio
         }
     };
     let seed_name = ms.name_any();
-    // The identity in the garden and its token.
+    // The identity in the garden; its short-lived token (kept while it is fresh).
     for object in manifests::garden_objects(&seed_name) {
         apply(&ctx.garden, &object)
             .await
             .map_err(kube_err(ms, format!("applying {} in the garden", describe(&object))))?;
     }
-    let Some(token) = token(ctx, &seed_name).await.map_err(kube_err(ms, "reading the garden token"))? else {
-        let observed = Observed {
-            shoot: Ok(()),
-            seed: Some(Err(("Preparing", "waiting for the token of gardenlet's ServiceAccount in the garden".into()))),
-        };
-        write_status(ms, ctx, &observed).await?;
-        return Ok(Action::requeue(Duration::from_secs(2)));
-    };
-    let kubeconfig = manifests::kubeconfig(&ctx.endpoint.server, &ctx.endpoint.ca_pem, &token);
+    let shoot_client =
+        shoot_client(ctx, &shoot).await.map_err(|what| Error::Other { managed_seed: seed_name.clone(), what })?;
+    let garden_token = garden_token(ctx, ms, &shoot_client).await?;
+    let kubeconfig = manifests::kubeconfig(&ctx.endpoint.server, &ctx.endpoint.ca_pem);
     let config_yaml = serde_yaml::to_string(&config).map_err(|e| Error::Other {
         managed_seed: seed_name.clone(),
         what: format!("writing gardenlet's configuration: {e}"),
@@ -125,6 +125,8 @@ async fn reconcile_managed_seed(ms: &ManagedSeed, ctx: &Context) -> Result<Actio
         managed_seed: &seed_name,
         config: &config_yaml,
         garden_kubeconfig: &kubeconfig,
+        garden_token: &garden_token.token,
+        token_expiration: &garden_token.expiration,
         image: &image,
         replicas: deployment.and_then(|d| d.replica_count).unwrap_or(1),
         resources: deployment.and_then(|d| d.resources.as_ref()).and_then(|r| serde_json::to_value(r).ok()),
@@ -140,18 +142,19 @@ async fn reconcile_managed_seed(ms: &ManagedSeed, ctx: &Context) -> Result<Actio
             deployment.iter().flat_map(|d| d.additional_volume_mounts.iter()),
         ),
     };
-    let shoot_client =
-        shoot_client(ctx, &shoot).await.map_err(|what| Error::Other { managed_seed: seed_name.clone(), what })?;
     for object in manifests::shoot_objects(&inputs) {
         apply(&shoot_client, &object)
             .await
             .map_err(kube_err(ms, format!("applying {} in the shoot", describe(&object))))?;
     }
+    // Earlier versions' token that never expires, once the shoot holds the new one.
+    let legacy = manifests::legacy_token_secret(&seed_name);
+    remove(&ctx.garden, &legacy).await.map_err(kube_err(ms, "deleting the never-expiring token Secret"))?;
     let seed =
         Api::<Seed>::all(ctx.garden.clone()).get_opt(&seed_name).await.map_err(kube_err(ms, "reading the Seed"))?;
     let registered = decide::seed_registered(&seed_name, seed.as_ref()).map_err(|why| ("SeedNotReady", why));
     write_status(ms, ctx, &Observed { shoot: Ok(()), seed: Some(registered) }).await?;
-    Ok(Action::await_change())
+    Ok(Action::requeue(garden_token.renew_in))
 }
 
 async fn delete(ms: &ManagedSeed, shoot: Option<&Shoot>, ctx: &Context) -> Result<Action, Error> {
@@ -210,6 +213,8 @@ async fn delete(ms: &ManagedSeed, shoot: Option<&Shoot>, ctx: &Context) -> Resul
                     managed_seed: &seed_name,
                     config: "",
                     garden_kubeconfig: "",
+                    garden_token: "",
+                    token_expiration: "",
                     image: "",
                     replicas: 0,
                     resources: None,
@@ -227,7 +232,8 @@ async fn delete(ms: &ManagedSeed, shoot: Option<&Shoot>, ctx: &Context) -> Resul
             Err(why) => tracing::info!(%why, "gardenlet is not removed from the shoot"),
         }
     }
-    for object in manifests::garden_objects(&seed_name).iter().rev() {
+    let garden_objects = manifests::garden_objects(&seed_name);
+    for object in std::iter::once(&manifests::legacy_token_secret(&seed_name)).chain(garden_objects.iter().rev()) {
         remove(&ctx.garden, object)
             .await
             .map_err(kube_err(ms, format!("deleting {} in the garden", describe(object))))?;
@@ -273,16 +279,49 @@ fn managed_seeds(ctx: &Context, ms: &ManagedSeed) -> Api<ManagedSeed> {
     Api::namespaced(ctx.garden.clone(), &ms.namespace().unwrap_or_default())
 }
 
-/// The token of the managed gardenlet's ServiceAccount, once the token controller has filled it.
-async fn token(ctx: &Context, seed: &str) -> Result<Option<String>, kube::Error> {
-    let secret = Api::<Secret>::namespaced(ctx.garden.clone(), manifests::NAMESPACE)
-        .get_opt(&manifests::garden_token_secret(seed))
-        .await?;
-    Ok(secret
-        .and_then(|s| s.data)
-        .and_then(|d| d.get("token").cloned())
-        .and_then(|t| String::from_utf8(t.0).ok())
-        .filter(|t| !t.is_empty()))
+/// The managed gardenlet's garden token, its expiry, and when to look at it again.
+struct GardenToken {
+    token: String,
+    expiration: String,
+    renew_in: Duration,
+}
+
+/// The token the shoot's Secret holds while it is fresh ([`token::decide`]), else a new one
+/// from the TokenRequest API for the managed gardenlet's ServiceAccount.
+async fn garden_token(ctx: &Context, ms: &ManagedSeed, shoot: &kube::Client) -> Result<GardenToken, Error> {
+    let held = Api::<Secret>::namespaced(shoot.clone(), manifests::NAMESPACE)
+        .get_opt(manifests::GARDEN_KUBECONFIG_SECRET)
+        .await
+        .map_err(kube_err(ms, "reading the garden kubeconfig Secret in the shoot"))?
+        .and_then(|secret| {
+            let expiration = secret.annotations().get(token::EXPIRATION_ANNOTATION)?.clone();
+            let token = String::from_utf8(secret.data?.get(token::TOKEN_KEY)?.0.clone()).ok()?;
+            Some((token, expiration)).filter(|(t, _)| !t.is_empty())
+        });
+    let now = k8s_openapi::jiff::Timestamp::now();
+    if let Some((token, expiration)) = held
+        && let token::Decision::Keep { renew_in } = token::decide(Some(&expiration), now)
+    {
+        return Ok(GardenToken { token, expiration, renew_in });
+    }
+    let request = TokenRequest {
+        spec: TokenRequestSpec { expiration_seconds: Some(token::LIFETIME.as_secs() as i64), ..Default::default() },
+        ..Default::default()
+    };
+    let account = manifests::garden_service_account(&ms.name_any());
+    let issued = Api::<ServiceAccount>::namespaced(ctx.garden.clone(), manifests::NAMESPACE)
+        .create_token_request(&account, &PostParams::default(), &request)
+        .await
+        .map_err(kube_err(ms, format!("requesting a token of ServiceAccount garden/{account}")))?;
+    let Some(status) = issued.status else {
+        let what = format!("the TokenRequest for ServiceAccount garden/{account} returned no token");
+        return Err(Error::Other { managed_seed: ms.name_any(), what });
+    };
+    let expiration = status.expiration_timestamp.0.to_string();
+    tracing::info!(%expiration, "requested a garden token for the managed gardenlet");
+    // Half the time the token is valid for (a garden may shorten the lifetime), at least a minute.
+    let valid = now.duration_until(status.expiration_timestamp.0).unsigned_abs();
+    Ok(GardenToken { token: status.token, expiration, renew_in: (valid / 2).max(Duration::from_secs(60)) })
 }
 
 /// A client for the shoot's API server from the admin kubeconfig in its seed namespace.

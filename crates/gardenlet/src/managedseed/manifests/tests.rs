@@ -7,6 +7,8 @@ fn inputs<'a>(config: &'a str, kubeconfig: &'a str) -> ShootInputs<'a> {
         managed_seed: "ms1",
         config,
         garden_kubeconfig: kubeconfig,
+        garden_token: "secret-token",
+        token_expiration: "2026-11-27T22:00:00Z",
         image: "gardener-rs.local/gardenlet:v1",
         replicas: 1,
         resources: None,
@@ -33,17 +35,20 @@ fn sides_split_the_chart_rules_without_losing_one() {
 }
 
 #[test]
-fn garden_identity_is_a_service_account_with_a_token_and_the_garden_rules() {
+fn garden_identity_is_a_service_account_without_a_token_secret_and_the_garden_rules() {
     let objects = garden_objects("ms1");
     let kinds: Vec<_> = objects.iter().map(|o| o["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Secret"]);
-    assert_eq!(objects[5]["metadata"]["annotations"]["kubernetes.io/service-account.name"], "gardenlet-ms1");
-    assert_eq!(objects[5]["type"], "kubernetes.io/service-account-token");
+    assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
     assert_eq!(objects[2]["subjects"][0]["name"], "gardenlet-ms1");
     assert_eq!(objects[3]["rules"][1]["resourceNames"], json!(["gardenlet-ms1-leader-election"]));
     for o in &objects {
         assert_eq!(o["metadata"]["labels"][LABEL_MANAGED_SEED], "ms1");
     }
+    assert_eq!(legacy_token_secret("ms1")["metadata"]["name"], "gardenlet-ms1-token");
+    // Only the hosting gardenlet requests tokens; the managed one gets no such rule.
+    let token_rule = json!(["serviceaccounts/token"]);
+    assert!(rules("s", Side::Both).iter().any(|r| r["resources"] == token_rule));
+    assert!(!managed_garden_rules("s").iter().any(|r| r["resources"] == token_rule));
 }
 
 #[test]
@@ -69,6 +74,15 @@ fn shoot_objects_mount_config_and_garden_kubeconfig() {
     assert!(crate::managedseed::decide::GARDEN_KUBECONFIG_PATH.starts_with("/etc/gardenlet/garden/"));
     let secret = objects.iter().find(|o| o["kind"] == "Secret").unwrap();
     assert_eq!(secret["data"]["kubeconfig"], b64("kubeconfig-text"));
+    assert_eq!(secret["data"][crate::managedseed::token::TOKEN_KEY], b64("secret-token"));
+    assert_eq!(
+        secret["metadata"]["annotations"][crate::managedseed::token::EXPIRATION_ANNOTATION],
+        "2026-11-27T22:00:00Z"
+    );
+    assert!(
+        crate::managedseed::token::TOKEN_FILE.starts_with("/etc/gardenlet/garden/"),
+        "the token is read from the Secret's mount"
+    );
     let role = objects.iter().find(|o| o["kind"] == "ClusterRole").unwrap();
     assert_eq!(role["rules"], json!(rules("ms1", Side::Seed)));
 }
@@ -85,11 +99,23 @@ fn a_changed_config_or_kubeconfig_rolls_the_pods() {
 }
 
 #[test]
-fn kubeconfig_parses_and_holds_the_token() {
-    let text = kubeconfig("https://10.250.0.1:6443", "-----BEGIN CERTIFICATE-----\nx\n", "tok");
+fn kubeconfig_parses_and_reads_the_token_file() {
+    let text = kubeconfig("https://10.250.0.1:6443", "-----BEGIN CERTIFICATE-----\nx\n");
     let parsed = kube::config::Kubeconfig::from_yaml(&text).unwrap();
     assert_eq!(parsed.clusters[0].cluster.as_ref().unwrap().server.as_deref(), Some("https://10.250.0.1:6443"));
-    assert!(text.contains("token: tok"));
+    let user = parsed.auth_infos[0].auth_info.as_ref().unwrap();
+    assert_eq!(user.token_file.as_deref(), Some(crate::managedseed::token::TOKEN_FILE));
+    assert!(user.token.is_none());
+}
+
+#[test]
+fn a_renewed_token_does_not_roll_the_pods() {
+    let sum = |token| {
+        let mut i = inputs("a", "k");
+        i.garden_token = token;
+        shoot_objects(&i).last().unwrap()["spec"]["template"]["metadata"]["annotations"]["checksum/config"].clone()
+    };
+    assert_eq!(sum("t1"), sum("t2"));
 }
 
 #[test]
@@ -108,4 +134,5 @@ fn the_seed_kubeconfig_is_the_service_account_in_cluster() {
 fn debug_keeps_the_secrets_out() {
     let text = format!("{:?}", inputs("cfg", "secret-kubeconfig"));
     assert!(!text.contains("secret-kubeconfig"), "{text}");
+    assert!(!text.contains("secret-token"), "{text}");
 }
