@@ -192,6 +192,8 @@ fn delete_shoot(namespace: &str, name: &str) {
 fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     let manifest = std::fs::read_to_string(repo_root().join("example/managedseed.yaml")).unwrap();
     e2e::apply(NS, &manifest);
+    // The shoot that migrates later is created meanwhile, on `local`.
+    e2e::apply(HOSTED_NS, &mover_manifest());
 
     let (_, created) = wait("the managed seed's shoot is created", Duration::from_secs(600), || {
         let op = last_operation(NS, NAME)?;
@@ -270,6 +272,10 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
         gone(&["-n", HOSTED_NS, "get", "shoot", HOSTED, "--ignore-not-found", "-o", "name"])
     });
     println!("shoot {HOSTED} deleted from the managed seed in {:?}", start.elapsed());
+    wait("the migrated shoot is deleted", Duration::from_secs(600), || {
+        gone(&["-n", HOSTED_NS, "get", "shoot", MOVER, "--ignore-not-found", "-o", "name"])
+    });
+    println!("shoot {MOVER} deleted from {NAME} in {:?}", start.elapsed());
     let (_, released) = wait("the ManagedSeed is released", Duration::from_secs(300), || {
         gone(&["-n", NS, "get", "managedseed", NAME, "--ignore-not-found", "-o", "name"])
     });
@@ -308,12 +314,7 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
 /// the local seed. The shoot is workerless: the local machines would have to nest one more
 /// level to be its nodes on the managed seed.
 fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
-    const MOVER: &str = "mover";
     const MOVER_NS: &str = "shoot--local--mover";
-    let shoot = format!(
-        "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: {MOVER}\n  namespace: {HOSTED_NS}\nspec:\n  seedName: local\n  cloudProfileName: local\n  secretBindingName: local\n  region: local\n  kubernetes:\n    version: 1.20.2\n  networking:\n    services: 10.131.0.0/16\n  provider:\n    type: local\n"
-    );
-    e2e::apply(HOSTED_NS, &shoot);
     let op = |seed_and_op: &str| {
         let want = seed_and_op.to_string();
         move || {
@@ -408,10 +409,15 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
     println!("ConfigMap marker read back on {NAME}: {read}");
     drop(forward);
 
-    let start = Instant::now();
+    // Deleted while the hosted shoot is deleted too; the seed is released once both are gone.
     delete_shoot(HOSTED_NS, MOVER);
-    wait("the migrated shoot is deleted", Duration::from_secs(600), || {
-        gone(&["-n", HOSTED_NS, "get", "shoot", MOVER, "--ignore-not-found", "-o", "name"])
-    });
-    println!("shoot {MOVER} deleted from {NAME} in {:?}", start.elapsed());
+}
+
+const MOVER: &str = "mover";
+
+/// The workerless shoot that migrates from `local` to the managed seed.
+fn mover_manifest() -> String {
+    format!(
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: {MOVER}\n  namespace: {HOSTED_NS}\nspec:\n  seedName: local\n  cloudProfileName: local\n  secretBindingName: local\n  region: local\n  kubernetes:\n    version: 1.20.2\n  networking:\n    services: 10.131.0.0/16\n  provider:\n    type: local\n"
+    )
 }
