@@ -20,6 +20,9 @@ cd "$(dirname "$0")/.."
 STATE="${LOCAL_CLUSTER_STATE:-$PWD/.local}"
 CACHE="${CONFORMANCE_CACHE:-$HOME/.cache/gardener-rs/conformance}"
 REGISTRY="${CONFORMANCE_REGISTRY:-10.250.0.1:5000}"
+# Pushes go to the registry's writer: loopback only, with the credentials `up` keeps; the
+# registry on the node address is read-only (docs/local-setup.md, "The image registry").
+WRITER="${CONFORMANCE_REGISTRY_WRITER:-127.0.0.1:5001}"
 PREFIX="registry.k8s.io/conformance"
 log() { echo "conformance-images: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -36,6 +39,8 @@ CA="$STATE/pki/ca/ca.crt"
 [ -f "$CA" ] || die "$CA is missing: the local cluster is not up (make local-up)"
 curl -fsS --cacert "$CA" -o /dev/null "https://$REGISTRY/v2/" ||
   die "the local registry https://$REGISTRY does not answer (make local-up)"
+AUTH="$STATE/registry-writer/auth.json" # mode 0600, written by `local-cluster up`
+[ -f "$AUTH" ] || die "$AUTH is missing: the local cluster predates the registry writer (make local-up)"
 
 W="$CACHE/images"
 mkdir -p "$W" "$CACHE/certs"
@@ -67,7 +72,7 @@ present() {
 # push CONTAINER NAME:TAG: commits the container and pushes it.
 push() {
   buildah commit -q "$1" "$REGISTRY/$PREFIX/$2" >/dev/null
-  buildah push -q "${CERTS[@]}" "$REGISTRY/$PREFIX/$2" "docker://$REGISTRY/$PREFIX/$2"
+  buildah push -q "${CERTS[@]}" --authfile "$AUTH" "$REGISTRY/$PREFIX/$2" "docker://$WRITER/$PREFIX/$2"
   log "pushed $PREFIX/$2"
 }
 

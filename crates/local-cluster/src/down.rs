@@ -3,9 +3,9 @@
 //! failures, and reports them at the end.
 //!
 //! Order: the node's workloads (kubelet and kube-proxy stop, every container is killed and
-//! removed through containerd, stray shims are stopped), containerd, the image registry, the
-//! control plane and etcd; then mounts, links, iptables and nftables, sysctls, cgroups,
-//! outside directories, and last the state directory.
+//! removed through containerd, stray shims are stopped), containerd, the image registry (writer
+//! and reader), the control plane and etcd; then mounts, links, iptables and nftables, sysctls,
+//! cgroups, outside directories, and last the state directory.
 
 use crate::error::Result;
 use crate::host::snapshot::Snapshot;
@@ -38,7 +38,7 @@ pub fn run(layout: &Layout) -> Result<Vec<String>> {
     process::stop(layout, "containerd", GRACE);
     // Shims outlive containerd; they name its socket on their command line.
     cleanup::stop_processes_naming(&layout.containerd_socket().display().to_string());
-    for name in ["registry", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"] {
+    for name in ["registry-writer", "registry", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"] {
         process::stop(layout, name, GRACE);
     }
 

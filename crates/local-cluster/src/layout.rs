@@ -73,6 +73,11 @@ impl Layout {
     pub fn registry(&self) -> PathBuf {
         self.root.join("registry")
     }
+    /// The registry writer's credentials (mode 0700): the password, its htpasswd entry, the
+    /// containerd hosts directory and the `auth.json` pushes use (each mode 0600).
+    pub fn registry_writer(&self) -> PathBuf {
+        self.root.join("registry-writer")
+    }
     /// Host directories behind PersistentVolumes of the default StorageClass.
     pub fn volumes(&self) -> PathBuf {
         self.root.join("volumes")

@@ -9,9 +9,10 @@
 //!   from typed structs: TOML for containerd, YAML for the kubelet and kube-proxy);
 //!   [`settings`] and [`layout`] fix its addresses and paths; [`host`] knows what it changes on
 //!   the host and puts it back; [`process`] starts, finds and stops its processes by PID;
-//! * [`registry`] runs the image registry machines pull from, fills it through its HTTPS API
-//!   (hyper-util's client, trusting the cluster CA), and [`images`] imports the image archives
-//!   into the node's containerd;
+//! * [`registry`] runs the image registry machines pull from (a read-only reader on the node
+//!   address, a writer with a password on loopback), fills it through the node's containerd and
+//!   checks it through its HTTPS API (hyper-util's client, trusting the cluster CA), and
+//!   [`images`] imports the image archives into the node's containerd;
 //! * [`addons`] runs DNS and storage; [`manifests`] are the objects `up` applies;
 //! * [`dnsclient`] asks the cluster DNS a question (readiness, tests); [`error`] says what
 //!   failed and, where a user can act, what to do.

@@ -1,13 +1,14 @@
 //! The local cluster's PKI, kubeadm's layout: a cluster CA (API server serving, every client,
-//! the kubelet's and the image registry's serving certificates, CSR signing by
-//! kube-controller-manager), an etcd CA, and
-//! the service-account key pair. The `pki` crate decides what to create, keep or re-issue; this
-//! module only reads and writes the files (`<state>/pki/<secret>/<key>`, keys mode 0600).
+//! the kubelet's and the image registry's (reader and writer) serving certificates, CSR
+//! signing by kube-controller-manager), an etcd CA, and the service-account key pair. The `pki`
+//! crate decides what to create, keep or re-issue; this module only reads and writes the files
+//! (`<state>/pki/<secret>/<key>`, keys mode 0600).
 
 use crate::error::{Error, Result};
 use crate::settings::{self, NODE_IP, NODE_NAME};
 use pki::{CaConfig, CertificateConfig, KubeconfigSpec, SecretConfig, SecretSet, ServiceAccountKeyConfig, Usage};
-use std::os::unix::fs::PermissionsExt;
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -25,6 +26,7 @@ pub const KCM: &str = "kube-controller-manager";
 pub const SCHEDULER: &str = "kube-scheduler";
 pub const ADDONS: &str = "addons";
 pub const REGISTRY: &str = "registry";
+pub const REGISTRY_WRITER: &str = "registry-writer";
 pub const SERVICE_ACCOUNT: &str = "service-account";
 
 /// The user the add-ons (DNS, storage provisioner) authenticate as; RBAC grants it exactly
@@ -74,6 +76,9 @@ pub fn configs() -> Vec<SecretConfig> {
             .into(),
         CertificateConfig::new(REGISTRY, CA, "local-cluster-registry", Usage::Server)
             .with_sans([NODE_IP.to_string()])
+            .into(),
+        CertificateConfig::new(REGISTRY_WRITER, CA, "local-cluster-registry-writer", Usage::Server)
+            .with_sans(["127.0.0.1"])
             .into(),
         client(KUBE_PROXY, "system:kube-proxy", None),
         client(KCM, "system:kube-controller-manager", None),
@@ -163,6 +168,28 @@ struct Meta {
     type_: String,
     labels: std::collections::BTreeMap<String, String>,
     keys: Vec<String>,
+}
+
+/// Writes `text` to a temporary file created with mode 0600 (never readable by others, not even
+/// briefly) and renames it into place.
+pub fn write_secret(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(Error::io("creating", dir))?;
+    }
+    let tmp = path.with_extension("tmp");
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("removing", &tmp)(e)),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(Error::io("creating", &tmp))?;
+    file.write_all(text.as_bytes()).map_err(Error::io("writing", &tmp))?;
+    file.sync_all().map_err(Error::io("syncing", &tmp))?;
+    std::fs::rename(&tmp, path).map_err(Error::io("renaming into place", path))
 }
 
 /// Writes a file readable by its owner only (keys and kubeconfigs).

@@ -1,24 +1,35 @@
-//! The local image registry: Debian's `docker-registry` (CNCF distribution 2.8) as one more host
-//! process of the local cluster, serving TLS on the node address only
-//! ([`REGISTRY_PORT`](crate::settings::REGISTRY_PORT)) with a certificate from the cluster CA,
-//! storage under `<state>/registry`. Shoot machines pull the images they do not carry from it
-//! (provider-local points their containerd at it, docs/machines.md).
+//! The local image registry: Debian's `docker-registry` (CNCF distribution 2.8) as two host
+//! processes of the local cluster on one filesystem storage (`<state>/registry`), each serving
+//! TLS with a certificate from the cluster CA:
 //!
-//! `up` pushes every image `hack/images.sh` built into it, under a path that keeps the image's
-//! own registry host as the first segment (`gardener-rs.local/gardenlet:v0.1.0` →
+//! * the **reader** (`registry`) on the node address only
+//!   ([`REGISTRY_PORT`](crate::settings::REGISTRY_PORT)): anonymous pulls for the node, pods and
+//!   shoot machines (provider-local points their containerd at it, docs/machines.md), every
+//!   write refused (distribution's read-only maintenance mode);
+//! * the **writer** (`registry-writer`) on loopback only
+//!   ([`REGISTRY_WRITER_PORT`](crate::settings::REGISTRY_WRITER_PORT)), every request
+//!   authenticated (htpasswd) with a password generated once ([`writer`]).
+//!
+//! distribution 2.8 cannot authenticate pushes but not pulls in one process (htpasswd applies to
+//! every request), hence two.
+//!
+//! `up` pushes every image `hack/images.sh` built, under a path that keeps the image's own
+//! registry host as the first segment (`gardener-rs.local/gardenlet:v0.1.0` →
 //! `10.250.0.1:5000/gardener-rs.local/gardenlet:v0.1.0`), through the node's containerd
-//! (`ctr images push <mirrored> <local>`); an image whose manifest the registry already holds
-//! under that tag, with the same digest, is skipped.
+//! (`ctr images push --hosts-dir <writer's hosts> <mirrored> <local>`: the hosts directory sends
+//! the reader's name to the writer, with the credentials); an image whose manifest the reader
+//! already serves under that tag, with the same digest, is skipped.
 //!
-//! * [`config`] (the registry's configuration file) and [`mirror_reference`] are pure;
+//! * [`config`] (the configuration files), [`mirror_reference`] and [`writer`]'s renderers are
+//!   pure;
 //! * [`client`] speaks the registry's API over HTTPS (readiness, the digest check, tests),
 //!   trusting the cluster CA only.
 
 pub mod client;
 pub mod config;
+pub mod writer;
 
-pub use client::{Client, Response, request};
-pub use config::config;
+pub use client::{Client, Credentials, Response, request};
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -121,8 +132,9 @@ const MANIFEST_TYPES: &str = "application/vnd.oci.image.manifest.v1+json, applic
     application/vnd.docker.distribution.manifest.v2+json, application/vnd.docker.distribution.manifest.list.v2+json";
 
 /// Pushes the image of every archive in `dir` (already imported into the node's containerd)
-/// whose manifest the registry does not hold under its mirrored name with the same digest.
-pub async fn push_all(layout: &Layout, dir: &Path, ca: &Path) -> Result<Pushed> {
+/// whose manifest the reader does not serve under its mirrored name with the same digest,
+/// through the writer (`hosts_dir`: [`writer::Files::hosts_dir`]).
+pub async fn push_all(layout: &Layout, dir: &Path, ca: &Path, hosts_dir: &Path) -> Result<Pushed> {
     let ca_pem = std::fs::read(ca).map_err(Error::io("reading", ca))?;
     let registry = Client::new(&ca_pem)?;
     let entries = std::fs::read_dir(dir).map_err(Error::io("reading the image cache (run `make images`)", dir))?;
@@ -132,6 +144,7 @@ pub async fn push_all(layout: &Layout, dir: &Path, ca: &Path) -> Result<Pushed> 
     let sock = layout.containerd_socket().display().to_string();
     let ctr = |args: &[&str]| run("ctr", &[&["--address", sock.as_str(), "--namespace", "k8s.io"], args].concat());
     let ca_arg = ca.display().to_string();
+    let hosts_arg = hosts_dir.display().to_string();
     let mut out = Pushed::default();
     for archive in archives {
         let (name, digest) = archive_image(&archive)?;
@@ -144,8 +157,9 @@ pub async fn push_all(layout: &Layout, dir: &Path, ca: &Path) -> Result<Pushed> 
             out.unchanged.push(name);
             continue;
         }
-        // `push <remote> <local>`: the local image goes up under the mirrored name, without a tag.
-        ctr(&["images", "push", "--tlscacert", &ca_arg, &reference.mirrored(), &name])?;
+        // `push <remote> <local>`: the local image goes up under the mirrored name, without a tag;
+        // the hosts directory sends it to the writer (the reader refuses writes).
+        ctr(&["images", "push", "--hosts-dir", &hosts_arg, "--tlscacert", &ca_arg, &reference.mirrored(), &name])?;
         out.pushed.push(name);
     }
     Ok(out)

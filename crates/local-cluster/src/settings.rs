@@ -37,6 +37,9 @@ pub const KCM_PORT: u16 = 10257;
 pub const SCHEDULER_PORT: u16 = 10259;
 /// The image registry (TLS) on the node address; machines pull from it (`registry`).
 pub const REGISTRY_PORT: u16 = 5000;
+/// The registry's writer (TLS, htpasswd) on loopback only: the one way to push images
+/// (`registry-writer`); the registry on [`REGISTRY_PORT`] is read-only.
+pub const REGISTRY_WRITER_PORT: u16 = 5001;
 /// Cluster DNS on the node address; the `kube-dns` Service forwards to it.
 pub const DNS_PORT: u16 = 53;
 

@@ -1,6 +1,7 @@
 //! The image registry's API over HTTPS (readiness, the digest check before a push, tests):
 //! hyper-util's pooled client over hyper-rustls, verifying the registry's certificate against
-//! the cluster CA and nothing else, without a client certificate.
+//! the cluster CA and nothing else, without a client certificate; anonymous (the reader) or with
+//! the writer's [`Credentials`].
 
 use super::address;
 use crate::error::{Error, Result};
@@ -40,17 +41,66 @@ impl Response {
     }
 }
 
-/// A client of the registry at [`address`], trusting `ca_pem` (the cluster CA) only.
-#[derive(Clone, Debug)]
+/// A user and password for HTTP basic authentication (the registry writer's). `Debug` shows the
+/// user only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    user: String,
+    password: String,
+}
+
+impl Credentials {
+    pub fn new(user: impl Into<String>, password: impl Into<String>) -> Self {
+        Self { user: user.into(), password: password.into() }
+    }
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+    pub fn password(&self) -> &str {
+        &self.password
+    }
+    /// The `Authorization` header's value: `Basic base64(user:password)`.
+    pub fn authorization(&self) -> String {
+        use base64::Engine;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", self.user, self.password));
+        format!("Basic {token}")
+    }
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials").field("user", &self.user).finish_non_exhaustive()
+    }
+}
+
+/// A client of one registry process (`host:port`), trusting `ca_pem` (the cluster CA) only.
+#[derive(Clone)]
 pub struct Client {
-    pool: Pool<hyper_rustls::HttpsConnector<HttpConnector>, String>,
+    pool: Pool<hyper_rustls::HttpsConnector<HttpConnector>, http_body_util::Full<hyper::body::Bytes>>,
+    address: String,
+    /// The `Authorization` header sent with every request, if any.
+    authorization: Option<String>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let authenticated = self.authorization.is_some();
+        f.debug_struct("Client").field("address", &self.address).field("authenticated", &authenticated).finish()
+    }
 }
 
 impl Client {
+    /// The reader at [`address`], anonymous.
     pub fn new(ca_pem: &[u8]) -> Result<Self> {
+        Self::at(ca_pem, &address(), None)
+    }
+
+    /// The registry process at `address` (`host:port`; the certificate must name the host),
+    /// with `credentials` on every request if given.
+    pub fn at(ca_pem: &[u8], address: &str, credentials: Option<&Credentials>) -> Result<Self> {
         use rustls::pki_types::CertificateDer;
         use rustls::pki_types::pem::PemObject;
-        let fail = |what: String| Error::Registry(format!("a client for https://{}: {what}", address()));
+        let fail = |what: String| Error::Registry(format!("a client for https://{address}: {what}"));
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(ca_pem) {
             let cert = cert.map_err(|e| fail(format!("reading the CA: {e}")))?;
@@ -70,18 +120,37 @@ impl Client {
             .https_only()
             .enable_http1()
             .wrap_connector(http);
-        Ok(Self { pool: Pool::builder(TokioExecutor::new()).build(https) })
+        Ok(Self {
+            pool: Pool::builder(TokioExecutor::new()).build(https),
+            address: address.to_string(),
+            authorization: credentials.map(Credentials::authorization),
+        })
     }
 
     /// One request (no body) to `path` on the registry.
     pub async fn request(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> Result<Response> {
-        let uri = format!("https://{}{path}", address());
+        self.send(method, path, headers, Vec::new()).await
+    }
+
+    /// One request with `body` to `path` (a path, or an absolute URL of this registry as a
+    /// `Location` header gives it; the credentials never go to another host).
+    pub async fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Result<Response> {
+        let origin = format!("https://{}", self.address);
+        let path = path.strip_prefix(origin.as_str()).unwrap_or(path);
+        let uri = format!("{origin}{path}");
         let fail = |what: String| Error::Registry(format!("{method} {uri}: {what}"));
+        if !path.starts_with('/') {
+            return Err(fail("not a path of this registry".into()));
+        }
         let mut builder = http::Request::builder().method(method).uri(&uri);
+        if let Some(authorization) = &self.authorization {
+            builder = builder.header(http::header::AUTHORIZATION, authorization);
+        }
         for (name, value) in headers {
             builder = builder.header(*name, *value);
         }
-        let request = builder.body(String::new()).map_err(|e| fail(e.to_string()))?;
+        let request =
+            builder.body(http_body_util::Full::new(hyper::body::Bytes::from(body))).map_err(|e| fail(e.to_string()))?;
         let exchange = async {
             let response = self.pool.request(request).await.map_err(|e| fail(crate::report(&e)))?;
             let (parts, body) = response.into_parts();
@@ -130,6 +199,17 @@ mod tests {
         assert_eq!(r.header("docker-content-digest"), Some("sha256:1"));
         assert_eq!(r.header("Docker-Content-Digest"), None, "names are looked up in lower case");
         assert_eq!(r.body, "{\"repositories\":[]}");
+    }
+
+    #[test]
+    fn credentials_become_a_basic_header_and_never_show_in_debug() {
+        let credentials = Credentials::new("local-cluster", "s3cr3t");
+        // base64("local-cluster:s3cr3t")
+        assert_eq!(credentials.authorization(), "Basic bG9jYWwtY2x1c3RlcjpzM2NyM3Q=");
+        assert!(!format!("{credentials:?}").contains("s3cr3t"));
+        let client = Client::at(b"", "127.0.0.1:5001", Some(&credentials)).unwrap();
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("s3cr3t") && !shown.contains("bG9jYWwtY2x1c3RlcjpzM2NyM3Q"), "{shown}");
     }
 
     #[tokio::test]

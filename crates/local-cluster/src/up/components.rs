@@ -1,8 +1,9 @@
 //! The table of `up`: every process of the local cluster as a value ([`Component`]: how to
 //! start it, the address it listens on, what says it is ready) and the [`plan`] that one loop
 //! (`up::run`) follows, stage by stage: start these, wait for those, run that. The order is the
-//! bring-up's: containerd and the registry are readied (and the images imported and pushed)
-//! while the API server starts; the node's parts start once the objects are applied.
+//! bring-up's: containerd and the registry (reader and writer) are readied (and the images
+//! imported and pushed) while the API server starts; the node's parts start once the objects
+//! are applied.
 
 use super::Options;
 use crate::error::{Error, Result};
@@ -45,6 +46,8 @@ pub enum Probe {
     ContainerdSocket,
     /// The image registry answers `GET /v2/` with 200 over TLS.
     Registry,
+    /// The registry's writer answers `GET /v2/` with 200 over TLS to its credentials.
+    RegistryWriter,
     /// The API server's `/readyz` says `ok`.
     ApiServerReady,
     /// A plain HTTP health endpoint answers `GET /healthz` with 200.
@@ -124,6 +127,11 @@ pub fn components(layout: &Layout, options: &Options, pki: &Files) -> Result<Vec
             Some(Wait::new("the image registry", &["registry"], Probe::Registry)),
         ),
         component(
+            Spec::new("registry-writer", &options.registry, vec!["serve".into(), config("registry-writer.yaml")]),
+            loopback(REGISTRY_WRITER_PORT),
+            Some(Wait::new("the image registry's writer", &["registry-writer"], Probe::RegistryWriter)),
+        ),
+        component(
             Spec::new(
                 "kube-controller-manager",
                 bin("kube-controller-manager"),
@@ -176,9 +184,11 @@ pub fn plan() -> Vec<Stage> {
                 // while the API server starts.
                 Start("containerd"),
                 Start("registry"),
+                Start("registry-writer"),
                 Ready("containerd"),
                 Run(Action::ImportImages),
                 Ready("registry"),
+                Ready("registry-writer"),
                 Run(Action::PushImages),
                 Ready("kube-apiserver"),
                 Start("kube-controller-manager"),
@@ -247,9 +257,11 @@ mod tests {
             "start kube-apiserver",
             "start containerd",
             "start registry",
+            "start registry-writer",
             "ready containerd",
             "run ImportImages",
             "ready registry",
+            "ready registry-writer",
             "run PushImages",
             "ready kube-apiserver",
             "start kube-controller-manager",
@@ -308,6 +320,9 @@ mod tests {
         assert_eq!(get("containerd").address, None);
         assert_eq!(get("containerd").spec.args, ["--config", "/s/config/containerd.toml"]);
         assert_eq!(get("registry").spec.args, ["serve", "/s/config/registry.yaml"]);
+        assert_eq!(get("registry-writer").address, Some("127.0.0.1:5001".parse().unwrap()));
+        assert_eq!(get("registry-writer").spec.args, ["serve", "/s/config/registry-writer.yaml"]);
+        assert_eq!(get("registry-writer").spec.binary, get("registry").spec.binary);
         assert_eq!(get("kubelet").spec.env, [("AWS_EC2_METADATA_DISABLED".to_string(), "true".to_string())]);
         assert_eq!(get("kubelet").spec.binary, std::path::Path::new("/bin-dir/kubelet"));
         assert_eq!(get("addons").spec.args, ["addons", "--state-dir=/s"]);

@@ -1,14 +1,14 @@
 //! The configuration files `up` writes before anything starts: each rendered by
 //! [`render`](crate::render) (or the registry's own module) and written only when its content
-//! changed, kubeconfigs and the encryption configuration with mode 0600.
+//! changed, kubeconfigs, the encryption configuration and the registry writer's credentials
+//! with mode 0600.
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::pki::{self, Files};
 use crate::render::encryption::{self, KEY_LEN, Key};
-use crate::{registry, render};
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use crate::{process, registry, render};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -21,17 +21,19 @@ pub fn write_all(layout: &Layout, pki: &Files) -> Result<()> {
         (layout.config_file("kubelet.yaml"), render::kubelet_config(layout, pki)?),
         (layout.config_file("kube-proxy.yaml"), render::kube_proxy_config(layout)?),
         (layout.resolv_conf(), render::resolv_conf()),
-        (
-            layout.config_file("registry.yaml"),
-            registry::config(
-                &layout.registry(),
-                &pki.path(pki::REGISTRY, "tls.crt"),
-                &pki.path(pki::REGISTRY, "tls.key"),
-            )?,
-        ),
+        (layout.config_file("registry.yaml"), registry_config(layout, pki, false)?),
+        (layout.config_file("registry-writer.yaml"), registry_config(layout, pki, true)?),
     ];
     for (path, text) in files {
-        write_if_changed(&path, &text, false)?;
+        let changed = write_if_changed(&path, &text, false)?;
+        // A running registry keeps the configuration it read at start (say, a writable one from
+        // before the reader was read-only); it starts again, in the plan, with the new one.
+        if changed
+            && let Some(name) =
+                ["registry", "registry-writer"].into_iter().find(|n| path == layout.config_file(&format!("{n}.yaml")))
+        {
+            process::stop(layout, name, std::time::Duration::from_secs(5));
+        }
     }
     for (component, secret) in [
         ("kubelet", pki::KUBELET),
@@ -45,7 +47,23 @@ pub fn write_all(layout: &Layout, pki: &Files) -> Result<()> {
         write_if_changed(&layout.config_file(&format!("{component}.kubeconfig")), &text, true)?;
     }
     ensure_encryption_config(&layout.encryption_config())?;
+    if registry::writer::Files::new(layout.registry_writer()).ensure()? {
+        // A running writer keeps the entry it read at start; it starts again with the new one.
+        process::stop(layout, "registry-writer", std::time::Duration::from_secs(5));
+    }
     Ok(())
+}
+
+/// The reader's (node address, read-only) or the writer's (loopback, htpasswd) configuration.
+fn registry_config(layout: &Layout, pki: &Files, writer: bool) -> Result<String> {
+    use registry::config::{self, Serve};
+    let (secret, address) =
+        if writer { (pki::REGISTRY_WRITER, registry::writer::address()) } else { (pki::REGISTRY, registry::address()) };
+    let (cert, key) = (pki.path(secret, "tls.crt"), pki.path(secret, "tls.key"));
+    let storage = layout.registry();
+    let serve = Serve { address: &address, storage: &storage, cert: &cert, key: &key };
+    let htpasswd = registry::writer::Files::new(layout.registry_writer()).htpasswd();
+    config::to_yaml(&if writer { config::writer(serve, &htpasswd) } else { config::reader(serve) })
 }
 
 /// What `up` does with the encryption configuration, decided from the file's text (if any).
@@ -95,7 +113,7 @@ pub fn ensure_encryption_config(path: &Path) -> Result<()> {
     if let Some(text) = text
         && existing.as_deref() != Some(text.as_str())
     {
-        write_secret(path, &text)?;
+        pki::write_secret(path, &text)?;
     }
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(Error::io("chmod", path))
 }
@@ -109,40 +127,20 @@ fn random_key() -> Result<[u8; KEY_LEN]> {
     Ok(key)
 }
 
-/// Writes `text` to a temporary file created with mode 0600 (never readable by others, not even
-/// briefly) and renames it into place.
-fn write_secret(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(Error::io("creating", dir))?;
-    }
-    let tmp = path.with_extension("tmp");
-    match std::fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("removing", &tmp)(e)),
-        _ => {}
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(Error::io("creating", &tmp))?;
-    file.write_all(text.as_bytes()).map_err(Error::io("writing", &tmp))?;
-    file.sync_all().map_err(Error::io("syncing", &tmp))?;
-    std::fs::rename(&tmp, path).map_err(Error::io("renaming into place", path))
-}
-
-fn write_if_changed(path: &Path, text: &str, private: bool) -> Result<()> {
+/// Whether the file was written (it did not hold `text`).
+fn write_if_changed(path: &Path, text: &str, private: bool) -> Result<bool> {
     if std::fs::read_to_string(path).ok().as_deref() == Some(text) {
-        return Ok(());
+        return Ok(false);
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(Error::io("creating", dir))?;
     }
     if private {
-        pki::write_private(path, text)
+        pki::write_private(path, text)?;
     } else {
-        std::fs::write(path, text).map_err(Error::io("writing", path))
+        std::fs::write(path, text).map_err(Error::io("writing", path))?;
     }
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ pub struct Context<'a> {
     pub client: Client,
     /// The image registry, trusting the cluster CA.
     pub registry: registry::Client,
+    /// The registry's writer, with its credentials.
+    pub writer: registry::Client,
     /// Loopback health endpoints (plain HTTP).
     pub health: Pool<HttpConnector, String>,
 }
@@ -43,11 +45,13 @@ impl<'a> Context<'a> {
         let ca = pki.path(pki::CA, "ca.crt");
         let ca_pem = std::fs::read(&ca).map_err(Error::io("reading", &ca))?;
         let registry = registry::Client::new(&ca_pem)?;
+        let credentials = registry::writer::Files::new(layout.registry_writer()).credentials()?;
+        let writer = registry::Client::at(&ca_pem, &registry::writer::address(), Some(&credentials))?;
         let client = super::client_from(&pki.path(pki::ADMIN, "kubeconfig")).await?;
         let mut http = HttpConnector::new();
         http.set_connect_timeout(Some(Duration::from_secs(1)));
         let health = Pool::builder(TokioExecutor::new()).build(http);
-        Ok(Self { layout, options, pki, client, registry, health })
+        Ok(Self { layout, options, pki, client, registry, writer, health })
     }
 
     /// One answer of `probe`: ready, not yet, or what went wrong (reported on timeout).
@@ -60,6 +64,14 @@ impl<'a> Context<'a> {
             Probe::Registry => {
                 self.registry.request("GET", "/v2/", &[]).await.map(|r| r.status == 200).map_err(|e| crate::report(&e))
             }
+            Probe::RegistryWriter => match self.writer.request("GET", "/v2/", &[]).await {
+                Ok(r) if r.status == 401 => Err(format!(
+                    "the writer refuses the password in {} (401)",
+                    registry::writer::Files::new(self.layout.registry_writer()).password().display()
+                )),
+                Ok(r) => Ok(r.status == 200),
+                Err(e) => Err(crate::report(&e)),
+            },
             Probe::ApiServerReady => {
                 let req = http::Request::get("/readyz").body(Vec::new()).map_err(|e| e.to_string())?;
                 self.client.request_text(req).await.map(|t| t.trim() == "ok").map_err(|e| e.to_string())
@@ -114,13 +126,16 @@ impl<'a> Context<'a> {
     /// Pushes every image into the registry that it lacks.
     async fn push_images(&self) -> Result<()> {
         let started = Instant::now();
-        let pushed = registry::push_all(self.layout, &self.options.images, &self.pki.path(pki::CA, "ca.crt")).await?;
+        let ca = self.pki.path(pki::CA, "ca.crt");
+        let hosts = registry::writer::Files::new(self.layout.registry_writer()).hosts_dir();
+        let pushed = registry::push_all(self.layout, &self.options.images, &ca, &hosts).await?;
         tracing::info!(
             pushed = ?pushed.pushed,
             unchanged = pushed.unchanged.len(),
             seconds = format!("{:.1}", started.elapsed().as_secs_f64()),
-            "images in the registry {}",
-            registry::address()
+            "images in the registry {} (pushed through {})",
+            registry::address(),
+            registry::writer::address()
         );
         Ok(())
     }
