@@ -1,7 +1,7 @@
 //! The local cluster as a user meets it: a Ready node, pods that serve each other through a
 //! Service reached by DNS name and ClusterIP, `kubectl logs` and `kubectl exec` through the API
 //! server, Service names resolved from the host, volumes that outlive their pod, the image
-//! registry the machines pull from, and no way out of the machine.
+//! registry the machines pull from (which no pod can write to), and no way out of the machine.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
@@ -268,6 +268,27 @@ async fn the_control_plane_images_run_under_their_real_names() {
         let logs = completed_logs(&client, &ns, name).await;
         assert!(logs.contains(want), "{image} printed {logs:?}\n{}", ns.describe());
     }
+}
+
+/// Nothing but `up`'s own push changes an image: the registry on the node address refuses an
+/// anonymous write (read-only), its writer on loopback refuses a request without the password
+/// `up` keeps, and answers with it.
+#[tokio::test]
+async fn the_registry_refuses_writes_except_through_its_writer_with_the_password() {
+    use local_cluster::registry::{Client, writer};
+    let ca = std::fs::read(state_dir().join("pki/ca/ca.crt")).expect("the cluster CA");
+    let reader = Client::new(&ca).expect("a reader client");
+    let refused = reader.request("POST", "/v2/gardener-rs.local/busybox/blobs/uploads/", &[]).await;
+    assert_eq!(refused.as_ref().map(|r| r.status).ok(), Some(405), "an anonymous upload: {refused:?}");
+
+    let anonymous = Client::at(&ca, &writer::address(), None).expect("a writer client");
+    let refused = anonymous.request("GET", "/v2/", &[]).await;
+    assert_eq!(refused.as_ref().map(|r| r.status).ok(), Some(401), "the writer without a password: {refused:?}");
+    let credentials =
+        writer::Files::new(state_dir().join("registry-writer")).credentials().expect("the writer's password");
+    let authenticated = Client::at(&ca, &writer::address(), Some(&credentials)).expect("a writer client");
+    let tags = authenticated.request("GET", "/v2/gardener-rs.local/busybox/tags/list", &[]).await;
+    assert_eq!(tags.as_ref().map(|r| r.status).ok(), Some(200), "the writer with the password: {tags:?}");
 }
 
 /// The image registry machines pull from: it answers over TLS with a certificate the cluster CA
