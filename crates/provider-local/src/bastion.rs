@@ -16,12 +16,14 @@ use base64::engine::general_purpose::STANDARD;
 use extension_sdk::api::extensions::Bastion;
 use extension_sdk::k8s_openapi::ByteString;
 use extension_sdk::k8s_openapi::api::core::v1::{
-    Capabilities, Container, ContainerPort, ExecAction, LoadBalancerIngress, Pod, PodSpec, Probe, Secret,
-    SecretVolumeSource, SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    Capabilities, Container, ContainerPort, ExecAction, LoadBalancerIngress, Pod, PodSecurityContext, PodSpec, Probe,
+    ResourceRequirements, SeccompProfile, Secret, SecretVolumeSource, SecurityContext, Service, ServicePort,
+    ServiceSpec, Volume, VolumeMount,
 };
 use extension_sdk::k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec,
 };
+use extension_sdk::k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use extension_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use extension_sdk::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use extension_sdk::kube::api::{ObjectMeta, Patch};
@@ -121,8 +123,54 @@ pub fn firewall(bastion: &Bastion) -> Result<String, Error> {
     Ok(script.join("\n") + "\n")
 }
 
+/// What sshd and the user data before it need as root, and nothing more: `SETUID`, `SETGID`
+/// (switching to the login user and to the privilege separation user `sshd`), `SYS_CHROOT`
+/// (the unauthenticated child is locked into `/run/sshd`), `NET_BIND_SERVICE` (port 22),
+/// `AUDIT_WRITE` (Debian's sshd is built with Linux audit and refuses a login with a terminal
+/// when root cannot write the audit record), `CHOWN` and `FOWNER` (`useradd -m`, the user data's
+/// `chown`/`chmod`, a login terminal handed to the user) and `DAC_OVERRIDE` (the user data
+/// writes the key into the user's home, mode 0700 and no longer root's). Left out of the
+/// runtime's defaults: `KILL`, `NET_RAW`, `MKNOD`, `FSETID`, `SETFCAP`, `SETPCAP`.
+pub const SSHD_CAPABILITIES: &[&str] =
+    &["AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "NET_BIND_SERVICE", "SETGID", "SETUID", "SYS_CHROOT"];
+
+/// A root container's context: every capability dropped but `add`, no privilege escalation
+/// (sshd switches users with `setuid`, which `no_new_privs` leaves alone; it forbids gaining
+/// privileges through `execve` of set-user-ID files, and the image has none a user could run),
+/// the runtime's seccomp profile.
+fn root_with(add: &[&str], read_only_root: bool) -> SecurityContext {
+    SecurityContext {
+        run_as_user: Some(0),
+        run_as_non_root: Some(false),
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            add: Some(add.iter().map(|c| c.to_string()).collect()),
+            drop: Some(vec!["ALL".into()]),
+        }),
+        read_only_root_filesystem: Some(read_only_root),
+        seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+/// Small requests and a memory limit (MiB): sshd forks a process of a few MiB per connection.
+fn resources(request_mib: u32, limit_mib: u32) -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity("10m".into())),
+            ("memory".to_string(), Quantity(format!("{request_mib}Mi"))),
+        ])),
+        limits: Some(BTreeMap::from([("memory".to_string(), Quantity(format!("{limit_mib}Mi")))])),
+        ..Default::default()
+    }
+}
+
 /// The bastion Pod: an init container (the only one with NET_ADMIN) that installs the firewall,
-/// then sshd; both run the user data mounted from Secret `name`.
+/// then sshd; both run the user data mounted from Secret `name`. Both run as root (sshd must
+/// switch users; the image has no other user that could own the firewall step), each with only
+/// the capabilities it needs. The firewall's root is read-only (iptables writes nothing); sshd's
+/// is not: the user data adds the login user to `/etc/passwd` and its home, `ssh-keygen -A`
+/// writes the host keys into `/etc/ssh`, sshd its pid file.
 fn pod_spec(name: &str, config: &BastionConfig) -> PodSpec {
     let mounted = || {
         Some(vec![VolumeMount {
@@ -141,10 +189,8 @@ fn pod_spec(name: &str, config: &BastionConfig) -> PodSpec {
             // The script's error becomes the container's termination message.
             termination_message_policy: Some("FallbackToLogsOnError".into()),
             volume_mounts: mounted(),
-            security_context: Some(SecurityContext {
-                capabilities: Some(Capabilities { add: Some(vec!["NET_ADMIN".into()]), drop: None }),
-                ..Default::default()
-            }),
+            resources: Some(resources(16, 64)),
+            security_context: Some(root_with(&["NET_ADMIN"], true)),
             ..Default::default()
         }]),
         containers: vec![Container {
@@ -165,8 +211,14 @@ fn pod_spec(name: &str, config: &BastionConfig) -> PodSpec {
                 ..Default::default()
             }]),
             volume_mounts: mounted(),
+            resources: Some(resources(32, 256)),
+            security_context: Some(root_with(SSHD_CAPABILITIES, false)),
             ..Default::default()
         }],
+        security_context: Some(PodSecurityContext {
+            seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
+            ..Default::default()
+        }),
         volumes: Some(vec![Volume {
             name: "user-data".into(),
             secret: Some(SecretVolumeSource { secret_name: Some(name.to_string()), ..Default::default() }),
@@ -463,12 +515,37 @@ mod tests {
                 .unwrap_or_default()
         };
         assert_eq!(net_admin(init), ["NET_ADMIN"]);
-        assert!(net_admin(&spec.containers[0]).is_empty(), "sshd cannot change the rules");
+        assert!(!net_admin(&spec.containers[0]).contains(&"NET_ADMIN".to_string()), "sshd cannot change the rules");
+        assert_eq!(net_admin(&spec.containers[0]), SSHD_CAPABILITIES);
 
         let mut bad = bastion();
         bad.spec.ingress[0].ip_block.cidr = "10.0.0.0/33; reboot".into();
         let err = firewall(&bad).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("spec.ingress[0].ipBlock.cidr"), "{err}");
+    }
+
+    #[test]
+    fn both_containers_drop_every_other_capability_and_have_a_memory_limit() {
+        let (_, pod, _, _) = objects(&bastion(), &BastionConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+        let spec = pod.spec.unwrap_or_default();
+        let seccomp = |p: Option<SeccompProfile>| p.map(|p| p.type_);
+        let pod_context = spec.security_context.clone().unwrap_or_default();
+        assert_eq!(seccomp(pod_context.seccomp_profile).as_deref(), Some("RuntimeDefault"));
+        for c in spec.init_containers.iter().flatten().chain(&spec.containers) {
+            let s = c.security_context.clone().unwrap_or_default();
+            assert_eq!(s.allow_privilege_escalation, Some(false), "{}", c.name);
+            assert_eq!(s.capabilities.and_then(|c| c.drop), Some(vec!["ALL".to_string()]), "{}", c.name);
+            assert_eq!(seccomp(s.seccomp_profile).as_deref(), Some("RuntimeDefault"), "{}", c.name);
+            assert_eq!(s.privileged, None, "{}", c.name);
+            let limits = c.resources.clone().and_then(|r| r.limits).unwrap_or_default();
+            assert!(limits.contains_key("memory"), "{}", c.name);
+        }
+        let firewall = &spec.init_containers.unwrap_or_default()[0];
+        let read_only = firewall.security_context.as_ref().and_then(|s| s.read_only_root_filesystem);
+        assert_eq!(read_only, Some(true));
+        for forbidden in ["SYS_ADMIN", "NET_RAW", "KILL", "MKNOD", "SETFCAP", "SETPCAP", "NET_ADMIN"] {
+            assert!(!SSHD_CAPABILITIES.contains(&forbidden), "{forbidden}");
+        }
     }
 
     #[test]

@@ -26,8 +26,9 @@ pub struct Images {
     /// The shoot's cluster DNS (`cluster-dns`, built with this project at its version; the
     /// machines carry it).
     pub cluster_dns: String,
-    /// The etcd restore init container: needs `sh`, `rm`, `mv` and `etcdctl` (the etcd 3.5
-    /// images are distroless and have no shell; the 3.4 ones do).
+    /// etcd's init containers (`data-dir` and the restore): need `sh`, `chown`, `chmod`, `rm`,
+    /// `mv` and `etcdctl` (the etcd 3.5 images are distroless and have no shell; the 3.4 ones
+    /// do; the local image's busybox shell runs its own `chown` and `chmod`).
     #[serde(default = "default_etcd_restore_image")]
     pub etcd_restore: String,
 }
@@ -238,7 +239,9 @@ pub fn metadata(name: &str, values: &ControlPlaneValues, labels: BTreeMap<String
     }
 }
 
-/// A read-only volume for a secret, mounted at `/srv/kubernetes/<secret>`.
+/// A read-only volume for a secret, mounted at `/srv/kubernetes/<secret>`: files of mode 0640,
+/// owned by root and, through the pod's `fsGroup`, by the group the component runs as
+/// ([`super::security::pod`]), so the component reads them and no other user does.
 pub fn secret_volume(secret: &str) -> (Volume, VolumeMount) {
     (
         Volume {
@@ -300,8 +303,25 @@ pub fn requests(percent: u32, cpu_millis: u64, memory_mib: u64) -> ResourceRequi
     }
 }
 
+/// [`requests`] and a memory limit of `limit_mib` (never below the request): a component that
+/// grows beyond it is restarted instead of starving the other shoots of the seed.
+pub fn resources(percent: u32, cpu_millis: u64, memory_mib: u64, limit_mib: u64) -> ResourceRequirements {
+    let mut r = requests(percent, cpu_millis, memory_mib);
+    let limit = limit_mib.max(memory_mib);
+    r.limits = Some(BTreeMap::from([("memory".to_string(), mebibytes(limit))]));
+    r
+}
+
+/// `n` MiB in the API server's canonical form (`1Gi`, not `1024Mi`): the stored object must
+/// equal the intent, or every reconcile would apply it again (see "Writing only what changed" in
+/// docs/gardenlet.md).
+pub fn mebibytes(n: u64) -> Quantity {
+    if n % 1024 == 0 && n > 0 { Quantity(format!("{}Gi", n / 1024)) } else { Quantity(format!("{n}Mi")) }
+}
+
 /// A pod template with the component's labels, the checksums of the given secrets as
-/// annotations, the secrets mounted, and one container.
+/// annotations, the secrets mounted, and one container; pod and container run unprivileged
+/// ([`super::security`]).
 pub fn pod_template(
     values: &ControlPlaneValues,
     labels: BTreeMap<String, String>,
@@ -310,6 +330,7 @@ pub fn pod_template(
 ) -> PodTemplateSpec {
     let (volumes, mounts): (Vec<_>, Vec<_>) = secrets.iter().map(|s| secret_volume(s)).unzip();
     container.volume_mounts.get_or_insert_with(Vec::new).extend(mounts);
+    container.security_context = Some(super::security::container());
     let annotations: BTreeMap<String, String> = secrets
         .iter()
         .filter_map(|s| values.secret_checksums.get(*s).map(|c| (format!("checksum/secret-{s}"), c.clone())))
@@ -324,6 +345,7 @@ pub fn pod_template(
             containers: vec![container],
             volumes: Some(volumes),
             automount_service_account_token: Some(false),
+            security_context: Some(super::security::pod()),
             ..Default::default()
         }),
     }

@@ -2,6 +2,7 @@
 //! shoot's etcd CA), its client Service and its headless peer Service.
 
 use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
+use super::security::{self, DATA_DIR_CAPABILITIES, NONROOT, limits};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, HostPathVolumeSource, ObjectFieldSelector,
@@ -21,6 +22,8 @@ pub const PEER_PORT: i32 = 2380;
 pub const METRICS_PORT: i32 = 2381;
 const APP: &str = "etcd-statefulset";
 const ROLE: &str = "main";
+/// Where the data volume is mounted.
+const VOLUME: &str = "/var/etcd";
 const DATA_DIR: &str = "/var/etcd/data";
 /// Where the backup entry's directory is mounted (read-only) for the restore.
 pub const BACKUP_MOUNT: &str = "/var/etcd/backup";
@@ -50,6 +53,23 @@ pub fn restore_script(namespace: &str) -> String {
     )
 }
 
+/// The ownership step before everything else in the pod (as root, see
+/// [`DATA_DIR_CAPABILITIES`]): the data volume is a hostPath PersistentVolume, to which the
+/// kubelet applies no `fsGroup`; it is created owned by root, and the volumes of shoots whose
+/// etcd ran as root hold root's files. So the volume and everything in it is given to
+/// `uid:gid` at every start (a few files: idempotent and quick), and the data directory gets
+/// mode 0700, which etcd asks for (3.4 and 3.5 warn otherwise). Symbolic links are changed
+/// themselves, never followed (`-h`; the directory is not followed either), so nothing a
+/// compromised etcd put into its volume makes this root step touch files elsewhere. The restore
+/// and etcd then run as `uid:gid`.
+pub fn data_dir_script(uid: i64, gid: i64) -> String {
+    format!(
+        "set -eu\n\
+         chown -R -h {uid}:{gid} {VOLUME}\n\
+         if [ -d {DATA_DIR} ] && [ ! -L {DATA_DIR} ]; then chmod 0700 {DATA_DIR}; fi\n"
+    )
+}
+
 fn pod_name_env() -> EnvVar {
     EnvVar {
         name: "POD_NAME".to_string(),
@@ -62,16 +82,37 @@ fn pod_name_env() -> EnvVar {
 }
 
 fn data_mount() -> VolumeMount {
-    VolumeMount { name: "data".to_string(), mount_path: "/var/etcd".to_string(), ..Default::default() }
+    VolumeMount { name: "data".to_string(), mount_path: VOLUME.to_string(), ..Default::default() }
 }
 
-/// The restore init container and the backup volume it reads from.
+/// The init container that hands the data volume to [`NONROOT`] ([`data_dir_script`]): the
+/// one root process of the control plane, with only [`DATA_DIR_CAPABILITIES`]. It uses the
+/// restore image (etcd's own 3.5 images have no shell). It mounts the data volume alone: the
+/// backup store, which the restore mounts inside the volume's path, is never handed over.
+fn data_dir(values: &ControlPlaneValues) -> Container {
+    Container {
+        name: "data-dir".to_string(),
+        image: Some(Images::resolve(&values.images.etcd_restore, &values.kubernetes_version)),
+        command: Some(vec!["sh".to_string(), "-c".to_string(), data_dir_script(NONROOT, NONROOT)]),
+        resources: Some(common::resources(values.requests_percent, 10, 16, limits::ETCD_DATA_DIR_MIB)),
+        security_context: Some(security::root_with(DATA_DIR_CAPABILITIES)),
+        volume_mounts: Some(vec![data_mount()]),
+        ..Default::default()
+    }
+}
+
+/// The restore init container and the backup volume it reads from. It runs as [`NONROOT`]
+/// after [`data_dir`]: the volume is then [`NONROOT`]'s, and the final snapshot is readable by
+/// it (gardenlet, which runs as [`NONROOT`] too, wrote it; the backup entry's directory is not
+/// written here: gardenlet renames the snapshot once etcd runs).
 fn restore(values: &ControlPlaneValues, backup_dir: &str) -> (Container, Volume) {
     let container = Container {
         name: "restore".to_string(),
         image: Some(Images::resolve(&values.images.etcd_restore, &values.kubernetes_version)),
         command: Some(vec!["sh".to_string(), "-c".to_string(), restore_script(&values.namespace)]),
         env: Some(vec![pod_name_env()]),
+        resources: Some(common::resources(values.requests_percent, 200, 300, limits::ETCD_RESTORE_MIB)),
+        security_context: Some(security::container()),
         volume_mounts: Some(vec![
             data_mount(),
             VolumeMount {
@@ -134,16 +175,20 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         ]),
         readiness_probe: Some(http_probe("/health", READINESS_DELAY, READINESS_PERIOD)),
         liveness_probe: Some(http_probe("/health", 15, 5)),
-        resources: Some(common::requests(values.requests_percent, 200, 300)),
+        resources: Some(common::resources(values.requests_percent, 200, 300, limits::ETCD_MIB)),
         volume_mounts: Some(vec![data_mount()]),
         ..Default::default()
     };
     let mut template =
         common::pod_template(values, labels(), &[secrets::CA_ETCD_BUNDLE, secrets::ETCD_SERVER], container);
-    if let (Some(dir), Some(spec)) = (values.etcd_backup_dir.as_deref(), template.spec.as_mut()) {
-        let (init, volume) = restore(values, dir);
-        spec.init_containers = Some(vec![init]);
-        spec.volumes.get_or_insert_with(Vec::new).push(volume);
+    if let Some(spec) = template.spec.as_mut() {
+        let mut init = vec![data_dir(values)];
+        if let Some(dir) = values.etcd_backup_dir.as_deref() {
+            let (restore, volume) = restore(values, dir);
+            init.push(restore);
+            spec.volumes.get_or_insert_with(Vec::new).push(volume);
+        }
+        spec.init_containers = Some(init);
     }
     StatefulSet {
         metadata: common::metadata(NAME, values, labels()),

@@ -3,6 +3,7 @@
 
 use super::common::{self, ApiServerSettings, ControlPlaneValues, Images, component_labels, file, secrets};
 use super::etcd;
+use super::security::limits;
 use crate::config::ExposureClassHandler;
 pub use crate::config::ServiceType;
 use api::core::shoot::kubernetes::OidcConfig;
@@ -18,7 +19,17 @@ pub const NAME: &str = "kube-apiserver";
 /// The label naming the ExposureClass handler a Service is exposed by (Gardener's
 /// `LabelExposureClassHandlerName`).
 pub const LABEL_EXPOSURE_CLASS_HANDLER: &str = "handler.exposureclass.gardener.cloud/name";
+/// The Service's port, what every client dials.
 pub const PORT: i32 = 443;
+/// The port the API server listens on in its pod (`--secure-port`), behind the Service's
+/// [`PORT`]: the server runs as an unprivileged user, which cannot bind ports below 1024. (Adding
+/// `NET_BIND_SERVICE` would not help: the container runtime grants a non-root process no
+/// capabilities, having no ambient set in Kubernetes 1.20.) The shoot's own `kubernetes` Service
+/// keeps port 443 too; its endpoints name this port.
+pub const SECURE_PORT: i32 = 8443;
+/// The name of the container's port, which the Service targets: by name, so that while a
+/// Deployment of an API server that listened on 443 rolls, each pod is reached on its own port.
+pub const PORT_NAME: &str = "https";
 const APP: &str = "kubernetes";
 const ROLE: &str = "apiserver";
 
@@ -60,7 +71,7 @@ pub fn service(values: &ControlPlaneValues, type_: ServiceType, handler: Option<
             ports: Some(vec![ServicePort {
                 name: Some("kube-apiserver".to_string()),
                 port: PORT,
-                target_port: Some(IntOrString::Int(PORT)),
+                target_port: Some(IntOrString::String(PORT_NAME.to_string())),
                 protocol: Some("TCP".to_string()),
                 ..Default::default()
             }]),
@@ -252,7 +263,7 @@ pub fn args(values: &ControlPlaneValues) -> Vec<String> {
         "--requestheader-extra-headers-prefix=X-Remote-Extra-".to_string(),
         "--requestheader-group-headers=X-Remote-Group".to_string(),
         "--requestheader-username-headers=X-Remote-User".to_string(),
-        format!("--secure-port={PORT}"),
+        format!("--secure-port={SECURE_PORT}"),
     ];
     args.extend(service_account_issuer_flags(values));
     args.extend([
@@ -361,14 +372,14 @@ pub fn config_maps(values: &ControlPlaneValues) -> Vec<ConfigMap> {
 /// 10 s from the 10th held each creation, wake-up and roll-out step up to 10 s longer than the
 /// server needed); liveness stays patient.
 pub fn probes(values: &ControlPlaneValues) -> (Probe, Probe) {
-    let live = common::https_probe("/livez", PORT, 15, 10);
-    let ready = common::https_probe("/readyz", PORT, 3, 2);
+    let live = common::https_probe("/livez", SECURE_PORT, 15, 10);
+    let ready = common::https_probe("/readyz", SECURE_PORT, 3, 2);
     if values.apiserver.anonymous_auth != Some(false) {
         return (live, ready);
     }
     let tcp = |mut p: Probe| {
         p.http_get = None;
-        p.tcp_socket = Some(TCPSocketAction { port: IntOrString::Int(PORT), ..Default::default() });
+        p.tcp_socket = Some(TCPSocketAction { port: IntOrString::Int(SECURE_PORT), ..Default::default() });
         p
     };
     (tcp(live), tcp(ready))
@@ -480,10 +491,14 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
         image: Some(Images::resolve(&values.images.kube_apiserver, &values.kubernetes_version)),
         command: Some(vec!["kube-apiserver".to_string()]),
         args: Some(args(values)),
-        ports: Some(vec![ContainerPort { name: Some("https".into()), container_port: PORT, ..Default::default() }]),
+        ports: Some(vec![ContainerPort {
+            name: Some(PORT_NAME.into()),
+            container_port: SECURE_PORT,
+            ..Default::default()
+        }]),
         liveness_probe: Some(liveness),
         readiness_probe: Some(readiness),
-        resources: Some(common::requests(values.requests_percent, 250, 512)),
+        resources: Some(common::resources(values.requests_percent, 250, 512, limits::KUBE_APISERVER_MIB)),
         volume_mounts: Some(
             files
                 .iter()

@@ -77,7 +77,12 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
         command: Some(vec!["kube-controller-manager".to_string()]),
         args: Some(args(values)),
         liveness_probe: Some(common::https_probe("/healthz", PORT, 15, 10)),
-        resources: Some(common::requests(values.requests_percent, 100, 128)),
+        resources: Some(common::resources(
+            values.requests_percent,
+            100,
+            128,
+            super::security::limits::KUBE_CONTROLLER_MANAGER_MIB,
+        )),
         ..Default::default()
     };
     common::deployment(values, NAME, (APP, ROLE), MOUNTED_SECRETS, container, None)

@@ -106,7 +106,12 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
         args: Some(args(values)),
         env: (!env.is_empty()).then_some(env),
         liveness_probe: Some(common::https_probe("/healthz", PORT, 15, 10)),
-        resources: Some(common::requests(values.requests_percent, 50, 64)),
+        resources: Some(common::resources(
+            values.requests_percent,
+            50,
+            64,
+            super::security::limits::KUBE_SCHEDULER_MIB,
+        )),
         volume_mounts: Some(vec![VolumeMount {
             name: CONFIG_MAP.to_string(),
             mount_path: CONFIG_DIR.to_string(),

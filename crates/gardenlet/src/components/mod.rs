@@ -9,6 +9,7 @@ pub mod kube_apiserver;
 pub mod kube_controller_manager;
 pub mod kube_proxy;
 pub mod kube_scheduler;
+pub mod security;
 
 pub use common::{ApiServerSettings, ControlPlaneValues, Images};
 

@@ -79,7 +79,7 @@ fn apiserver_flags_follow_kubeadm() {
         ("service-cluster-ip-range", "10.112.0.0/13"),
         ("allow-privileged", "true"),
         ("insecure-port", "0"),
-        ("secure-port", "443"),
+        ("secure-port", "8443"),
     ];
     for (name, value) in want {
         assert_eq!(flag(&args, name), Some(value), "--{name}");

@@ -96,11 +96,15 @@ fn mounts_of(sts: &StatefulSet, container: &Container, volume: &Path) -> Result<
     Ok(out)
 }
 
-/// Runs the pod's init containers to completion, as a kubelet would before starting etcd.
+/// Runs the pod's init containers to completion, as a kubelet would before starting etcd; all
+/// of them as the test's user (the stand-in's volume and etcd are that user's). The ones that
+/// run as root (the ownership step, `data-dir`) are left out: handing the volume to etcd's user
+/// has no meaning here, and the unit tests of `etcd::data_dir_script` run it.
 async fn run_init_containers(sts: &StatefulSet, volume: &Path, tools: &Path) -> Result<(), String> {
     let pod = sts.spec.as_ref().and_then(|s| s.template.spec.as_ref()).ok_or("no pod spec")?;
     let pod_name = format!("{}-0", sts.name_any());
-    for c in pod.init_containers.iter().flatten() {
+    let as_root = |c: &&Container| c.security_context.as_ref().and_then(|s| s.run_as_user) == Some(0);
+    for c in pod.init_containers.iter().flatten().filter(|c| !as_root(c)) {
         let mounts = mounts_of(sts, c, volume)?;
         let argv: Vec<String> =
             c.command.iter().flatten().chain(c.args.iter().flatten()).map(|a| map_paths(a, &mounts)).collect();

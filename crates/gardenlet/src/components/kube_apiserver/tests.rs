@@ -239,7 +239,7 @@ fn switching_anonymous_authentication_off_keeps_the_probes_working() {
     let c = &t.spec.as_ref().unwrap().containers[0];
     for probe in [c.liveness_probe.as_ref().unwrap(), c.readiness_probe.as_ref().unwrap()] {
         assert!(probe.http_get.is_none(), "an anonymous HTTPS probe would get 401");
-        assert_eq!(probe.tcp_socket.as_ref().unwrap().port, IntOrString::Int(PORT));
+        assert_eq!(probe.tcp_socket.as_ref().unwrap().port, IntOrString::Int(SECURE_PORT));
     }
     let default = template(&values_with("{}"));
     let c = &default.spec.as_ref().unwrap().containers[0];
