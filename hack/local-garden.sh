@@ -38,6 +38,18 @@ chown 65532:65532 "$backup_dir"
 backup_volume='[{"name": "backup", "hostPath": {"path": "'"$backup_dir"'", "type": "Directory"}}]'
 backup_mount='[{"name": "backup", "mountPath": "'"$backup_dir"'"}]'
 
+# The release namespace holds the admission server itself (with failurePolicy Fail, its own pods
+# must not need it) and gardenlet with the host's backup directory (hostPath, which pod security
+# `baseline` refuses): it is `privileged`, so the server's pod webhook never sees it
+# (docs/deployment.md, docs/admission.md "Pod security"). Before the first release: Helm finds it.
+"$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" apply -f - >/dev/null <<EOF || die "could not apply namespace $NS"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: $NS
+  labels:
+    pod-security.kubernetes.io/enforce: privileged
+EOF
 release gardener-controlplane controlplane
 # provider-local is registered, not installed: the controller-manager asks the seed's gardenlet
 # for it (ControllerInstallation provider-local-local) and gardenlet deploys the objects of its

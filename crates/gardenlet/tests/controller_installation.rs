@@ -2,8 +2,8 @@
 //! kube-controller-manager, acting as the gardenlet chart's ServiceAccount: a `manifest`
 //! ControllerDeployment is installed into the seed, kept in step when it changes (stale objects
 //! pruned, the rollout reported), `Required` follows the extension objects, invalid or
-//! forbidden deployments are reported without losing what runs, and deleting the installation
-//! removes everything.
+//! forbidden deployments are reported without losing what runs, the namespace gets the pod
+//! security level the registration asks for, and deleting the installation removes everything.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
@@ -114,7 +114,9 @@ async fn installs_keeps_in_step_reports_and_uninstalls() {
     testenv::install_crds(&admin, &api::crds::all()).await.unwrap();
     let gardenlet = support::chart::gardenlet_client(&env, CONFIG).await;
 
-    apply(&admin, json!({"apiVersion": "core.gardener.cloud/v1beta1", "kind": "ControllerRegistration", "metadata": {"name": "provider-x"},
+    // It asks for a privileged namespace, as provider-local does (pod security, docs/admission.md).
+    apply(&admin, json!({"apiVersion": "core.gardener.cloud/v1beta1", "kind": "ControllerRegistration",
+        "metadata": {"name": "provider-x", "annotations": {"security.gardener.cloud/pod-security-enforce": "privileged"}},
         "spec": {"resources": [{"kind": "Infrastructure", "type": "x"}], "deployment": {"deploymentRefs": [{"name": "provider-x"}]}}}))
     .await;
     apply(&admin, deployment("manifest", manifests(0, true, None))).await;
@@ -156,6 +158,8 @@ async fn installs_keeps_in_step_reports_and_uninstalls() {
     };
     let ns = Api::<Namespace>::all(admin.clone()).get(NS).await.unwrap();
     assert_eq!(label(&ns.metadata.labels).as_deref(), Some("provider-x-local"));
+    let level = ns.metadata.labels.as_ref().and_then(|l| l.get("pod-security.kubernetes.io/enforce"));
+    assert_eq!(level.map(String::as_str), Some("privileged"), "the level the registration asks for");
     let sa = Api::<ServiceAccount>::namespaced(admin.clone(), NS).get("provider-x").await.unwrap();
     assert_eq!(label(&sa.metadata.labels).as_deref(), Some("provider-x-local"));
     let binding = Api::<ClusterRoleBinding>::all(admin.clone()).get("extension:provider-x").await.unwrap();

@@ -1,7 +1,10 @@
 //! The objects `up` applies (server-side apply, field manager `local-cluster`): the `kube-dns`
-//! Service in front of the host's DNS server, the default StorageClass, and the add-ons' RBAC,
+//! Service in front of the host's DNS server, the default StorageClass, the add-ons' RBAC,
 //! which grants exactly what the DNS server and the provisioner use: Services, Endpoints and
-//! claims cluster-wide, and ConfigMaps only in the namespace of the extra DNS zones.
+//! claims cluster-wide, and ConfigMaps only in the namespace of the extra DNS zones; and the pod
+//! security level `privileged` of `kube-system` (label `pod-security.kubernetes.io/enforce`,
+//! which the garden's admission server enforces once a garden is installed: the system's own
+//! pods there are never sent to it).
 
 use crate::addons::zones::ZONE_NAMESPACE;
 use crate::pki::ADDONS_USER;
@@ -27,6 +30,10 @@ pub fn all() -> Vec<Value> {
         json!({
             "apiVersion": "v1", "kind": "Namespace",
             "metadata": { "name": ZONE_NAMESPACE }
+        }),
+        json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": { "name": "kube-system", "labels": { "pod-security.kubernetes.io/enforce": "privileged" } }
         }),
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -65,4 +72,17 @@ pub fn all() -> Vec<Value> {
             "volumeBindingMode": "WaitForFirstConsumer"
         }),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kube_system_is_privileged() {
+        let all = super::all();
+        let ns = all.iter().find(|o| o["kind"] == "Namespace" && o["metadata"]["name"] == "kube-system");
+        assert_eq!(
+            ns.map(|n| &n["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]),
+            Some(&serde_json::json!("privileged"))
+        );
+    }
 }

@@ -50,6 +50,16 @@ pub fn machine_namespace(technical_id: &str) -> String {
     format!("{technical_id}--machines")
 }
 
+/// The labels of the machine namespace as `component` (infrastructure, worker) applies them:
+/// the shoot's, and pod security level `privileged` (label `pod-security.kubernetes.io/enforce`,
+/// which the garden's admission server enforces): a machine Pod runs a kubelet and containerd
+/// (privileged, host devices), which `baseline` refuses.
+pub fn machine_namespace_labels(technical_id: &str, component: &str) -> BTreeMap<String, String> {
+    let mut labels = shoot_labels(technical_id, component);
+    labels.insert("pod-security.kubernetes.io/enforce".into(), "privileged".into());
+    labels
+}
+
 /// The node network: provider config, else the shoot's `spec.networking.nodes`, else the default.
 pub fn node_network(config: &InfrastructureConfig, cluster: &ClusterContext) -> String {
     config
@@ -117,7 +127,7 @@ impl LocalInfrastructure {
             Error::config(&object, "spec.providerConfig.nodeNetwork", format!("{network:?} is not a CIDR: {e}"))
         })?;
         let namespace = machine_namespace(&id);
-        ensure_namespace(&self.client, &namespace, shoot_labels(&id, COMPONENT), COMPONENT).await?;
+        ensure_namespace(&self.client, &namespace, machine_namespace_labels(&id, COMPONENT), COMPONENT).await?;
         let policy = isolation_policy(&id);
         Api::<NetworkPolicy>::namespaced(self.client.clone(), &namespace)
             .patch(POLICY_ISOLATE, &apply_params(COMPONENT), &Patch::Apply(&policy))
@@ -196,6 +206,14 @@ mod tests {
         assert_eq!(node_network(&cfg, &c), "10.2.0.0/16");
         assert_eq!(node_network(&InfrastructureConfig::default(), &c), "10.1.0.0/16");
         assert_eq!(node_network(&InfrastructureConfig::default(), &ClusterContext::none()), DEFAULT_NODE_NETWORK);
+    }
+
+    #[test]
+    fn the_machine_namespace_is_privileged_and_labelled_for_the_shoot() {
+        let labels = machine_namespace_labels("shoot--dev--a", "worker");
+        assert_eq!(labels.get("pod-security.kubernetes.io/enforce").map(String::as_str), Some("privileged"));
+        assert_eq!(labels.get("shoot.gardener.cloud/technical-id").map(String::as_str), Some("shoot--dev--a"));
+        assert!(shoot_labels("shoot--dev--a", "worker").iter().all(|(k, v)| labels.get(k) == Some(v)));
     }
 
     #[test]

@@ -64,14 +64,20 @@ pub fn resources() -> Vec<(&'static str, &'static str)> {
     out
 }
 
-/// The ControllerRegistration `provider-local`.
+/// The annotation that asks gardenlet for the pod security level of the installation's
+/// namespace `extension-<installation>` (Gardener's `security.gardener.cloud/pod-security-enforce`).
+pub const ANNOTATION_POD_SECURITY_ENFORCE: &str = "security.gardener.cloud/pod-security-enforce";
+
+/// The ControllerRegistration `provider-local`. Its namespace in the seed must be `privileged`:
+/// the Deployment mounts the backup store from the host (`--backup-host-path`), a hostPath
+/// volume the garden's admission server refuses at `baseline`.
 pub fn registration(o: &Options) -> Value {
     let resources: Vec<Value> =
         resources().into_iter().map(|(kind, type_)| json!({"kind": kind, "type": type_})).collect();
     json!({
         "apiVersion": "core.gardener.cloud/v1beta1",
         "kind": "ControllerRegistration",
-        "metadata": {"name": "provider-local"},
+        "metadata": {"name": "provider-local", "annotations": {ANNOTATION_POD_SECURITY_ENFORCE: "privileged"}},
         "spec": {
             "resources": resources,
             "deployment": {"policy": o.policy, "deploymentRefs": [{"name": "provider-local"}]},
@@ -258,6 +264,7 @@ mod tests {
         }
         assert_eq!(r["spec"]["deployment"]["deploymentRefs"][0]["name"], "provider-local");
         assert_eq!(r["spec"]["deployment"]["policy"], "Always");
+        assert_eq!(r["metadata"]["annotations"]["security.gardener.cloud/pod-security-enforce"], "privileged");
     }
 
     #[test]

@@ -55,6 +55,28 @@ pub fn namespace_for(installation: &str) -> String {
     format!("extension-{installation}")
 }
 
+/// The annotation of a ControllerRegistration or ControllerInstallation (the installation's
+/// wins) that sets the pod security level of the installation's namespace, as Gardener's
+/// `v1beta1constants.AnnotationPodSecurityEnforce`. The garden's admission server enforces the
+/// level (baseline when unset), so an extension that needs more (provider-local mounts a host
+/// directory) asks for `privileged` with it.
+pub const ANNOTATION_POD_SECURITY_ENFORCE: &str = "security.gardener.cloud/pod-security-enforce";
+/// The namespace label that carries the level.
+pub const LABEL_POD_SECURITY_ENFORCE: &str = "pod-security.kubernetes.io/enforce";
+
+/// Labels the installation's namespace among `manifests` with pod security `level`; without a
+/// level it carries no such label (an earlier one goes with the next apply).
+pub fn set_pod_security(manifests: &mut [Manifest], installation: &str, level: Option<&str>) {
+    let namespace = namespace_for(installation);
+    let Some(level) = level else { return };
+    for m in manifests.iter_mut().filter(|m| m.id.kind == "Namespace" && m.id.name == namespace) {
+        if !m.object["metadata"]["labels"].is_object() {
+            m.object["metadata"]["labels"] = json!({});
+        }
+        m.object["metadata"]["labels"][LABEL_POD_SECURITY_ENFORCE] = json!(level);
+    }
+}
+
 /// The objects of a ControllerDeployment, checked: each a map with `apiVersion`, `kind` and
 /// `metadata.name`, no object twice.
 pub fn parse(deployment: &ControllerDeployment) -> Result<Vec<Manifest>, Invalid> {

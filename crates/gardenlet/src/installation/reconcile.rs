@@ -123,6 +123,18 @@ fn deployment_of(installation: &ControllerInstallation, ctx: &Context) -> Result
     Ok(deployment)
 }
 
+/// The pod security level asked for the installation's namespace: the annotation
+/// [`manifest::ANNOTATION_POD_SECURITY_ENFORCE`] of the installation, else of its registration.
+fn pod_security_of(installation: &ControllerInstallation, ctx: &Context) -> Option<String> {
+    let annotation = |annotations: &std::collections::BTreeMap<String, String>| {
+        annotations.get(manifest::ANNOTATION_POD_SECURITY_ENFORCE).cloned()
+    };
+    annotation(installation.annotations()).or_else(|| {
+        let registration = ctx.registrations.get(&ObjectRef::new(&installation.spec.registration_ref.name))?;
+        annotation(registration.annotations())
+    })
+}
+
 /// Applies what the installation's deployment carries and prunes what it no longer carries.
 /// Returns what was observed and the inventory to record.
 async fn install(
@@ -148,10 +160,11 @@ async fn install(
     let scope = |api_version: &str, kind: &str| {
         resources.iter().find(|(a, k, _)| a == api_version && k == kind).and_then(|(_, _, r)| r.as_ref().map(|r| r.1))
     };
-    let prepared = match manifest::prepare(parsed.clone(), &name, scope) {
+    let mut prepared = match manifest::prepare(parsed.clone(), &name, scope) {
         Ok(p) => p,
         Err(message) => return (Observed::NotInstalled { message }, previous.to_vec()),
     };
+    manifest::set_pod_security(&mut prepared, &name, pod_security_of(installation, ctx).as_deref());
     let current: Vec<ObjectId> = prepared.iter().map(|m| m.id.clone()).collect();
     // Until everything is applied, the inventory keeps what may still exist from before and
     // adds what was applied since.

@@ -11,7 +11,7 @@ pub mod desired;
 mod nodes;
 mod pods;
 
-use crate::common::{describe, ensure_namespace, provider_config, shoot_labels, technical_id};
+use crate::common::{describe, ensure_namespace, provider_config, technical_id};
 use crate::error::Error;
 use crate::infrastructure::machine_namespace;
 use desired::{Existing, PoolConfig, WorkerConfig};
@@ -99,8 +99,8 @@ impl LocalWorker {
     async fn ensure(&self, worker: &Worker, cluster: &ClusterContext) -> Result<Outcome<Worker>, Error> {
         let object = describe(worker);
         let machines = self.machines(worker)?;
-        ensure_namespace(&self.client, &machines.namespace, shoot_labels(&machines.technical_id, COMPONENT), COMPONENT)
-            .await?;
+        let labels = crate::infrastructure::machine_namespace_labels(&machines.technical_id, COMPONENT);
+        ensure_namespace(&self.client, &machines.namespace, labels, COMPONENT).await?;
         let worker_config: WorkerConfig =
             provider_config(worker.spec.default.provider_config.as_ref(), &object, "spec.providerConfig")?;
         let hibernated = cluster.is_hibernated();

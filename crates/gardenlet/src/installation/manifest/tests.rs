@@ -139,3 +139,22 @@ fn stale_objects_are_deleted_in_reverse_order_and_inventories_round_trip() {
     assert!(inventory(None).is_empty());
     assert!(inventory(Some(&json!({"inventory": "garbage"}))).is_empty());
 }
+
+#[test]
+fn the_installation_namespace_gets_the_pod_security_level_asked_for() {
+    let parsed = parse(&manifests(json!([
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}},
+    ])))
+    .unwrap();
+    let mut out = prepare(parsed, "provider-x-seed", scope).unwrap();
+    let labels = |out: &[Manifest], name: &str| {
+        out.iter().find(|m| m.id.kind == "Namespace" && m.id.name == name).unwrap().object["metadata"]["labels"].clone()
+    };
+    set_pod_security(&mut out, "provider-x-seed", None);
+    assert!(labels(&out, "extension-provider-x-seed").get(LABEL_POD_SECURITY_ENFORCE).is_none());
+    set_pod_security(&mut out, "provider-x-seed", Some("privileged"));
+    assert_eq!(labels(&out, "extension-provider-x-seed")[LABEL_POD_SECURITY_ENFORCE], "privileged");
+    // Only the installation's own namespace.
+    assert!(labels(&out, "other").get(LABEL_POD_SECURITY_ENFORCE).is_none());
+}

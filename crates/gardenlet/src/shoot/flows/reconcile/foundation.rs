@@ -18,21 +18,35 @@ use std::sync::Arc;
 
 pub(super) async fn deploy_namespace(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let namespaces: Api<Namespace> = Api::all(ctx.seed.clone());
-    let ns = Namespace {
+    let ns = seed_namespace(ctx.values.namespace(), &ctx.values.name, &ctx.values.project);
+    // Written only when it is not yet as wanted: a resync of an unchanged shoot writes nothing;
+    // a namespace applied before a label was added gets it on the next reconcile.
+    crate::shoot::operation::apply::apply_in(namespaces, &ns).await?;
+    Ok(())
+}
+
+/// The pod security level of the shoot's seed namespace (label
+/// `pod-security.kubernetes.io/enforce`, which the garden's admission server enforces, as
+/// Gardener labels it): `privileged`, since the control plane's pods, provider-local's bastion
+/// (its firewall container adds `NET_ADMIN`) and the backup mounts need more than `baseline`.
+pub const POD_SECURITY_ENFORCE: (&str, &str) = ("pod-security.kubernetes.io/enforce", "privileged");
+
+/// The shoot's namespace in the seed, `name`, labelled with its role, shoot, project and pod
+/// security level.
+pub fn seed_namespace(name: &str, shoot: &str, project: &str) -> Namespace {
+    Namespace {
         metadata: ObjectMeta {
-            name: Some(ctx.values.namespace().to_string()),
+            name: Some(name.to_string()),
             labels: Some(BTreeMap::from([
                 ("gardener.cloud/role".to_string(), "shoot".to_string()),
-                ("shoot.gardener.cloud/name".to_string(), ctx.values.name.clone()),
-                ("project.gardener.cloud/name".to_string(), ctx.values.project.clone()),
+                ("shoot.gardener.cloud/name".to_string(), shoot.to_string()),
+                ("project.gardener.cloud/name".to_string(), project.to_string()),
+                (POD_SECURITY_ENFORCE.0.to_string(), POD_SECURITY_ENFORCE.1.to_string()),
             ])),
             ..Default::default()
         },
         ..Default::default()
-    };
-    // Written only when it is not yet as wanted: a resync of an unchanged shoot writes nothing.
-    crate::shoot::operation::apply::apply_in(namespaces, &ns).await?;
-    Ok(())
+    }
 }
 
 /// The Shoot as embedded in the Cluster: without server bookkeeping and with only the status
@@ -159,4 +173,21 @@ pub(super) async fn credentials_secret_data(
     // Provider credentials must not come back in an extension's error.
     ctx.add_secrets(secret.data.iter().flatten().filter_map(|(_, v)| std::str::from_utf8(&v.0).ok()));
     Ok(secret.data.filter(|d| !d.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seed_namespace_is_labelled_for_the_shoot_and_privileged() {
+        let ns = seed_namespace("shoot--dev--demo", "demo", "dev");
+        assert_eq!(ns.metadata.name.as_deref(), Some("shoot--dev--demo"));
+        let labels = ns.metadata.labels.unwrap_or_default();
+        let get = |k: &str| labels.get(k).map(String::as_str);
+        assert_eq!(get("gardener.cloud/role"), Some("shoot"));
+        assert_eq!(get("shoot.gardener.cloud/name"), Some("demo"));
+        assert_eq!(get("project.gardener.cloud/name"), Some("dev"));
+        assert_eq!(get("pod-security.kubernetes.io/enforce"), Some("privileged"));
+    }
 }
