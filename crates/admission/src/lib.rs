@@ -3,7 +3,8 @@
 //! the related objects passed in as values ([`shoot`], [`seed`], [`project`], [`cloudprofile`],
 //! [`namespacedcloudprofile`], [`bastion`], [`managedseed`], [`managedseedset`], [`secretbinding`],
 //! [`credentialsbinding`], [`workloadidentity`], [`exposureclass`], [`internalsecret`],
-//! [`adminkubeconfigrequest`], and for Shoots and Seeds [`extensions`]); every refusal is a list
+//! [`adminkubeconfigrequest`], for Shoots and Seeds [`extensions`], and for Pods the Pod Security
+//! Standards [`podsecurity`]); every refusal is a list
 //! of field errors ([`field`]). [`review`] decodes AdmissionReviews, looks the related objects up
 //! ([`review::lookup`], a Shoot's profile reference by [`review::profiles`]) and applies the
 //! rules; the webhook server ([`server`]) serves it over HTTPS with watch-fed caches behind the
@@ -34,6 +35,7 @@ pub mod internalsecret;
 pub mod managedseed;
 pub mod managedseedset;
 pub mod namespacedcloudprofile;
+pub mod podsecurity;
 pub mod project;
 pub mod quota;
 pub mod review;

@@ -40,9 +40,14 @@ pub const VALIDATED: &[&str] = &[
     "exposureclasses",
     "internalsecrets",
     "adminkubeconfigrequests",
+    // core/v1: the Pod Security Standards (crate::podsecurity), not a Gardener kind.
+    "pods",
 ];
 
 pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &Request<'_>) -> Outcome {
+    if (endpoint, resource) == (Endpoint::Validate, "pods") {
+        return super::pods::validate(adm, req);
+    }
     let result = match (endpoint, resource) {
         (Endpoint::Mutate, "shoots") => mutate(req, |s: &mut Shoot| default_shoot(adm, s)),
         (Endpoint::Validate, "shoots") => validate_shoot(adm, req).map(|()| None),
@@ -121,8 +126,8 @@ pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &
         )])),
     };
     match result {
-        Ok(mutated) => Outcome { errors: ErrorList::default(), mutated },
-        Err(errors) => Outcome { errors, mutated: None },
+        Ok(mutated) => Outcome { mutated, ..Default::default() },
+        Err(errors) => Outcome { errors, ..Default::default() },
     }
 }
 

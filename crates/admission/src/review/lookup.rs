@@ -7,6 +7,7 @@ use api::core::{
 };
 use api::security::CredentialsBinding;
 use api::seedmanagement::ManagedSeed;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use std::sync::Arc;
 
@@ -27,6 +28,9 @@ pub trait Lookup: Send + Sync {
     /// Every ControllerRegistration (the extension types a Shoot or Seed may name,
     /// [`crate::extensions`]).
     fn controller_registrations(&self) -> Vec<Arc<ControllerRegistration>>;
+    /// The namespace `name` (its label `pod-security.kubernetes.io/enforce` sets the level
+    /// Pods there are held to, [`crate::podsecurity`]).
+    fn namespace(&self, name: &str) -> Option<Arc<Namespace>>;
 }
 
 /// A [`Lookup`] over fixed lists (tests, benchmarks).
@@ -43,6 +47,7 @@ pub struct StaticLookup {
     pub exposure_classes: Vec<Arc<ExposureClass>>,
     pub managed_seeds: Vec<Arc<ManagedSeed>>,
     pub controller_registrations: Vec<Arc<ControllerRegistration>>,
+    pub namespaces: Vec<Arc<Namespace>>,
 }
 
 /// The object named `namespace/name` in `list`.
@@ -102,5 +107,9 @@ impl Lookup for StaticLookup {
 
     fn controller_registrations(&self) -> Vec<Arc<ControllerRegistration>> {
         self.controller_registrations.clone()
+    }
+
+    fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
+        cluster(&self.namespaces, name)
     }
 }

@@ -5,6 +5,7 @@
 pub mod decode;
 pub mod kinds;
 pub mod lookup;
+mod pods;
 pub mod profiles;
 mod quotas;
 
@@ -32,11 +33,22 @@ pub struct RulesConfig {
     /// Who may set or change a Shoot's `spec.seedName` (the scheduler; operators migrating).
     #[serde(default = "Identities::default_seed_assigners")]
     pub seed_assigners: Identities,
+    /// The Pod Security Standards level of a namespace without the label
+    /// `pod-security.kubernetes.io/enforce` ([`crate::podsecurity`]).
+    #[serde(default = "default_pod_security_level")]
+    pub default_pod_security_level: crate::podsecurity::Level,
+}
+
+fn default_pod_security_level() -> crate::podsecurity::Level {
+    crate::podsecurity::DEFAULT_LEVEL
 }
 
 impl Default for RulesConfig {
     fn default() -> Self {
-        Self { seed_assigners: Identities::default_seed_assigners() }
+        Self {
+            seed_assigners: Identities::default_seed_assigners(),
+            default_pod_security_level: default_pod_security_level(),
+        }
     }
 }
 
@@ -60,6 +72,10 @@ pub struct Outcome {
     pub errors: ErrorList,
     /// The object after mutation, when it changed (mutating endpoint only).
     pub mutated: Option<serde_json::Value>,
+    /// What the refusal says before the field errors, when the errors alone do not name the
+    /// object (a Pod's refusal names the pod, its namespace and the level enforced there); such
+    /// a refusal is answered with 403 Forbidden.
+    pub summary: Option<String>,
 }
 
 /// The request as the rules see it.
@@ -139,7 +155,13 @@ impl Admission {
         let response = AdmissionResponse::from(req);
         if !outcome.errors.is_empty() {
             tracing::info!(resource, name = %req.name, namespace = ?req.namespace, operation = ?req.operation, errors = %outcome.errors, "refused");
-            return response.deny(outcome.errors.to_string());
+            let Some(summary) = &outcome.summary else { return response.deny(outcome.errors.to_string()) };
+            // Answered as upstream PodSecurity admission answers: 403 Forbidden (the API
+            // server would make a refusal without a code 400 Bad Request).
+            let mut denied = response.deny(format!("{summary}: {}", outcome.errors));
+            denied.result.code = 403;
+            denied.result.reason = "Forbidden".into();
+            return denied;
         }
         match (outcome.mutated, &request.object) {
             (Some(after), Some(before)) => {

@@ -1,6 +1,6 @@
 //! Watch-fed caches of the objects the rules look up (CloudProfiles, NamespacedCloudProfiles,
 //! Seeds, Shoots, Projects, SecretBindings, CredentialsBindings, Quotas, ExposureClasses,
-//! ManagedSeeds, ControllerRegistrations),
+//! ManagedSeeds, ControllerRegistrations, and Namespaces for their pod security level),
 //! so that answering a request needs no API round trip.
 
 use crate::review::Lookup;
@@ -11,6 +11,7 @@ use api::core::{
 use api::security::CredentialsBinding;
 use api::seedmanagement::ManagedSeed;
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
@@ -34,6 +35,7 @@ pub struct Caches {
     exposure_classes: Store<ExposureClass>,
     managed_seeds: Store<ManagedSeed>,
     controller_registrations: Store<ControllerRegistration>,
+    namespaces: Store<Namespace>,
 }
 
 impl Debug for Caches {
@@ -78,7 +80,8 @@ impl Caches {
             quotas: cache(Api::all(client.clone()), stop.clone()),
             exposure_classes: cache(Api::all(client.clone()), stop.clone()),
             managed_seeds: cache(Api::all(client.clone()), stop.clone()),
-            controller_registrations: cache(Api::all(client.clone()), stop),
+            controller_registrations: cache(Api::all(client.clone()), stop.clone()),
+            namespaces: cache(Api::all(client.clone()), stop),
         }
     }
 
@@ -95,7 +98,8 @@ impl Caches {
             self.quotas.wait_until_ready(),
             self.exposure_classes.wait_until_ready(),
             self.managed_seeds.wait_until_ready(),
-            self.controller_registrations.wait_until_ready()
+            self.controller_registrations.wait_until_ready(),
+            self.namespaces.wait_until_ready()
         );
     }
 }
@@ -147,5 +151,9 @@ impl Lookup for Caches {
 
     fn controller_registrations(&self) -> Vec<Arc<ControllerRegistration>> {
         self.controller_registrations.state()
+    }
+
+    fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
+        self.namespaces.get(&ObjectRef::new(name))
     }
 }

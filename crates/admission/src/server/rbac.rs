@@ -1,5 +1,5 @@
 //! The permissions the webhook server needs in the garden, as RBAC rules: list and watch the
-//! objects its caches hold, and server-side apply its two webhook configurations; in its own
+//! objects its caches hold (Namespaces too: their pod security label), and server-side apply its two webhook configurations; in its own
 //! namespace, read and write the Secret its replicas share the certificates through. The Helm
 //! chart's ClusterRole and Role carry exactly these; the integration tests run the server under
 //! them.
@@ -35,6 +35,8 @@ pub fn rules() -> Vec<PolicyRule> {
             &["list", "watch"],
         ),
         rule("security.gardener.cloud", &["credentialsbindings"], &["list", "watch"]),
+        // The pod security level of a namespace is its label (crate::podsecurity).
+        rule("", &["namespaces"], &["list", "watch"]),
         // A shoot registered as a seed by a ManagedSeed is not deleted under it.
         rule("seedmanagement.gardener.cloud", &["managedseeds"], &["list", "watch"]),
         rule(

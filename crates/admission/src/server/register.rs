@@ -2,6 +2,11 @@
 //! this server, with its CA bundle, applied with server-side apply (field manager
 //! `gardener-admission`). `failurePolicy: Fail`: when the server is down, nothing it guards is
 //! admitted unchecked.
+//!
+//! Pods (the Pod Security Standards, [`crate::podsecurity`]) are sent only from namespaces not
+//! labelled `pod-security.kubernetes.io/enforce: privileged` ([`pod_namespace_selector`]): the
+//! namespace this server runs in carries that label, so its own pods can be created while no
+//! replica serves (with `failurePolicy: Fail` they could not, and nothing would ever serve again).
 
 use crate::review::kinds::{MUTATED, VALIDATED};
 use k8s_openapi::ByteString;
@@ -10,7 +15,9 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingWebhookConfiguration, WebhookClientConfig,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta, OwnerReference,
+};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client};
 use serde::{Deserialize, Serialize};
@@ -68,6 +75,32 @@ fn client_config(target: &ClientTarget, path: &str, ca_bundle: &str) -> WebhookC
     }
 }
 
+/// The rules of the pods webhook: creation, and the `ephemeralcontainers` subresource through
+/// which containers are added to a running pod (other pod updates cannot change what the
+/// checks judge, as upstream PodSecurity admission reasons).
+fn pod_rules() -> Vec<RuleWithOperations> {
+    let rule = |resource: &str, operation: &str| RuleWithOperations {
+        api_groups: Some(vec![String::new()]),
+        api_versions: Some(vec!["v1".into()]),
+        resources: Some(vec![resource.into()]),
+        operations: Some(vec![operation.into()]),
+        scope: Some("Namespaced".into()),
+    };
+    vec![rule("pods", "CREATE"), rule("pods/ephemeralcontainers", "UPDATE")]
+}
+
+/// Which namespaces' pods are sent to the webhook: those not labelled `privileged`.
+pub fn pod_namespace_selector() -> LabelSelector {
+    LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: crate::podsecurity::ENFORCE_LABEL.into(),
+            operator: "NotIn".into(),
+            values: Some(vec![crate::podsecurity::Level::Privileged.as_str().into()]),
+        }]),
+        match_labels: None,
+    }
+}
+
 fn rule(resource: &str, validating: bool) -> RuleWithOperations {
     RuleWithOperations {
         api_groups: Some(vec![group_of(resource).into()]),
@@ -117,7 +150,8 @@ pub fn validating(name: &str, target: &ClientTarget, ca_bundle: &str) -> Validat
                     side_effects: "None".into(),
                     timeout_seconds: Some(10),
                     match_policy: Some("Equivalent".into()),
-                    rules: Some(vec![rule(r, true)]),
+                    rules: Some(if *r == "pods" { pod_rules() } else { vec![rule(r, true)] }),
+                    namespace_selector: (*r == "pods").then(pod_namespace_selector),
                     ..Default::default()
                 })
                 .collect(),
@@ -204,6 +238,37 @@ mod tests {
         let svc = hook.client_config.service.as_ref().unwrap();
         assert_eq!((svc.path.as_deref(), svc.port), (Some("/mutate/shoots"), Some(443)));
         assert_eq!(hook.failure_policy.as_deref(), Some("Fail"));
+    }
+
+    #[test]
+    fn pods_are_sent_on_create_and_ephemeral_containers_unless_the_namespace_is_privileged() {
+        let v = validating("gardener-admission", &ClientTarget::Url("https://127.0.0.1:9443".into()), "CA");
+        let hooks = v.webhooks.unwrap();
+        let pods = hooks.iter().find(|h| h.name == "pods.validate.admission.gardener.cloud").unwrap();
+        assert_eq!(pods.client_config.url.as_deref(), Some("https://127.0.0.1:9443/validate/pods"));
+        assert_eq!(pods.failure_policy.as_deref(), Some("Fail"));
+        let rules: Vec<_> = pods
+            .rules
+            .iter()
+            .flatten()
+            .map(|r| (r.api_groups.clone().unwrap(), r.resources.clone().unwrap(), r.operations.clone().unwrap()))
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                (vec![String::new()], vec!["pods".to_string()], vec!["CREATE".to_string()]),
+                (vec![String::new()], vec!["pods/ephemeralcontainers".to_string()], vec!["UPDATE".to_string()]),
+            ]
+        );
+        let selector = serde_json::to_value(pods.namespace_selector.as_ref().unwrap()).unwrap();
+        assert_eq!(
+            selector,
+            serde_json::json!({"matchExpressions": [
+                {"key": "pod-security.kubernetes.io/enforce", "operator": "NotIn", "values": ["privileged"]}
+            ]})
+        );
+        // The other webhooks see every namespace.
+        assert!(hooks.iter().filter(|h| h.name != pods.name).all(|h| h.namespace_selector.is_none()));
     }
 
     #[test]
