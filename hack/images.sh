@@ -226,7 +226,7 @@ if want etcd; then
   stage_with_libs "$ASSETS/etcd" "$work/etcd/rootfs" /usr/local/bin/etcd
   stage_with_libs "$ASSETS/etcdctl" "$work/etcd/rootfs" /usr/local/bin/etcdctl
   cp /bin/busybox "$work/etcd/rootfs/bin/busybox"
-  for tool in sh rm mv ls cat mkdir; do ln -s busybox "$work/etcd/rootfs/bin/$tool"; done
+  for tool in sh rm mv ls cat mkdir chown chmod; do ln -s busybox "$work/etcd/rootfs/bin/$tool"; done
   build "registry.k8s.io/etcd:${etcd_version}-0" "$work/etcd" images/etcd/Containerfile
 fi
 
