@@ -117,7 +117,7 @@ pub fn cluster_rules() -> Value {
         {"apiGroups": ["extensions.gardener.cloud"], "resources": ["clusters"], "verbs": ["get"]},
         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create", "patch", "delete"]},
-        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "create", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "create", "patch", "delete"]},
         {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "patch", "delete"]},
         {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create", "patch", "delete"]},

@@ -143,10 +143,38 @@ async fn answer(
             return (status, message).into_response();
         }
     };
+    if resource == "pods" {
+        namespace_seen(&admission, &body).await;
+    }
     let (response, allowed) = admission.review_bytes(endpoint, resource, &body);
     metrics.requests.with_label_values(&[ep, resource, if allowed { "true" } else { "false" }]).inc();
     metrics.duration.with_label_values(&[ep, resource]).observe(start.elapsed().as_secs_f64());
     ([(CONTENT_TYPE, "application/json")], response).into_response()
+}
+
+/// How long a Pod's review waits for its namespace to reach the namespace cache.
+pub const NAMESPACE_WAIT: Duration = Duration::from_secs(2);
+
+/// A Pod is judged at its namespace's level, read from the namespace watch; a namespace created
+/// a moment before its first Pod may not have reached the cache yet. Waits for it (at most
+/// [`NAMESPACE_WAIT`]); a namespace still unknown then is judged `restricted`
+/// ([`crate::podsecurity`]).
+async fn namespace_seen(admission: &Admission, body: &[u8]) {
+    #[derive(serde::Deserialize)]
+    struct Review {
+        request: Option<Namespaced>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Namespaced {
+        namespace: Option<String>,
+    }
+    let Some(namespace) = serde_json::from_slice::<Review>(body).ok().and_then(|r| r.request?.namespace) else {
+        return;
+    };
+    let deadline = Instant::now() + NAMESPACE_WAIT;
+    while admission.lookup().namespace(&namespace).is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn convert(metrics: Metrics, body: Result<Bytes, BytesRejection>) -> Response {

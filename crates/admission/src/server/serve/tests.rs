@@ -329,3 +329,106 @@ fn the_oldest_connection_without_a_request_is_chosen_once_it_had_its_second() {
     assert_eq!(evictee([(1, at(4000), false)].into_iter(), now), Some(1), "exactly MIN_HOLD old");
     assert_eq!(evictee(std::iter::empty(), now), None);
 }
+
+/// A lookup whose namespaces appear only `delay` after it was made: a namespace watch that lags
+/// behind a namespace created just before its first Pod.
+struct Late {
+    inner: crate::review::StaticLookup,
+    since: Instant,
+    delay: Duration,
+}
+
+impl crate::review::Lookup for Late {
+    fn cloud_profile(&self, name: &str) -> Option<Arc<api::core::CloudProfile>> {
+        self.inner.cloud_profile(name)
+    }
+    fn namespaced_cloud_profile(&self, ns: &str, name: &str) -> Option<Arc<api::core::NamespacedCloudProfile>> {
+        self.inner.namespaced_cloud_profile(ns, name)
+    }
+    fn seed(&self, name: &str) -> Option<Arc<api::core::Seed>> {
+        self.inner.seed(name)
+    }
+    fn shoot(&self, ns: &str, name: &str) -> Option<Arc<api::core::Shoot>> {
+        self.inner.shoot(ns, name)
+    }
+    fn shoots(&self) -> Vec<Arc<api::core::Shoot>> {
+        self.inner.shoots()
+    }
+    fn projects(&self) -> Vec<Arc<api::core::Project>> {
+        self.inner.projects()
+    }
+    fn secret_binding(&self, ns: &str, name: &str) -> Option<Arc<api::core::SecretBinding>> {
+        self.inner.secret_binding(ns, name)
+    }
+    fn credentials_binding(&self, ns: &str, name: &str) -> Option<Arc<api::security::CredentialsBinding>> {
+        self.inner.credentials_binding(ns, name)
+    }
+    fn quota(&self, ns: &str, name: &str) -> Option<Arc<api::core::Quota>> {
+        self.inner.quota(ns, name)
+    }
+    fn exposure_class(&self, name: &str) -> Option<Arc<api::core::ExposureClass>> {
+        self.inner.exposure_class(name)
+    }
+    fn managed_seeds(&self) -> Vec<Arc<api::seedmanagement::ManagedSeed>> {
+        self.inner.managed_seeds()
+    }
+    fn controller_registrations(&self) -> Vec<Arc<api::core::ControllerRegistration>> {
+        self.inner.controller_registrations()
+    }
+    fn namespace(&self, name: &str) -> Option<Arc<k8s_openapi::api::core::v1::Namespace>> {
+        (self.since.elapsed() >= self.delay).then(|| self.inner.namespace(name)).flatten()
+    }
+}
+
+/// An AdmissionReview v1 of a plain Pod (no security context: baseline admits it, restricted
+/// does not) in namespace `fresh`.
+fn pod_review() -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "p1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "name": "web", "namespace": "fresh", "operation": "CREATE",
+                    "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                    "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "fresh"},
+                               "spec": {"containers": [{"name": "app", "image": "nginx"}]}},
+                    "dryRun": false}
+    }))
+    .unwrap()
+}
+
+fn late_admission(delay: Duration, known: bool) -> Admission {
+    let namespace = k8s_openapi::api::core::v1::Namespace {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("fresh".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let inner = crate::review::StaticLookup {
+        namespaces: if known { vec![Arc::new(namespace)] } else { vec![] },
+        ..Default::default()
+    };
+    Admission::new(Arc::new(Late { inner, since: Instant::now(), delay }), RulesConfig::default())
+}
+
+#[tokio::test]
+async fn a_pod_in_a_namespace_the_cache_has_not_seen_yet_waits_for_it() {
+    // Without the wait, the unseen namespace is judged `restricted` and the plain pod refused.
+    let admission = late_admission(Duration::from_secs(1), true);
+    let (answer, allowed) = admission.review_bytes(Endpoint::Validate, "pods", &pod_review());
+    assert!(!allowed, "unseen: restricted: {}", String::from_utf8_lossy(&answer));
+    // With it, the namespace arrives and its level (unlabelled: baseline) admits the pod.
+    let admission = late_admission(Duration::from_secs(1), true);
+    namespace_seen(&admission, &pod_review()).await;
+    let (answer, allowed) = admission.review_bytes(Endpoint::Validate, "pods", &pod_review());
+    assert!(allowed, "{}", String::from_utf8_lossy(&answer));
+}
+
+#[tokio::test]
+async fn the_wait_for_a_namespace_that_never_comes_is_bounded() {
+    let admission = late_admission(Duration::ZERO, false);
+    namespace_seen(&admission, &pod_review()).await;
+    let (answer, allowed) = admission.review_bytes(Endpoint::Validate, "pods", &pod_review());
+    assert!(!allowed, "still unknown: restricted: {}", String::from_utf8_lossy(&answer));
+    assert!(String::from_utf8_lossy(&answer).contains("fresh"), "{}", String::from_utf8_lossy(&answer));
+}
