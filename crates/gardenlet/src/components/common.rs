@@ -316,7 +316,7 @@ pub fn resources(percent: u32, cpu_millis: u64, memory_mib: u64, limit_mib: u64)
 /// equal the intent, or every reconcile would apply it again (see "Writing only what changed" in
 /// docs/gardenlet.md).
 pub fn mebibytes(n: u64) -> Quantity {
-    if n % 1024 == 0 && n > 0 { Quantity(format!("{}Gi", n / 1024)) } else { Quantity(format!("{n}Mi")) }
+    if n.is_multiple_of(1024) && n > 0 { Quantity(format!("{}Gi", n / 1024)) } else { Quantity(format!("{n}Mi")) }
 }
 
 /// A pod template with the component's labels, the checksums of the given secrets as
