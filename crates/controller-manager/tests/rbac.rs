@@ -75,6 +75,28 @@ async fn the_chart_rbac_serves_admission_and_no_rule_can_go() {
     for refs in owners {
         assert_eq!(refs.iter().map(|o| o.uid.as_str()).collect::<Vec<_>>(), [role_uid.as_str()]);
     }
+    // Only its own configurations: another component's webhooks are refused and stay as they were.
+    let foreign = "someone-elses-webhooks";
+    let meta = || kube::api::ObjectMeta { name: Some(foreign.into()), ..Default::default() };
+    validating
+        .create(&PostParams::default(), &ValidatingWebhookConfiguration { metadata: meta(), webhooks: None })
+        .await
+        .unwrap();
+    mutating
+        .create(&PostParams::default(), &MutatingWebhookConfiguration { metadata: meta(), webhooks: None })
+        .await
+        .unwrap();
+    let cm = as_controller_manager(&env).await;
+    let take_over = Patch::Merge(serde_json::json!({"metadata": {"labels": {"taken": "over"}}}));
+    let refused = Api::<ValidatingWebhookConfiguration>::all(cm.clone())
+        .patch(foreign, &PatchParams::default(), &take_over)
+        .await;
+    assert!(matches!(refused, Err(kube::Error::Api(ref s)) if s.code == 403), "{refused:?}");
+    let refused =
+        Api::<MutatingWebhookConfiguration>::all(cm).patch(foreign, &PatchParams::default(), &take_over).await;
+    assert!(matches!(refused, Err(kube::Error::Api(ref s)) if s.code == 403), "{refused:?}");
+    assert!(validating.get(foreign).await.unwrap().labels().get("taken").is_none());
+    assert!(mutating.get(foreign).await.unwrap().labels().get("taken").is_none());
     // The ControllerDeployment CRD converts through this server (the chart allows that patch).
     let crds = Api::<CustomResourceDefinition>::all(admin.clone());
     let crd = crds.get("controllerdeployments.core.gardener.cloud").await.unwrap();

@@ -201,6 +201,13 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
     assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{forbidden:?}");
     let forbidden = Api::<Seed>::all(managed_garden.clone()).delete("local", &DeleteParams::default()).await;
     assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{forbidden:?}");
+    // Only the hosting gardenlet requests tokens: the managed one can mint none, not even its own.
+    for account in ["gardenlet-ms1", "gardenlet"] {
+        let forbidden = Api::<ServiceAccount>::namespaced(managed_garden.clone(), "garden")
+            .create_token_request(account, &PostParams::default(), &Default::default())
+            .await;
+        assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{account}: {forbidden:?}");
+    }
     let seed_controller = gardenlet::seed::SeedController::new(
         managed_garden.clone(),
         config.seed.clone(),

@@ -5,7 +5,8 @@ use k8s_openapi::api::core::v1::{PodTemplateSpec, Service, ServiceSpec, ServiceS
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use std::collections::BTreeMap;
 
-fn values() -> ControlPlaneValues {
+/// A control plane's values for the components' tests (also `security::tests`).
+pub(super) fn values() -> ControlPlaneValues {
     ControlPlaneValues {
         namespace: "shoot--dev--demo".into(),
         kubernetes_version: "1.20.2".into(),

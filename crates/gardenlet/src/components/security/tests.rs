@@ -3,36 +3,21 @@
 //! for the volume.
 
 use super::*;
-use crate::components::common::{ApiServerSettings, ControlPlaneValues, Images};
+use crate::components::common::ControlPlaneValues;
 use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
+/// The components' shared fixture with an audit policy (one more mounted Secret), the local
+/// seed's request percentage and, with `backup`, etcd's restore step.
 fn values(backup: bool) -> ControlPlaneValues {
-    ControlPlaneValues {
-        namespace: "shoot--dev--demo".into(),
-        kubernetes_version: "1.20.2".into(),
-        replicas: 1,
-        etcd_replicas: 1,
-        service_cidr: "10.112.0.0/13".into(),
-        pod_cidr: Some("10.96.0.0/11".into()),
-        cluster_domain: "cluster.local".into(),
-        advertised_host: "api.demo.dev.example.com".into(),
-        images: Images::default(),
-        owner: None,
-        apiserver: ApiServerSettings {
-            audit_policy: Some("apiVersion: audit.k8s.io/v1\nkind: Policy\n".into()),
-            ..Default::default()
-        },
-        controller_manager: Default::default(),
-        scheduler: Default::default(),
-        secret_checksums: BTreeMap::new(),
-        etcd_backup_dir: backup.then(|| "/var/lib/backup/b/e".to_string()),
-        requests_percent: 20,
-    }
+    let mut values = crate::components::tests::values();
+    values.apiserver.audit_policy = Some("apiVersion: audit.k8s.io/v1\nkind: Policy\n".into());
+    values.requests_percent = 20;
+    values.etcd_backup_dir = backup.then(|| "/var/lib/backup/b/e".to_string());
+    values
 }
 
 /// `(pod name, pod spec)` of every control-plane pod, etcd with and without the restore.
