@@ -11,7 +11,8 @@
 #                `make images`); not needed for pause, busybox, bastion and our binaries
 #   --only NAME  builds only this image (repeatable): its name without registry and tag, e.g.
 #                `--only bastion` (neither cargo nor the Kubernetes binaries), `--only gardenlet`.
-#                `--only machine` takes the images the machine carries from the cache.
+#                `--only machine` builds every machine image version and takes the images the
+#                machine carries from the cache.
 #
 # Images whose inputs (Containerfile, binaries) did not change are not rebuilt.
 set -euo pipefail
@@ -25,6 +26,12 @@ K8S_VERSION="v1.20.2"
 PAUSE_VERSION="3.6" # the sandbox image containerd 1.6 expects
 BUSYBOX_VERSION="1.35.0"
 OPENSSH_VERSION="9.2p1" # bookworm's; the bastion image's tag, checked against the openssh-server .deb
+# The machine image versions the CloudProfile `local` offers (example/local/garden.yaml, its
+# providerConfig maps each to its image): the first is the machine image built from the staged
+# root file system, tagged with the Kubernetes version of its kubelet; every further one is
+# derived from it and differs only in /etc/os-release, tagged <first tag>-local.<version>.
+MACHINE_VERSIONS=(1.0.0 1.1.0)
+MACHINE_IMAGE="gardener-rs.local/machine:$K8S_VERSION"
 
 log() { echo "images: $*" >&2; }
 die() { echo "images: error: $*" >&2; exit 1; }
@@ -289,9 +296,22 @@ if ! want machine; then
   exit 0
 fi
 
-# The machine image (images/machine/Containerfile): machine-init, the kubelet, and Debian's
-# containerd, runc, CNI plugins, bash, iptables, busybox and sshd (stage_sshd), with the pause,
-# busybox, kube-proxy and cluster-dns images inside for the machine's containerd (it never pulls).
+# machine_os_release VERSION: the /etc/os-release of machine image version VERSION. The kubelet
+# reports its PRETTY_NAME as the Node's status.nodeInfo.osImage, which tells the versions apart.
+machine_os_release() {
+  cat <<EOF
+NAME="gardener-rs local machine"
+ID=gardener-rs-local
+VERSION_ID=$1
+VERSION="$1"
+PRETTY_NAME="gardener-rs local machine $1"
+EOF
+}
+
+# The machine image (images/machine/Containerfile), version ${MACHINE_VERSIONS[0]}: machine-init,
+# the kubelet, and Debian's containerd, runc, CNI plugins, bash, iptables, busybox and sshd
+# (stage_sshd), with the pause, busybox, kube-proxy and cluster-dns images inside for the
+# machine's containerd (it never pulls), and /etc/os-release naming the version.
 # Tagged with the Kubernetes version of its kubelet.
 for f in containerd containerd-shim-runc-v2 ctr; do [ -x "/usr/bin/$f" ] || die "/usr/bin/$f is missing; run hack/setup-local.sh"; done
 root="$work/machine/rootfs"
@@ -325,6 +345,23 @@ cp "$pause_archive" "$root/var/lib/machine/images/pause.tar"
 cp "$busybox_archive" "$root/var/lib/machine/images/busybox.tar"
 cp "$kube_proxy_archive" "$root/var/lib/machine/images/kube-proxy.tar"
 cp "$cluster_dns_archive" "$root/var/lib/machine/images/cluster-dns.tar"
-build "gardener-rs.local/machine:$K8S_VERSION" "$work/machine" images/machine/Containerfile
+machine_os_release "${MACHINE_VERSIONS[0]}" >"$root/etc/os-release"
+build "$MACHINE_IMAGE" "$work/machine" images/machine/Containerfile
+
+# The further machine image versions (images/machine/version/Containerfile): FROM the first
+# version's OCI archive, one layer with their own /etc/os-release on top. The first version's
+# layer is shared (the same digest in both archives), so containerd and the local registry hold it
+# once. The first version's inputs digest is part of the context: a rebuilt base rebuilds these.
+machine_archive="$CACHE/$(echo "$MACHINE_IMAGE" | tr '/:' '__').tar"
+for version in "${MACHINE_VERSIONS[@]:1}"; do
+  context="$work/machine-$version"
+  mkdir -p "$context"
+  machine_os_release "$version" >"$context/os-release"
+  cp "$machine_archive.inputs" "$context/base.inputs"
+  build "$MACHINE_IMAGE-local.$version" "$context" images/machine/version/Containerfile \
+    --pull=always --build-arg "BASE=oci-archive:$machine_archive"
+  # The build copied the base image out of its archive into the store: it is not needed there.
+  "${BUILDAH[@]}" rmi "$MACHINE_IMAGE" >/dev/null 2>&1 || true
+done
 
 echo "$CACHE"
