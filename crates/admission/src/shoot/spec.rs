@@ -173,6 +173,7 @@ fn validate_workers(workers: &[Worker], p: &Path) -> ErrorList {
         }
         errs.extend(validate_rollout(w, &wp));
         errs.extend(validate_volume_sizes(w, &wp));
+        errs.extend(validate_drain_timeout(w, &wp));
     }
     errs
 }
@@ -192,6 +193,22 @@ fn validate_volume_sizes(w: &Worker, wp: &Path) -> ErrorList {
             errs.push(FieldError::required(path, ""));
         } else if let Err(e) = non_negative_quantity(&path, size) {
             errs.push(e);
+        }
+    }
+    errs
+}
+
+/// `machineControllerManager.machineDrainTimeout`: a Go duration, not negative (how long a
+/// roll-out's drain may wait for PodDisruptionBudgets before it deletes the pods).
+fn validate_drain_timeout(w: &Worker, wp: &Path) -> ErrorList {
+    let mut errs = ErrorList::default();
+    let timeout = w.machine_controller_manager_settings.as_ref().and_then(|m| m.machine_drain_timeout.as_deref());
+    if let Some(value) = timeout {
+        let path = wp.child("machineControllerManager").child("machineDrainTimeout");
+        match api::helpers::duration::parse_go_duration(value) {
+            Err(e) => errs.push(FieldError::invalid(path, value, format!("not a duration: {e}"))),
+            Ok(n) if n < 0 => errs.push(FieldError::invalid(path, value, "must not be negative")),
+            Ok(_) => {}
         }
     }
     errs

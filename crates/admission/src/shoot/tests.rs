@@ -249,6 +249,17 @@ fn create_rules() {
             "spec.provider.workers[0].maxSurge: Invalid value",
         ),
         (
+            "drain timeout not a duration",
+            |s| {
+                s.spec.provider.workers[0].machine_controller_manager_settings =
+                    Some(api::core::shoot::provider::MachineControllerManagerSettings {
+                        machine_drain_timeout: Some("soon".into()),
+                        ..Default::default()
+                    })
+            },
+            "spec.provider.workers[0].machineControllerManager.machineDrainTimeout: Invalid value: \"soon\": not a duration",
+        ),
+        (
             "bad window",
             |s| {
                 s.spec.maintenance = Some(Maintenance {

@@ -4,6 +4,7 @@ pub mod cloudprofile_merge;
 pub mod cloudprofile_ref;
 pub mod conditions;
 pub mod constants;
+pub mod duration;
 pub mod extension_operation;
 pub mod names;
 pub mod quantity;

@@ -1,20 +1,16 @@
 //! The pure part of Worker: which machine image a pool uses, the machine class (and its hash)
-//! of a pool, and the rollout from the machines that exist to the ones that should.
+//! of a pool, and the roll-out limits.
 //!
 //! Machines are named `<pool>-<class hash>-<index>`. When a pool's machine spec changes, its
-//! class hash changes and the machines are replaced step by step: each step first creates new
-//! machines (at most `maxSurge` above the desired number, default 1), then removes old ones
-//! while keeping at least `desired - maxUnavailable` machines (default 0 unavailable). Pods
-//! never report readiness here (there is no kubelet behind them), so a machine counts as
-//! available as soon as it exists; the steps are therefore run one after the other in a
-//! single reconcile, each one only after the previous one's writes succeeded.
+//! class hash changes and the machines are replaced step by step ([`super::rollout`]): new
+//! machines at most `maxSurge` above the desired number (default 1), old ones drained and
+//! removed while at least `desired - maxUnavailable` machines serve (default 0 unavailable).
 
 use crate::common::sha256_hex;
 use extension_sdk::api::extensions::worker::WorkerPool;
 use extension_sdk::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Deserialize;
 use serde_json::json;
-use std::collections::BTreeSet;
 
 /// `providerConfig` of a pool or of its machine image: `{"image": "<container image>"}`, and
 /// for a pool `"backupStore": true` (its machines host a seed, see [`PoolConfig::backup_store`]).
@@ -46,8 +42,59 @@ pub struct MachineImageMapping {
     pub image: String,
 }
 
+/// `spec.providerConfig` of the CloudProfile (Gardener provider-local's `CloudProfileConfig`):
+/// the container image of each machine image version the profile offers.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloudProfileConfig {
+    #[serde(default)]
+    pub machine_images: Vec<CloudProfileImage>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CloudProfileImage {
+    pub name: String,
+    #[serde(default)]
+    pub versions: Vec<CloudProfileImageVersion>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CloudProfileImageVersion {
+    pub version: String,
+    pub image: String,
+}
+
+impl CloudProfileConfig {
+    /// The profile's images as mappings, after the Worker's own ones.
+    pub fn mappings(&self) -> impl Iterator<Item = MachineImageMapping> + '_ {
+        self.machine_images.iter().flat_map(|m| {
+            m.versions.iter().map(|v| MachineImageMapping {
+                name: m.name.clone(),
+                version: Some(v.version.clone()),
+                image: v.image.clone(),
+            })
+        })
+    }
+
+    /// An error when the profile maps the pool's machine image but not its version: running
+    /// another version's image instead would ignore the version the user chose.
+    pub fn check(&self, pool: &WorkerPool) -> Result<(), String> {
+        let image = &pool.machine_image;
+        match self.machine_images.iter().find(|m| m.name == image.name) {
+            Some(m) if !m.versions.iter().any(|v| v.version == image.version) => Err(format!(
+                "the CloudProfile maps no container image to machine image {} version {:?} (it has {})",
+                image.name,
+                image.version,
+                m.versions.iter().map(|v| v.version.as_str()).collect::<Vec<_>>().join(", ")
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The container image of a pool's machines: the pool's `providerConfig.image`, its machine
-/// image's `providerConfig.image`, the Worker's `machineImages` mapping, or the default.
+/// image's `providerConfig.image`, the Worker's `machineImages` mapping (which the actuator
+/// extends with the CloudProfile's, [`CloudProfileConfig`]), or the default.
 pub fn resolve_image(
     pool: &WorkerPool,
     pool_config: &PoolConfig,
@@ -75,8 +122,9 @@ pub fn resolve_image(
 /// Length of the class hash in machine names.
 pub const HASH_LEN: usize = 10;
 
-/// The hash of everything that defines a pool's machines. Scaling bounds and rollout settings
-/// are left out: changing them must not replace machines. The operating system config counts
+/// The hash of everything that defines a pool's machines. Scaling bounds, roll-out settings and
+/// the Nodes' labels, annotations and taints are left out: changing them must not replace
+/// machines (the Nodes get the metadata in place, see `nodes::metadata_patch`). The operating system config counts
 /// through `nodeAgentSecretName` when gardenlet sets it (it leaves out the bootstrap token, so a
 /// new token only updates the machine class for machines still to come), else through the
 /// user data itself.
@@ -90,9 +138,6 @@ pub fn class_hash(pool: &WorkerPool, image: &str) -> String {
         "machineType": pool.machine_type,
         "machineImage": {"name": pool.machine_image.name, "version": pool.machine_image.version},
         "operatingSystemConfig": config,
-        "labels": pool.labels,
-        "annotations": pool.annotations,
-        "taints": pool.taints,
         "kubernetesVersion": pool.kubernetes_version,
         "volume": pool.volume,
         "dataVolumes": pool.data_volumes,
@@ -106,21 +151,6 @@ pub fn class_hash(pool: &WorkerPool, image: &str) -> String {
 /// A machine's name.
 pub fn machine_name(pool: &str, hash: &str, index: u32) -> String {
     format!("{pool}-{hash}-{index}")
-}
-
-/// An existing machine, as far as the rollout cares.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Existing {
-    pub name: String,
-    pub hash: String,
-    pub index: u32,
-}
-
-/// One rollout step: machines to create (by index, of the new class), then machines to delete.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Step {
-    pub create: Vec<u32>,
-    pub delete: Vec<String>,
 }
 
 fn resolve(value: Option<&IntOrString>, desired: u32, default: u32, round_up: bool) -> u32 {
@@ -141,52 +171,6 @@ pub fn rollout_limits(pool: &WorkerPool, desired: u32) -> (u32, u32) {
     let surge = resolve(pool.max_surge.as_ref(), desired, 1, true);
     let unavailable = resolve(pool.max_unavailable.as_ref(), desired, 0, false);
     if surge == 0 && unavailable == 0 { (1, 0) } else { (surge, unavailable) }
-}
-
-/// The next step from `existing` towards `desired` machines of class `hash`, or `None` when
-/// there is nothing left to do.
-pub fn next_step(desired: u32, hash: &str, existing: &[Existing], surge: u32, unavailable: u32) -> Option<Step> {
-    let mut new: Vec<&Existing> = existing.iter().filter(|m| m.hash == hash).collect();
-    let mut old: Vec<&Existing> = existing.iter().filter(|m| m.hash != hash).collect();
-    new.sort_by_key(|m| m.index);
-    old.sort_by_key(|m| std::cmp::Reverse(m.index));
-    let (n_new, n_old) = (new.len() as u32, old.len() as u32);
-
-    let step = if n_new >= desired {
-        // Enough new machines: drop the surplus (highest indices) and every old one.
-        let surplus = new.iter().skip(desired as usize).map(|m| m.name.clone());
-        Step { create: Vec::new(), delete: surplus.chain(old.iter().map(|m| m.name.clone())).collect() }
-    } else {
-        let missing = desired - n_new;
-        let create_count =
-            if n_old == 0 { missing } else { missing.min((desired + surge).saturating_sub(n_new + n_old)) };
-        let used: BTreeSet<u32> = new.iter().map(|m| m.index).collect();
-        let create: Vec<u32> = (0..).filter(|i| !used.contains(i)).take(create_count as usize).collect();
-        let total = n_new + n_old + create_count;
-        let keep = desired.saturating_sub(unavailable);
-        let delete_count = n_old.min(total.saturating_sub(keep));
-        Step { create, delete: old.iter().take(delete_count as usize).map(|m| m.name.clone()).collect() }
-    };
-    (!step.create.is_empty() || !step.delete.is_empty()).then_some(step)
-}
-
-/// Every step of a rollout, simulated from `existing` (the actuator runs them in order).
-pub fn rollout(desired: u32, pool: &str, hash: &str, existing: &[Existing], surge: u32, unavailable: u32) -> Vec<Step> {
-    let mut machines = existing.to_vec();
-    let mut steps = Vec::new();
-    // Each step removes an old machine or adds a new one, so this bound is never reached.
-    let bound = 2 * (desired as usize + existing.len()) + 2;
-    while let Some(step) = next_step(desired, hash, &machines, surge, unavailable) {
-        for &index in &step.create {
-            machines.push(Existing { name: machine_name(pool, hash, index), hash: hash.to_string(), index });
-        }
-        machines.retain(|m| !step.delete.contains(&m.name));
-        steps.push(step);
-        if steps.len() >= bound {
-            break;
-        }
-    }
-    steps
 }
 
 #[cfg(test)]

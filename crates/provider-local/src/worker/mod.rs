@@ -8,13 +8,17 @@
 //! ones listed (same names, same UIDs) instead of recreating them.
 
 pub mod desired;
+pub mod drain;
+mod execute;
 mod nodes;
 mod pods;
+pub mod rollout;
 
 use crate::common::{describe, ensure_namespace, provider_config, technical_id};
 use crate::error::Error;
 use crate::infrastructure::machine_namespace;
-use desired::{Existing, PoolConfig, WorkerConfig};
+use desired::{CloudProfileConfig, PoolConfig, WorkerConfig};
+pub use execute::{DrainStatus, ForcedDrain, PoolRollout};
 use extension_sdk::api::extensions::Worker;
 use extension_sdk::api::extensions::worker::MachineDeployment;
 use extension_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -47,6 +51,31 @@ pub struct MachineRecord {
 #[serde(rename_all = "camelCase")]
 pub struct WorkerState {
     pub machines: Vec<MachineRecord>,
+}
+
+/// The CloudProfile's `spec.providerConfig` from the Cluster (empty when it has none).
+fn cloud_profile_config(cluster: &ClusterContext, object: &str) -> Result<CloudProfileConfig, Error> {
+    match cluster.cloud_profile().pointer("/spec/providerConfig") {
+        None | Some(serde_json::Value::Null) => Ok(CloudProfileConfig::default()),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            Error::config(
+                object,
+                "Cluster spec.cloudProfile.spec.providerConfig",
+                format!("not a CloudProfileConfig: {e}"),
+            )
+        }),
+    }
+}
+
+/// The pools' roll-outs from the Worker's last reconcile (`status.providerStatus.rollouts`).
+fn previous_rollouts(worker: &Worker) -> Vec<PoolRollout> {
+    worker
+        .status
+        .as_ref()
+        .and_then(|s| s.default.provider_status.as_ref())
+        .and_then(|p| p.as_value().get("rollouts").cloned())
+        .and_then(|r| serde_json::from_value(r).ok())
+        .unwrap_or_default()
 }
 
 /// The machine namespace: `machineNamespace` from the Infrastructure's providerStatus, else the
@@ -96,65 +125,91 @@ impl LocalWorker {
         Ok(Machines::new(self.client.clone(), namespace, id))
     }
 
+    /// The container image of pool `i`'s machines and the backup store they mount, checked.
+    fn pool_machine(
+        &self,
+        object: &str,
+        i: usize,
+        pool: &extension_sdk::api::extensions::worker::WorkerPool,
+        worker_config: &WorkerConfig,
+        profile: &CloudProfileConfig,
+    ) -> Result<(String, Option<&str>), Error> {
+        let field = format!("spec.pools[{i}]");
+        let pool_config: PoolConfig =
+            provider_config(pool.provider_config.as_ref(), object, &format!("{field}.providerConfig"))?;
+        let image_config: PoolConfig = provider_config(
+            pool.machine_image.provider_config.as_ref(),
+            object,
+            &format!("{field}.machineImage.providerConfig"),
+        )?;
+        let image =
+            desired::resolve_image(pool, &pool_config, &image_config, worker_config, self.default_image.as_deref())
+                .ok_or_else(|| {
+                    Error::config(object, format!("{field}.providerConfig.image"), "no machine image named")
+                })?;
+        profile.check(pool).map_err(|e| Error::config(object, format!("{field}.machineImage.version"), e))?;
+        if pool.minimum < 0 || pool.maximum < pool.minimum {
+            return Err(Error::config(object, &field, "want 0 <= minimum <= maximum"));
+        }
+        let backup_store = match (pool_config.backup_store, self.backup_root.as_deref()) {
+            (false, _) => None,
+            (true, Some(root)) => Some(root),
+            (true, None) => {
+                return Err(Error::config(
+                    object,
+                    format!("{field}.providerConfig.backupStore"),
+                    "this provider has no backup store to mount (the backupentry controller is off)",
+                ));
+            }
+        };
+        Ok((image, backup_store))
+    }
+
     async fn ensure(&self, worker: &Worker, cluster: &ClusterContext) -> Result<Outcome<Worker>, Error> {
         let object = describe(worker);
         let machines = self.machines(worker)?;
         let labels = crate::infrastructure::machine_namespace_labels(&machines.technical_id, COMPONENT);
         ensure_namespace(&self.client, &machines.namespace, labels, COMPONENT).await?;
-        let worker_config: WorkerConfig =
+        let mut worker_config: WorkerConfig =
             provider_config(worker.spec.default.provider_config.as_ref(), &object, "spec.providerConfig")?;
+        let profile = cloud_profile_config(cluster, &object)?;
+        worker_config.machine_images.extend(profile.mappings());
         let hibernated = cluster.is_hibernated();
         let mut classes = BTreeSet::new();
         let mut pools = BTreeSet::new();
         let mut wanted = Vec::new();
+        let mut rollouts = Vec::new();
+        let previous = previous_rollouts(worker);
+        // The shoot, unless it sleeps (its API server is going away).
+        let view = if hibernated { None } else { nodes::observe(&self.client, &machines.technical_id).await };
         for (i, pool) in worker.spec.pools.iter().enumerate() {
-            let field = format!("spec.pools[{i}]");
-            let pool_config: PoolConfig =
-                provider_config(pool.provider_config.as_ref(), &object, &format!("{field}.providerConfig"))?;
-            let image_config: PoolConfig = provider_config(
-                pool.machine_image.provider_config.as_ref(),
-                &object,
-                &format!("{field}.machineImage.providerConfig"),
-            )?;
-            let image = desired::resolve_image(
-                pool,
-                &pool_config,
-                &image_config,
-                &worker_config,
-                self.default_image.as_deref(),
-            )
-            .ok_or_else(|| Error::config(&object, format!("{field}.providerConfig.image"), "no machine image named"))?;
-            if pool.minimum < 0 || pool.maximum < pool.minimum {
-                return Err(Error::config(&object, &field, "want 0 <= minimum <= maximum"));
-            }
-            let backup_store = match (pool_config.backup_store, self.backup_root.as_deref()) {
-                (false, _) => None,
-                (true, Some(root)) => Some(root),
-                (true, None) => {
-                    return Err(Error::config(
-                        &object,
-                        format!("{field}.providerConfig.backupStore"),
-                        "this provider has no backup store to mount (the backupentry controller is off)",
-                    ));
-                }
-            };
+            let (image, backup_store) = self.pool_machine(&object, i, pool, &worker_config, &profile)?;
             let hash = desired::class_hash(pool, &image);
             let want = if hibernated { 0 } else { pool.minimum as u32 };
+            let drain_timeout_seconds = rollout::drain_timeout_seconds(
+                pool.machine_controller_manager.as_ref().and_then(|m| m.machine_drain_timeout.as_deref()),
+            )
+            .map_err(|e| {
+                Error::config(&object, format!("spec.pools[{i}].machineControllerManager.machineDrainTimeout"), e)
+            })?;
             pools.insert(pool.name.clone());
             classes.insert(machines.class_secret_name(&pool.name, &hash));
             if want > 0 {
                 machines.apply_class(&pool.name, &hash, &pool.user_data).await?;
             }
-            let existing: Vec<Existing> = machines.list_pool(&pool.name).await?;
-            let (surge, unavailable) = desired::rollout_limits(pool, want);
-            for step in desired::rollout(want, &pool.name, &hash, &existing, surge, unavailable) {
-                for index in step.create {
-                    machines.create(pool, &hash, index, &image, backup_store).await?;
-                }
-                for name in step.delete {
-                    machines.delete(&name).await?;
-                }
-            }
+            let run = execute::PoolRun {
+                machines: &machines,
+                view: view.as_ref(),
+                pool,
+                hash: &hash,
+                image: &image,
+                backup_store,
+                want,
+                hibernated,
+                drain_timeout_seconds,
+                previous: previous.iter().find(|p| p.pool == pool.name).cloned(),
+            };
+            rollouts.push(run.run().await?);
             wanted.push((pool.name.as_str(), hash, want));
         }
         machines.delete_other_pools(&pools).await?;
@@ -163,13 +218,13 @@ impl LocalWorker {
         let now = machines.snapshot().await?;
         let state = WorkerState { machines: now.records() };
         let mut waiting: u32 = wanted.iter().map(|(pool, hash, want)| now.not_running(pool, hash, *want)).sum();
-        if waiting == 0 && !hibernated {
+        if let Some(view) = view.as_ref().filter(|_| waiting == 0) {
             // Running machines count once their Nodes are Ready, as Gardener's machine
             // controller counts them.
-            waiting += nodes::sync(&self.client, &machines.technical_id, &now.live(), &worker.spec.pools)
-                .await
-                .unwrap_or(0) as u32;
+            waiting += nodes::sync(view, &now.live(), &worker.spec.pools).await as u32;
         }
+        // A roll-out under way (a drain, a machine still to serve) is looked at again soon.
+        waiting += rollouts.iter().filter(|r| !r.settled).count() as u32;
         // Machines still shutting down are followed until they are gone.
         waiting += now.terminating_count() as u32;
         let deployments: Vec<MachineDeployment> = worker
@@ -184,7 +239,11 @@ impl LocalWorker {
             .collect();
         let changed = worker.status.as_ref().is_none_or(|s| s.machine_deployments != deployments);
         let state = serde_json::to_value(&state).map_err(|e| Error::config(&object, "status.state", e.to_string()))?;
-        let provider_status = serde_json::json!({"machineNamespace": machines.namespace, "hibernated": hibernated});
+        let provider_status = serde_json::json!({
+            "machineNamespace": machines.namespace,
+            "hibernated": hibernated,
+            "rollouts": rollouts,
+        });
         let outcome = Outcome::done().with_state(state).with_provider_status(provider_status);
         let outcome = if waiting > 0 {
             tracing::info!(waiting, "waiting for machines to run and their Nodes to be Ready");

@@ -3,15 +3,15 @@
 //! it, so the shoot never keeps Nodes of machines that are gone. A registered Node gets its pool's
 //! labels, annotations and taints, and the zone label of its machine (a pool's machines are spread
 //! over its zones in turn), as the machine controller applies a machine class's node template; a
-//! change of those replaces the machines (they are part of the class hash), so only what is missing
-//! on a Node is written. The shoot is reached with the
+//! change of those is applied to the Nodes in place, without replacing machines. The shoot is
+//! reached with the
 //! admin kubeconfig gardenlet keeps in the shoot's seed namespace ([`crate::shoot`]); without
 //! that Secret (a Worker outside a gardenlet-managed shoot) the shoot side is skipped.
 
 use super::pods::LABEL_POOL;
 use crate::shoot::shoot_client;
 use extension_sdk::api::extensions::worker::WorkerPool;
-use extension_sdk::k8s_openapi::api::core::v1::{Node, Taint};
+use extension_sdk::k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use extension_sdk::kube::api::{DeleteParams, ListParams, Patch, PatchParams};
 use extension_sdk::kube::{Api, Client, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,42 +26,81 @@ pub fn zone_of<'a>(pool: &'a WorkerPool, machine: &str) -> Option<&'a str> {
     pool.zones.get(index % pool.zones.len().max(1)).map(String::as_str)
 }
 
-/// The merge patch that gives `node` what its pool wants and it lacks: labels (with the zone),
-/// annotations, taints (added, matched by key and effect); `None` when it has everything.
+/// The annotation on a Node listing what the Worker last gave it from its pool (label and
+/// annotation keys, taints as `key:effect`), so that what the pool no longer has is taken away
+/// again and what others put on the Node is left alone (machine-controller-manager keeps the
+/// same record).
+pub const LAST_APPLIED: &str = "worker.provider-local.gardener.cloud/last-applied";
+
+/// What the pool gave a Node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Applied {
+    labels: BTreeSet<String>,
+    annotations: BTreeSet<String>,
+    taints: BTreeSet<String>,
+}
+
+fn taint_id(t: &Taint) -> String {
+    format!("{}:{}", t.key, t.effect)
+}
+
+/// The merge patch that brings `node` to what its pool wants now: labels (with the zone),
+/// annotations and taints set, and those the pool gave it before but no longer has removed;
+/// `None` when the Node is as it should be. A change of these never replaces machines: it is
+/// applied to the Nodes in place.
 pub fn metadata_patch(node: &Node, pool: &WorkerPool) -> Option<serde_json::Value> {
     let name = node.name_any();
     let mut labels = pool.labels.clone();
     if let Some(zone) = zone_of(pool, &name) {
         labels.insert(LABEL_ZONE.to_string(), zone.to_string());
     }
-    let missing = |want: &BTreeMap<String, String>, have: &BTreeMap<String, String>| -> BTreeMap<String, String> {
-        want.iter().filter(|(k, v)| have.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect()
+    let before: Applied =
+        node.annotations().get(LAST_APPLIED).and_then(|a| serde_json::from_str(a).ok()).unwrap_or_default();
+    let now = Applied {
+        labels: labels.keys().cloned().collect(),
+        annotations: pool.annotations.keys().cloned().collect(),
+        taints: pool.taints.iter().map(taint_id).collect(),
     };
-    let labels = missing(&labels, node.labels());
-    let annotations = missing(&pool.annotations, node.annotations());
+    let changes = |want: &BTreeMap<String, String>, have: &BTreeMap<String, String>, gone: &BTreeSet<String>| {
+        let mut out = serde_json::Map::new();
+        for (k, v) in want.iter().filter(|(k, v)| have.get(*k) != Some(*v)) {
+            out.insert(k.clone(), serde_json::Value::String(v.clone()));
+        }
+        for k in gone.iter().filter(|k| have.contains_key(*k) && !want.contains_key(*k)) {
+            out.insert(k.clone(), serde_json::Value::Null);
+        }
+        out
+    };
+    let label_changes = changes(&labels, node.labels(), &before.labels);
+    let mut annotation_changes = changes(&pool.annotations, node.annotations(), &before.annotations);
+    if before != now {
+        let record = serde_json::to_string(&now).unwrap_or_default();
+        annotation_changes.insert(LAST_APPLIED.to_string(), serde_json::Value::String(record));
+    }
     let have: Vec<Taint> = node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
-    let new_taints: Vec<Taint> = pool
-        .taints
-        .iter()
-        .filter(|t| !have.iter().any(|h| h.key == t.key && h.effect == t.effect && h.value == t.value))
-        .map(|t| Taint { key: t.key.clone(), value: t.value.clone(), effect: t.effect.clone(), time_added: None })
-        .collect();
-    if labels.is_empty() && annotations.is_empty() && new_taints.is_empty() {
+    // The Node's own taints (the kubelet's, an operator's) stay; the pool's replace theirs.
+    let kept = have.iter().filter(|h| {
+        let id = taint_id(h);
+        !now.taints.contains(&id) && !before.taints.contains(&id)
+    });
+    let pool_taints = pool.taints.iter().map(|t| Taint { time_added: None, ..t.clone() });
+    let want_taints: Vec<Taint> = kept.cloned().chain(pool_taints).collect();
+    let same = |a: &Taint, b: &Taint| a.key == b.key && a.effect == b.effect && a.value == b.value;
+    let taints_differ = want_taints.len() != have.len() || !want_taints.iter().all(|w| have.iter().any(|h| same(w, h)));
+
+    if label_changes.is_empty() && annotation_changes.is_empty() && !taints_differ {
         return None;
     }
     let mut patch = serde_json::json!({"metadata": {}});
-    if !labels.is_empty() {
-        patch["metadata"]["labels"] = serde_json::json!(labels);
+    if !label_changes.is_empty() {
+        patch["metadata"]["labels"] = serde_json::Value::Object(label_changes);
     }
-    if !annotations.is_empty() {
-        patch["metadata"]["annotations"] = serde_json::json!(annotations);
+    if !annotation_changes.is_empty() {
+        patch["metadata"]["annotations"] = serde_json::Value::Object(annotation_changes);
     }
-    if !new_taints.is_empty() {
-        // A merge patch replaces the list: keep the Node's own taints (the kubelet's, say) that
-        // the pool does not replace.
-        let kept = have.into_iter().filter(|h| !pool.taints.iter().any(|t| t.key == h.key && t.effect == h.effect));
-        let taints: Vec<Taint> = kept.chain(new_taints).collect();
-        patch["spec"] = serde_json::json!({"taints": taints});
+    if taints_differ {
+        // A merge patch replaces the whole list.
+        patch["spec"] = serde_json::json!({"taints": want_taints});
     }
     Some(patch)
 }
@@ -85,31 +124,75 @@ fn ready(n: &Node) -> bool {
     n.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
-/// Deletes the Nodes of pool machines that no longer exist and returns how many of `machines`
-/// have no Ready Node yet; `None` when the shoot has no kubeconfig to reach it. An unreachable
-/// API server counts every machine as not ready: the Worker waits for it.
-pub async fn sync(
-    seed: &Client,
-    technical_id: &str,
-    machines: &BTreeSet<String>,
-    pools: &[WorkerPool],
-) -> Option<usize> {
-    let shoot = match shoot_client(seed, technical_id).await {
+/// The shoot's side of a Worker's machines at one moment: its pool Nodes and kube-proxy pods.
+pub struct ShootView {
+    pub client: Client,
+    /// Whether the shoot's API server answered; when it did not, no machine counts as serving
+    /// and no drain begins.
+    pub reachable: bool,
+    nodes: Vec<Node>,
+    proxies: Vec<Pod>,
+}
+
+/// The label of kube-proxy's pods (gardenlet's DaemonSet in the shoot's `kube-system`).
+const PROXY_SELECTOR: &str = "k8s-app=kube-proxy";
+
+/// Looks at the shoot; `None` when the shoot has no kubeconfig to reach it (a Worker outside a
+/// gardenlet-managed shoot).
+pub async fn observe(seed: &Client, technical_id: &str) -> Option<ShootView> {
+    let client = match shoot_client(seed, technical_id).await {
         Ok(shoot) => shoot?,
         Err(e) => {
             tracing::info!(error = %e, "no client for the shoot's API server; skipping its Nodes");
             return None;
         }
     };
-    let api: Api<Node> = Api::all(shoot);
-    let nodes = match api.list(&ListParams::default().labels(LABEL_POOL)).await {
-        Ok(list) => list.items,
+    let nodes: Api<Node> = Api::all(client.clone());
+    let (reachable, nodes) = match nodes.list(&ListParams::default().labels(LABEL_POOL)).await {
+        Ok(list) => (true, list.items),
         Err(e) => {
             tracing::info!(error = %e, "the shoot's API server is not reachable; waiting for it");
-            return Some(machines.len());
+            (false, Vec::new())
         }
     };
-    for name in orphans(&nodes, machines) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
+    let proxies = match pods.list(&ListParams::default().labels(PROXY_SELECTOR)).await {
+        Ok(list) => list.items,
+        Err(_) => Vec::new(),
+    };
+    Some(ShootView { client, reachable, nodes, proxies })
+}
+
+impl ShootView {
+    /// Whether `machine` carries workloads: its Node is Ready and, when the shoot runs kube-proxy,
+    /// the node's kube-proxy pod is Ready (before that, Services do not work on the node).
+    pub fn serves(&self, machine: &str) -> bool {
+        serves(&self.nodes, &self.proxies, machine)
+    }
+}
+
+/// [`ShootView::serves`] on plain lists.
+pub fn serves(nodes: &[Node], proxies: &[Pod], machine: &str) -> bool {
+    let node_ready = nodes.iter().any(|n| n.name_any() == machine && ready(n));
+    let on_node = |p: &&Pod| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(machine);
+    let proxy_ready = proxies.is_empty() || proxies.iter().filter(on_node).any(pod_ready);
+    node_ready && proxy_ready
+}
+
+fn pod_ready(p: &Pod) -> bool {
+    p.status.iter().flat_map(|s| s.conditions.iter().flatten()).any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// Deletes the Nodes of pool machines that no longer exist, gives the others their pool's
+/// metadata, and returns how many of `machines` have no Ready Node yet. An unreachable API
+/// server counts every machine as not ready: the Worker waits for it.
+pub async fn sync(view: &ShootView, machines: &BTreeSet<String>, pools: &[WorkerPool]) -> usize {
+    if !view.reachable {
+        return machines.len();
+    }
+    let api: Api<Node> = Api::all(view.client.clone());
+    let nodes = &view.nodes;
+    for name in orphans(nodes, machines) {
         match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => tracing::info!(node = name, "deleted the Node of a machine that is gone"),
             Err(e) => tracing::warn!(node = name, error = %e, "could not delete the Node of a machine that is gone"),
@@ -127,7 +210,7 @@ pub async fn sync(
             }
         }
     }
-    Some(not_ready(&nodes, machines))
+    not_ready(nodes, machines)
 }
 
 #[cfg(test)]
@@ -190,6 +273,25 @@ mod tests {
         assert_eq!(zone_of(&pool(&[]), "a-abc123-0"), None);
     }
 
+    /// `node` with `patch` (a merge patch as [`metadata_patch`] writes it) applied.
+    fn patched(mut n: Node, patch: &serde_json::Value) -> Node {
+        let merge = |map: &mut Option<BTreeMap<String, String>>, changes: &serde_json::Value| {
+            let map = map.get_or_insert_with(BTreeMap::new);
+            for (k, v) in changes.as_object().into_iter().flatten() {
+                match v.as_str() {
+                    Some(v) => map.insert(k.clone(), v.to_string()),
+                    None => map.remove(k),
+                };
+            }
+        };
+        merge(&mut n.metadata.labels, &patch["metadata"]["labels"]);
+        merge(&mut n.metadata.annotations, &patch["metadata"]["annotations"]);
+        if let Some(t) = patch.pointer("/spec/taints") {
+            n.spec.get_or_insert_with(Default::default).taints = Some(serde_json::from_value(t.clone()).unwrap());
+        }
+        n
+    }
+
     #[test]
     fn a_node_gets_what_its_pool_wants_once() {
         let p = pool(&["z1"]);
@@ -204,17 +306,32 @@ mod tests {
         });
         let patch = metadata_patch(&n, &p).unwrap();
         assert_eq!(patch["metadata"]["labels"], serde_json::json!({"team": "blue", LABEL_ZONE: "z1"}));
-        assert_eq!(patch["metadata"]["annotations"], serde_json::json!({"note": "x"}));
+        assert_eq!(patch["metadata"]["annotations"]["note"], "x");
         let taints: Vec<Taint> = serde_json::from_value(patch["spec"]["taints"].clone()).unwrap();
         let keys: Vec<_> = taints.iter().map(|t| t.key.as_str()).collect();
         assert_eq!(keys, ["node.kubernetes.io/not-ready", "dedicated"], "the kubelet's own taint is kept");
-        // Applied: nothing more to write.
-        let mut labels = n.labels().clone();
-        labels.extend([("team".to_string(), "blue".to_string()), (LABEL_ZONE.to_string(), "z1".to_string())]);
-        n.metadata.labels = Some(labels);
-        n.metadata.annotations = Some([("note".to_string(), "x".to_string())].into());
-        n.spec.as_mut().unwrap().taints = Some(taints);
-        assert_eq!(metadata_patch(&n, &p), None);
+        let n = patched(n, &patch);
+        assert_eq!(metadata_patch(&n, &p), None, "applied: nothing more to write");
+    }
+
+    #[test]
+    fn a_changed_pool_changes_its_nodes_in_place_and_leaves_the_rest_alone() {
+        let before = pool(&["z1"]);
+        let mut n = node("a-abc123-0", Some("a"));
+        n.metadata.labels.get_or_insert_with(BTreeMap::new).insert("operator".into(), "set".into());
+        let n = patched(n.clone(), &metadata_patch(&n, &before).unwrap());
+
+        let mut after = before.clone();
+        after.labels = [("team".to_string(), "red".to_string())].into();
+        after.annotations.clear();
+        after.taints.clear();
+        let n = patched(n.clone(), &metadata_patch(&n, &after).unwrap());
+        assert_eq!(n.labels().get("team").map(String::as_str), Some("red"));
+        assert_eq!(n.labels().get("operator").map(String::as_str), Some("set"), "not the pool's: kept");
+        assert_eq!(n.labels().get(LABEL_POOL).map(String::as_str), Some("a"), "the kubelet's: kept");
+        assert!(!n.annotations().contains_key("note"), "removed from the pool, removed from the Node");
+        assert!(n.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default().is_empty(), "taint removed");
+        assert_eq!(metadata_patch(&n, &after), None);
     }
 
     #[test]

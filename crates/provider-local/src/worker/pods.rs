@@ -2,7 +2,9 @@
 //! all found by the shoot's technical-ID label.
 
 use super::MachineRecord;
-use super::desired::{Existing, HASH_LEN, machine_name};
+use super::desired::{HASH_LEN, machine_name};
+use super::drain::ANNOTATION_DRAIN_STARTED;
+use super::rollout::Machine;
 use crate::common::{apply_params, delete_if_exists, selector, shoot_labels};
 use crate::error::{Error, is_conflict};
 use base64::Engine;
@@ -13,7 +15,8 @@ use extension_sdk::k8s_openapi::api::core::v1::{
     Container, EmptyDirVolumeSource, HostPathVolumeSource, Pod, PodSpec, Secret, SecretVolumeSource, SecurityContext,
     Volume, VolumeMount,
 };
-use extension_sdk::kube::api::{ListParams, ObjectMeta, Patch, PostParams};
+use extension_sdk::k8s_openapi::jiff::Timestamp;
+use extension_sdk::kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use extension_sdk::kube::{Api, Client, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -74,8 +77,9 @@ impl Machines {
         Ok(pods.items)
     }
 
-    /// A pool's machines that are not being deleted.
-    pub async fn list_pool(&self, pool: &str) -> Result<Vec<Existing>, Error> {
+    /// A pool's machines that are not being deleted, with the time their drain began (not
+    /// serving: the caller asks the shoot).
+    pub async fn list_pool(&self, pool: &str) -> Result<Vec<Machine>, Error> {
         let pods = self.list(Some(format!("{LABEL_POOL}={pool}"))).await?;
         Ok(pods
             .iter()
@@ -84,9 +88,26 @@ impl Machines {
                 let name = p.name_any();
                 let hash = p.labels().get(LABEL_CLASS)?.clone();
                 let index = name.strip_prefix(&format!("{pool}-{hash}-"))?.parse().ok()?;
-                Some(Existing { name, hash, index })
+                let draining_since = p
+                    .annotations()
+                    .get(ANNOTATION_DRAIN_STARTED)
+                    .and_then(|t| t.parse::<Timestamp>().ok())
+                    .map(|t| t.as_second());
+                Some(Machine { name, hash, index, serves: false, draining_since })
             })
             .collect())
+    }
+
+    /// Records on a machine that its drain began at `since` (seconds since the epoch), so that
+    /// a restart carries on with the drain and its timeout.
+    pub async fn mark_draining(&self, name: &str, since: i64) -> Result<(), Error> {
+        let at = Timestamp::from_second(since).unwrap_or(Timestamp::UNIX_EPOCH).to_string();
+        let patch = serde_json::json!({"metadata": {"annotations": {ANNOTATION_DRAIN_STARTED: at}}});
+        self.pods()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(Error::kube(format!("marking Pod {}/{name} as draining", self.namespace)))?;
+        Ok(())
     }
 
     /// Every machine Pod as it is now, from one list call.

@@ -5,7 +5,7 @@ use super::{Field, NO_AUTOSCALER, honoured, only_as, refused};
 
 const MACHINE_VOLUMES: &str =
     "provider-local's machines keep their root and kubelet data on the seed's node; they have no volumes of their own";
-const MCM: &str = "machines are managed by provider-local's worker controller, which has no such setting yet";
+const MCM: &str = "machines are managed by provider-local's worker controller, which has only `machineDrainTimeout` of these settings";
 
 /// The provider: the infrastructure and the worker pools.
 pub const PROVIDER: &[Field] = &[
@@ -61,8 +61,8 @@ pub const PROVIDER: &[Field] = &[
     ),
     honoured(
         "spec.provider.workers[].machine.image",
-        "the machine image and version (OperatingSystemConfig type); a change replaces the machines",
-        "a_changed_machine_spec_replaces_the_machines",
+        "the machine image and version (OperatingSystemConfig type; the CloudProfile maps each version to a machine image); a change rolls the pool node by node, draining each old Node",
+        "a_pool_rolls_to_a_new_image_version_without_a_failed_request",
     ),
     only_as(
         "spec.provider.workers[].machine.architecture",
@@ -98,18 +98,18 @@ pub const PROVIDER: &[Field] = &[
     ),
     honoured(
         "spec.provider.workers[].labels",
-        "the pool's Nodes carry the labels (provider-local applies them on registration; a change replaces the machines)",
-        "a_node_gets_what_its_pool_wants_once",
+        "the pool's Nodes carry the labels (provider-local applies them once a Node registers; a change is applied to the Nodes in place)",
+        "a_changed_pool_changes_its_nodes_in_place_and_leaves_the_rest_alone",
     ),
     honoured(
         "spec.provider.workers[].annotations",
-        "the pool's Nodes carry the annotations (provider-local applies them on registration; a change replaces the machines)",
-        "a_node_gets_what_its_pool_wants_once",
+        "the pool's Nodes carry the annotations (provider-local applies them once a Node registers; a change is applied to the Nodes in place)",
+        "a_changed_pool_changes_its_nodes_in_place_and_leaves_the_rest_alone",
     ),
     honoured(
         "spec.provider.workers[].taints",
-        "the pool's Nodes carry the taints, next to the kubelet's own (a change replaces the machines)",
-        "a_node_gets_what_its_pool_wants_once",
+        "the pool's Nodes carry the taints, next to the kubelet's own (a change is applied to the Nodes in place)",
+        "a_changed_pool_changes_its_nodes_in_place_and_leaves_the_rest_alone",
     ),
     honoured(
         "spec.provider.workers[].kubernetes.kubelet.containerLogMaxFiles",
@@ -272,6 +272,11 @@ pub const PROVIDER: &[Field] = &[
     refused("spec.provider.workers[].dataVolumes", MACHINE_VOLUMES),
     refused("spec.provider.workers[].kubeletDataVolumeName", MACHINE_VOLUMES),
     refused("spec.provider.workers[].machineControllerManager", MCM),
+    honoured(
+        "spec.provider.workers[].machineControllerManager.machineDrainTimeout",
+        "how long a roll-out's drain of a node waits for PodDisruptionBudgets before it deletes the remaining pods and the machine (default 2h)",
+        "a_drain_blocked_by_a_budget_ends_at_the_drain_timeout_and_the_roll_out_goes_on",
+    ),
     refused("spec.provider.workers[].clusterAutoscaler", NO_AUTOSCALER),
     refused("spec.provider.workers[].priority", NO_AUTOSCALER),
     refused(

@@ -348,6 +348,7 @@ pub fn worker(
             user_data: user_data.get(&w.name).cloned().unwrap_or_default(),
             node_agent_secret_name: pool_keys.get(&w.name).cloned(),
             zones: w.zones.clone(),
+            machine_controller_manager: w.machine_controller_manager_settings.clone(),
             kubernetes_version: Some(v.kubernetes_version.clone()),
             ..Default::default()
         })

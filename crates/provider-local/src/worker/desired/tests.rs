@@ -1,67 +1,6 @@
 use super::*;
 use std::collections::BTreeMap;
 
-fn machines(hash: &str, indices: &[u32]) -> Vec<Existing> {
-    indices.iter().map(|&i| Existing { name: machine_name("p", hash, i), hash: hash.into(), index: i }).collect()
-}
-
-/// Replays the steps and returns the machine count after every create and after every delete.
-fn counts(existing: &[Existing], steps: &[Step]) -> Vec<usize> {
-    let mut n = existing.len();
-    let mut out = Vec::new();
-    for s in steps {
-        n += s.create.len();
-        out.push(n);
-        n -= s.delete.len();
-        out.push(n);
-    }
-    out
-}
-
-#[test]
-fn scale_up_from_nothing_is_one_step() {
-    let steps = rollout(3, "p", "h1", &[], 1, 0);
-    assert_eq!(steps, vec![Step { create: vec![0, 1, 2], delete: vec![] }]);
-}
-
-#[test]
-fn scale_down_removes_the_highest_indices_and_zero_removes_all() {
-    let steps = rollout(1, "p", "h1", &machines("h1", &[0, 1, 2]), 1, 0);
-    assert_eq!(steps, vec![Step { create: vec![], delete: vec!["p-h1-1".into(), "p-h1-2".into()] }]);
-    let steps = rollout(0, "p", "h1", &[machines("h1", &[0]), machines("h0", &[0, 1])].concat(), 1, 0);
-    assert_eq!(steps.len(), 1);
-    assert_eq!(steps[0].delete.len(), 3);
-}
-
-#[test]
-fn nothing_to_do_when_converged() {
-    assert!(rollout(2, "p", "h1", &machines("h1", &[0, 1]), 1, 0).is_empty());
-    assert!(rollout(0, "p", "h1", &[], 1, 0).is_empty());
-}
-
-#[test]
-fn rolling_replacement_creates_before_it_deletes_within_the_limits() {
-    let old = machines("h0", &[0, 1, 2]);
-    for (surge, unavailable) in [(1, 0), (2, 0), (0, 1), (1, 1), (3, 0)] {
-        let steps = rollout(3, "p", "h1", &old, surge, unavailable);
-        let c = counts(&old, &steps);
-        assert!(c.iter().all(|&n| n <= 3 + surge as usize), "surge {surge}: {c:?}");
-        assert!(c.iter().all(|&n| n + unavailable as usize >= 3), "unavailable {unavailable}: {c:?}");
-        // The end state: exactly the new class.
-        let mut m = old.clone();
-        for s in &steps {
-            m.extend(machines("h1", &s.create));
-            m.retain(|x| !s.delete.contains(&x.name));
-        }
-        let mut names: Vec<_> = m.iter().map(|x| x.name.clone()).collect();
-        names.sort();
-        assert_eq!(names, vec!["p-h1-0", "p-h1-1", "p-h1-2"], "surge {surge} unavailable {unavailable}");
-    }
-    let steps = rollout(3, "p", "h1", &old, 1, 0);
-    assert_eq!(steps[0], Step { create: vec![0], delete: vec!["p-h0-2".into()] });
-    assert_eq!(steps.len(), 3);
-}
-
 #[test]
 fn limits_resolve_ints_and_percentages() {
     let pool = |s: Option<IntOrString>, u: Option<IntOrString>| WorkerPool {
@@ -95,7 +34,7 @@ fn class_hash_ignores_scaling_and_follows_the_machine_spec() {
     assert_eq!(class_hash(&scaled, "img:1"), h);
     assert_ne!(class_hash(&base, "img:2"), h);
     let relabelled = WorkerPool { labels: BTreeMap::from([("a".into(), "b".into())]), ..base.clone() };
-    assert_ne!(class_hash(&relabelled, "img:1"), h);
+    assert_eq!(class_hash(&relabelled, "img:1"), h, "labels reach the Nodes in place");
     let new_data = WorkerPool { user_data: "b3RoZXI=".into(), ..base };
     assert_ne!(class_hash(&new_data, "img:1"), h);
 }
@@ -140,4 +79,27 @@ fn image_resolution_order() {
     assert_eq!(resolve_image(&pool, &none, &none, &mapping, Some("d")).as_deref(), Some("any"));
     assert_eq!(resolve_image(&pool, &none, &none, &empty, Some("d")).as_deref(), Some("d"));
     assert_eq!(resolve_image(&pool, &none, &none, &empty, None), None);
+}
+
+#[test]
+fn the_cloud_profile_maps_machine_image_versions_to_images() {
+    let config: CloudProfileConfig = serde_json::from_value(serde_json::json!({
+        "apiVersion": "local.provider.extensions.gardener.cloud/v1alpha1",
+        "kind": "CloudProfileConfig",
+        "machineImages": [{"name": "local", "versions": [
+            {"version": "1.0.0", "image": "machine:a"}, {"version": "1.1.0", "image": "machine:b"}]}]
+    }))
+    .unwrap();
+    let mut pool = WorkerPool::default();
+    pool.machine_image.name = "local".into();
+    pool.machine_image.version = "1.1.0".into();
+    let worker = WorkerConfig { machine_images: config.mappings().collect() };
+    let none = PoolConfig::default();
+    assert_eq!(resolve_image(&pool, &none, &none, &worker, Some("d")).as_deref(), Some("machine:b"));
+    assert_eq!(config.check(&pool), Ok(()));
+    pool.machine_image.version = "9.9.9".into();
+    let err = config.check(&pool).unwrap_err();
+    assert!(err.contains("9.9.9") && err.contains("1.0.0, 1.1.0"), "{err}");
+    pool.machine_image.name = "other".into();
+    assert_eq!(config.check(&pool), Ok(()), "an image the profile does not map falls back to the default");
 }

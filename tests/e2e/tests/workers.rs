@@ -1,0 +1,320 @@
+//! Worker pools roll like Gardener's machine controller rolls them, on the local garden: a pool
+//! of two nodes moves to the other machine image version one machine at a time (a new machine
+//! first, its Node Ready with kube-proxy, then the old Node cordoned and drained through the
+//! Eviction API), and a client that asks a Service of a Deployment with a PodDisruptionBudget
+//! every 200 ms from inside the shoot sees no failed request; the pool's labels and taint are on
+//! the new Nodes. A drain that a PodDisruptionBudget blocks for good names the pod in the
+//! Worker's status and ends at the pool's `machineDrainTimeout`, and the roll-out goes on.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+use e2e::kubectl;
+use e2e::shoot::{CaseShoot, PROJECT_NS, STEP_TIMEOUT};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, ListParams, LogParams};
+use kube::{Client, ResourceExt};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+const OLD_IMAGE: &str = "gardener-rs local machine 1.0.0";
+const NEW_IMAGE: &str = "gardener-rs local machine 1.1.0";
+/// A roll-out of two nodes on two cores, with other cases beside it.
+const ROLLOUT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The shoot of a case with one pool on machine image 1.0.0 and no automatic updates (the
+/// case changes the version itself).
+fn pool_shoot(case: &str, octet: u8, size: u32, edit: impl FnOnce(&mut serde_json::Value)) -> CaseShoot {
+    CaseShoot::apply_with(case, octet, |s| {
+        let w = &mut s["spec"]["provider"]["workers"][0];
+        w["minimum"] = size.into();
+        w["maximum"] = size.into();
+        w["machine"]["image"]["version"] = "1.0.0".into();
+        s["spec"]["maintenance"] =
+            serde_json::json!({"autoUpdate": {"kubernetesVersion": false, "machineImageVersion": false}});
+        edit(s);
+    })
+}
+
+/// Changes the pool's machine image version, as a user does.
+fn set_image_version(s: &CaseShoot, version: &str) {
+    let patch = serde_json::json!([
+        {"op": "replace", "path": "/spec/provider/workers/0/machine/image/version", "value": version}
+    ]);
+    kubectl(&["-n", PROJECT_NS, "patch", "shoot", &s.name, "--type=json", "-p", &patch.to_string()]).unwrap();
+}
+
+/// The Worker's roll-out status of the shoot's first pool (`status.providerStatus.rollouts[0]`).
+fn rollout_status(s: &CaseShoot) -> serde_json::Value {
+    let raw = kubectl(&["-n", &s.seed_ns, "get", "workers", "-o", "json"]).unwrap_or_default();
+    let list: serde_json::Value = serde_json::from_str(&raw).unwrap_or_default();
+    list["items"][0]["status"]["providerStatus"]["rollouts"][0].clone()
+}
+
+/// The shoot's Nodes: name → (Ready, OS image).
+async fn nodes(shoot: &Client) -> Result<BTreeMap<String, (bool, String)>, String> {
+    let api: Api<Node> = Api::all(shoot.clone());
+    let list = api.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+    Ok(list
+        .items
+        .iter()
+        .map(|n| {
+            let status = n.status.clone().unwrap_or_default();
+            let ready = status.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
+            let image = status.node_info.map(|i| i.os_image).unwrap_or_default();
+            (n.name_any(), (ready, image))
+        })
+        .collect())
+}
+
+/// Waits for `count` Ready Nodes, all on `image`; returns their names.
+async fn wait_nodes(s: &CaseShoot, shoot: &Client, count: usize, image: &str) -> Vec<String> {
+    let (names, took) = s
+        .wait(&format!("{count} Ready Nodes on {image:?}"), STEP_TIMEOUT, || async {
+            let now = nodes(shoot).await?;
+            let done = now.len() == count && now.values().all(|(ready, i)| *ready && i == image);
+            Ok(done.then(|| now.keys().cloned().collect::<Vec<_>>()))
+        })
+        .await;
+    eprintln!("{count} Ready Nodes on {image:?} after {took:?}: {names:?}");
+    names
+}
+
+fn apply_in_shoot(kubeconfig: &std::path::Path, manifest: &serde_json::Value) {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), serde_json::to_string(manifest).unwrap()).unwrap();
+    e2e::kubectl_with(kubeconfig, &["apply", "-f", &file.path().to_string_lossy()]).unwrap();
+}
+
+/// The workload of the first case: two web servers spread over the nodes, a budget that keeps
+/// one of them, a Service, and a client on every node (a DaemonSet: drains leave it, so it
+/// watches the whole roll-out) that asks the Service every 200 ms and prints each outcome. The
+/// web servers stop serving only after their endpoints are gone (a `preStop` pause), as a
+/// workload that wants no failed request during node roll-outs does.
+fn workload(namespace: &str) -> serde_json::Value {
+    let labels = serde_json::json!({"app": "web"});
+    let web = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {
+                "terminationGracePeriodSeconds": 30,
+                "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                    "weight": 100,
+                    "podAffinityTerm": {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"},
+                }]}},
+                "containers": [{
+                    "name": "web",
+                    "image": "gardener-rs.local/busybox:1.35.0",
+                    "command": ["sh", "-c", "mkdir -p /tmp/www && hostname > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"],
+                    "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
+                    "lifecycle": {"preStop": {"exec": {"command": ["sleep", "5"]}}},
+                }],
+            },
+        }},
+    });
+    let budget = serde_json::json!({
+        "apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
+    });
+    let service = serde_json::json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {"selector": labels, "ports": [{"port": 80, "targetPort": 8080}]},
+    });
+    // Bounded: 4500 requests (15 minutes at 200 ms), each at most 2 s.
+    let client = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "client", "namespace": namespace},
+        "spec": {"selector": {"matchLabels": {"app": "client"}}, "template": {
+            "metadata": {"labels": {"app": "client"}},
+            "spec": {"tolerations": [{"operator": "Exists"}], "containers": [{
+                "name": "client",
+                "image": "gardener-rs.local/busybox:1.35.0",
+                "command": ["sh", "-c", "for i in $(seq 1 4500); do if timeout 2 wget -qO- http://web/ >/dev/null 2>&1; then echo ok; else echo \"fail $(date +%T)\"; fi; sleep 0.2; done; sleep 3600"],
+            }]},
+        }},
+    });
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        web, budget, service, client,
+    ]})
+}
+
+/// Every client pod's log as last read, by pod name (a pod whose node is gone keeps its last
+/// read).
+async fn read_client_logs(pods: &Api<Pod>, logs: &mut BTreeMap<String, String>) {
+    let Ok(list) = pods.list(&ListParams::default().labels("app=client")).await else { return };
+    for p in list.items {
+        if let Ok(text) = pods.logs(&p.name_any(), &LogParams::default()).await {
+            logs.insert(p.name_any(), text);
+        }
+    }
+}
+
+fn count(logs: &BTreeMap<String, String>, prefix: &str) -> usize {
+    logs.values().flat_map(|l| l.lines()).filter(|l| l.starts_with(prefix)).count()
+}
+
+#[tokio::test]
+async fn a_pool_rolls_to_a_new_image_version_without_a_failed_request() {
+    let mut s = pool_shoot("roll", 31, 2, |s| {
+        let w = &mut s["spec"]["provider"]["workers"][0];
+        w["labels"] = serde_json::json!({"e2e.gardener.cloud/pool": "roll"});
+        w["taints"] =
+            serde_json::json!([{"key": "e2e.gardener.cloud/rolling", "value": "yes", "effect": "PreferNoSchedule"}]);
+    });
+    eprintln!("created in {:?}", s.created().await);
+    let shoot = s.ready_client().await;
+    let old = wait_nodes(&s, &shoot, 2, OLD_IMAGE).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, s.kubeconfig().unwrap()).unwrap();
+    apply_in_shoot(&kubeconfig, &workload("roll"));
+    let pods: Api<Pod> = Api::namespaced(shoot.clone(), "roll");
+    let mut logs = BTreeMap::new();
+    s.wait("the web servers serve and both clients got answers", STEP_TIMEOUT, || async {
+        let mut now = BTreeMap::new();
+        read_client_logs(&pods, &mut now).await;
+        let answered = now.len() == 2 && now.values().all(|l| l.lines().any(|x| x == "ok"));
+        Ok(answered.then_some(()))
+    })
+    .await;
+
+    set_image_version(&s, "1.1.0");
+    let start = Instant::now();
+    let mut events: Vec<String> = Vec::new();
+    let mut last_draining = String::new();
+    loop {
+        read_client_logs(&pods, &mut logs).await;
+        let status = rollout_status(&s);
+        let draining = status["draining"].as_array().map(|d| {
+            d.iter().map(|x| x["machine"].as_str().unwrap_or_default().to_string()).collect::<Vec<_>>().join(",")
+        });
+        let draining = draining.unwrap_or_default();
+        if draining != last_draining {
+            events.push(format!("{:>4} s: draining [{draining}]", start.elapsed().as_secs()));
+            last_draining = draining;
+        }
+        let now = nodes(&shoot).await.unwrap_or_default();
+        let replaced = now.len() == 2
+            && now.iter().all(|(name, (ready, image))| *ready && image == NEW_IMAGE && !old.contains(name));
+        if replaced && status["settled"] == true {
+            break;
+        }
+        assert!(
+            start.elapsed() < ROLLOUT_TIMEOUT,
+            "the roll-out did not end within {ROLLOUT_TIMEOUT:?}: nodes {now:?}, status {status}\n{}",
+            s.diagnosis()
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let took = start.elapsed();
+    read_client_logs(&pods, &mut logs).await;
+    eprintln!("drain order and times:\n{}", events.join("\n"));
+    let (ok, failed) = (count(&logs, "ok"), count(&logs, "fail"));
+    eprintln!("rolled two nodes to 1.1.0 in {took:?}; client requests: {ok} answered, {failed} failed");
+    let failures: Vec<&str> = logs.values().flat_map(|l| l.lines()).filter(|l| l.starts_with("fail")).collect();
+    assert_eq!(failed, 0, "requests failed during the roll-out: {failures:?}");
+    // At 200 ms per request, the clients asked throughout the roll-out, not a few times.
+    assert!(ok as u64 >= took.as_secs() * 2, "only {ok} answered requests in {took:?}");
+    assert!(events.len() >= 2, "each old machine was drained in turn: {events:?}");
+
+    // The pool's metadata on the new Nodes.
+    let api: Api<Node> = Api::all(shoot.clone());
+    for node in api.list(&ListParams::default()).await.unwrap().items {
+        let name = node.name_any();
+        assert_eq!(node.labels().get("e2e.gardener.cloud/pool").map(String::as_str), Some("roll"), "{name}");
+        assert_eq!(node.labels().get("worker.gardener.cloud/pool").map(String::as_str), Some("local"), "{name}");
+        assert_eq!(node.labels().get("topology.kubernetes.io/zone").map(String::as_str), Some("0"), "{name}");
+        let spec = node.spec.clone().unwrap_or_default();
+        assert!(!spec.unschedulable.unwrap_or(false), "{name} is cordoned");
+        let taints = spec.taints.unwrap_or_default();
+        assert!(
+            taints.iter().any(|t| t.key == "e2e.gardener.cloud/rolling" && t.effect == "PreferNoSchedule"),
+            "{name} lacks the pool's taint: {taints:?}"
+        );
+    }
+    eprintln!("deleted in {:?}", s.delete().await);
+}
+
+#[tokio::test]
+async fn a_drain_blocked_by_a_budget_ends_at_the_drain_timeout_and_the_roll_out_goes_on() {
+    const TIMEOUT_SECONDS: u64 = 40;
+    let mut s = pool_shoot("drain", 32, 1, |s| {
+        s["spec"]["provider"]["workers"][0]["machineControllerManager"] =
+            serde_json::json!({"machineDrainTimeout": format!("{TIMEOUT_SECONDS}s")});
+    });
+    eprintln!("created in {:?}", s.created().await);
+    let shoot = s.ready_client().await;
+    let old = wait_nodes(&s, &shoot, 1, OLD_IMAGE).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, s.kubeconfig().unwrap()).unwrap();
+    // One replica and a budget that wants it always: no eviction is ever allowed.
+    let labels = serde_json::json!({"app": "stuck"});
+    apply_in_shoot(
+        &kubeconfig,
+        &serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "stuck"}},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "stuck", "namespace": "stuck"},
+             "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+               "spec": {"containers": [{"name": "c", "image": "gardener-rs.local/busybox:1.35.0", "command": ["sleep", "3600"]}]}}}},
+            {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget", "metadata": {"name": "stuck", "namespace": "stuck"},
+             "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}}},
+        ]}),
+    );
+    let pods: Api<Pod> = Api::namespaced(shoot.clone(), "stuck");
+    let (pod, _) = s
+        .wait("the budgeted pod runs", STEP_TIMEOUT, || async {
+            let list = pods.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+            let running =
+                list.items.iter().find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+            Ok(running.map(|p| p.name_any()))
+        })
+        .await;
+
+    set_image_version(&s, "1.1.0");
+    let start = Instant::now();
+    let (blocked, _) = s
+        .wait("the Worker names the pod that blocks the drain", ROLLOUT_TIMEOUT, || async {
+            let status = rollout_status(&s);
+            let blocked = status["draining"][0]["blockedBy"][0].as_str().unwrap_or_default().to_string();
+            Ok(blocked.contains(&format!("stuck/{pod}")).then_some((blocked, status)))
+        })
+        .await;
+    eprintln!("{:>4} s: the Worker says: {}", start.elapsed().as_secs(), blocked.1["draining"]);
+    assert!(blocked.0.contains("disruption budget"), "the reason names the budget: {}", blocked.0);
+
+    let (forced, _) = s
+        .wait("the drain ends at its timeout and the roll-out completes", ROLLOUT_TIMEOUT, || async {
+            let status = rollout_status(&s);
+            let now = nodes(&shoot).await?;
+            let replaced = now.len() == 1 && now.iter().all(|(n, (r, i))| *r && i == NEW_IMAGE && !old.contains(n));
+            Ok((replaced && status["settled"] == true).then(|| status["lastForcedDrain"].clone()))
+        })
+        .await;
+    eprintln!("{:>4} s: rolled; the forced drain: {forced}", start.elapsed().as_secs());
+    assert_eq!(forced["machine"].as_str(), Some(old[0].as_str()), "{forced}");
+    let forced_pods: Vec<&str> = forced["pods"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
+    assert_eq!(forced_pods, [format!("stuck/{pod}")], "the pod deleted at the timeout");
+    let since = blocked.1["draining"][0]["since"].as_str().unwrap().parse::<k8s_openapi::jiff::Timestamp>().unwrap();
+    let at = forced["at"].as_str().unwrap().parse::<k8s_openapi::jiff::Timestamp>().unwrap();
+    let waited = at.as_second() - since.as_second();
+    assert!(waited >= TIMEOUT_SECONDS as i64, "the drain ended after {waited} s, before its timeout");
+    eprintln!("the drain waited {waited} s for the budget (timeout {TIMEOUT_SECONDS} s)");
+    // The workload goes on, on the new node.
+    s.wait("the budgeted workload runs again", STEP_TIMEOUT, || async {
+        let list = pods.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+        Ok(list
+            .items
+            .iter()
+            .any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .then_some(()))
+    })
+    .await;
+    eprintln!("deleted in {:?}", s.delete().await);
+}
