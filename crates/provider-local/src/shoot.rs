@@ -41,6 +41,10 @@ pub async fn shoot_client(seed: &Client, technical_id: &str) -> Result<Option<Cl
         .map_err(|e| Error::dependency(&object, format!("the kubeconfig is not usable: {e}")))?;
     config.connect_timeout = Some(CONNECT_TIMEOUT);
     config.read_timeout = Some(READ_TIMEOUT);
+    // No retries inside the client: a refused eviction (429, a PodDisruptionBudget) is an answer
+    // the Worker's drain reports and asks again at its next reconcile; kube's default would
+    // retry it with backoff for many minutes and hold the reconcile meanwhile.
+    config.default_retry = false;
     Client::try_from(config)
         .map(Some)
         .map_err(|e| Error::dependency(&object, format!("no client from the kubeconfig: {e}")))

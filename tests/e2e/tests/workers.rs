@@ -163,7 +163,7 @@ async fn a_pool_rolls_to_a_new_image_version_without_a_failed_request() {
         let w = &mut s["spec"]["provider"]["workers"][0];
         w["labels"] = serde_json::json!({"e2e.gardener.cloud/pool": "roll"});
         w["taints"] =
-            serde_json::json!([{"key": "e2e.gardener.cloud/rolling", "value": "yes", "effect": "PreferNoSchedule"}]);
+            serde_json::json!([{"key": "e2e.gardener.cloud/rolling", "value": "pool", "effect": "PreferNoSchedule"}]);
     });
     eprintln!("created in {:?}", s.created().await);
     let shoot = s.ready_client().await;
@@ -300,7 +300,7 @@ async fn a_drain_blocked_by_a_budget_ends_at_the_drain_timeout_and_the_roll_out_
     eprintln!("{:>4} s: rolled; the forced drain: {forced}", start.elapsed().as_secs());
     assert_eq!(forced["machine"].as_str(), Some(old[0].as_str()), "{forced}");
     let forced_pods: Vec<&str> = forced["pods"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
-    assert_eq!(forced_pods, [format!("stuck/{pod}")], "the pod deleted at the timeout");
+    assert!(forced_pods.contains(&format!("stuck/{pod}").as_str()), "the pod deleted at the timeout: {forced}");
     let since = blocked.1["draining"][0]["since"].as_str().unwrap().parse::<k8s_openapi::jiff::Timestamp>().unwrap();
     let at = forced["at"].as_str().unwrap().parse::<k8s_openapi::jiff::Timestamp>().unwrap();
     let waited = at.as_second() - since.as_second();

@@ -4,6 +4,10 @@
 //! Services and Endpoints and forwards nothing. It reaches the API server the way kube-proxy
 //! does ([`super::common::service_account_kubeconfig`]), runs unprivileged on an unprivileged
 //! port behind the Service's port 53, and may only list and watch Services and Endpoints.
+//!
+//! Two replicas, spread over the nodes where there are several, with a PodDisruptionBudget of
+//! `maxUnavailable: 1` (as Gardener runs CoreDNS): a node roll-out drains one replica at a time,
+//! so names keep resolving while the pool's machines are replaced.
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
@@ -65,7 +69,7 @@ pub fn deployment(values: &Values) -> Result<Deployment, serde_json::Error> {
     serde_json::from_value(json!({
         "metadata": { "name": NAME, "namespace": NAMESPACE, "labels": labels() },
         "spec": {
-            "replicas": 1,
+            "replicas": REPLICAS,
             "selector": { "matchLabels": { "k8s-app": "kube-dns" } },
             "template": {
                 "metadata": { "labels": labels(), "annotations": { "checksum/config": checksum } },
@@ -75,6 +79,13 @@ pub fn deployment(values: &Values) -> Result<Deployment, serde_json::Error> {
                     // Its own address is what it serves; it must not ask itself.
                     "dnsPolicy": "Default",
                     "tolerations": [{ "key": "CriticalAddonsOnly", "operator": "Exists" }],
+                    "affinity": { "podAntiAffinity": { "preferredDuringSchedulingIgnoredDuringExecution": [{
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "labelSelector": { "matchLabels": { "k8s-app": "kube-dns" } },
+                            "topologyKey": "kubernetes.io/hostname",
+                        },
+                    }]}},
                     "nodeSelector": { "kubernetes.io/os": "linux" },
                     "securityContext": { "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532 },
                     "containers": [{
@@ -107,6 +118,20 @@ pub fn deployment(values: &Values) -> Result<Deployment, serde_json::Error> {
     }))
 }
 
+/// The replicas of the DNS server.
+pub const REPLICAS: i32 = 2;
+
+/// The PodDisruptionBudget of the DNS server: one replica at a time may be evicted. In
+/// `policy/v1beta1`, the version every supported shoot (1.20 onwards) serves.
+pub fn disruption_budget() -> serde_json::Value {
+    json!({
+        "apiVersion": "policy/v1beta1",
+        "kind": "PodDisruptionBudget",
+        "metadata": { "name": NAME, "namespace": NAMESPACE, "labels": labels() },
+        "spec": { "maxUnavailable": 1, "selector": { "matchLabels": { "k8s-app": "kube-dns" } } },
+    })
+}
+
 /// `kube-system/kube-dns` at the kubelets' `clusterDNS` address.
 pub fn service(values: &Values) -> Result<Service, serde_json::Error> {
     serde_json::from_value(json!({
@@ -133,6 +158,22 @@ mod tests {
             domain: "cluster.local".into(),
             image: "gardener-rs.local/cluster-dns:v0.1.0".into(),
         }
+    }
+
+    #[test]
+    fn two_replicas_spread_and_a_budget_keep_names_resolving_during_drains() {
+        let d = deployment(&values()).unwrap();
+        let spec = d.spec.unwrap();
+        assert_eq!(spec.replicas, Some(REPLICAS));
+        let pdb = disruption_budget();
+        assert_eq!(pdb["spec"]["maxUnavailable"], 1);
+        let selector = serde_json::to_value(spec.selector).unwrap();
+        assert_eq!(pdb["spec"]["selector"], selector, "the budget covers the Deployment's pods");
+        let affinity = serde_json::to_value(spec.template.spec.unwrap().affinity).unwrap();
+        assert_eq!(
+            affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]["topologyKey"],
+            "kubernetes.io/hostname"
+        );
     }
 
     #[test]

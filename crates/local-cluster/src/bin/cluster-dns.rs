@@ -38,9 +38,24 @@ fn main() -> ExitCode {
     cli::block_on(run(cli))
 }
 
+/// How long the server keeps answering after SIGTERM (CoreDNS's `lameduck`): a pod being
+/// evicted leaves the Service's endpoints at once, but every node's kube-proxy needs a moment to
+/// stop sending queries to it.
+const LAME_DUCK: std::time::Duration = std::time::Duration::from_secs(5);
+
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let client = cli::client(cli.kubeconfig.as_deref()).await?;
     tracing::info!(listen = %cli.listen, domain = %cli.domain, "serving cluster DNS");
-    local_cluster::addons::cluster_dns(client, &cli.domain, cli.listen, None).await?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let server = local_cluster::addons::cluster_dns(client, &cli.domain, cli.listen, None);
+    tokio::pin!(server);
+    tokio::select! {
+        result = &mut server => result?,
+        _ = term.recv() => {
+            tracing::info!(seconds = LAME_DUCK.as_secs(), "SIGTERM: answering a little longer, then stopping");
+            // Still serving meanwhile: the server future is polled until the pause ends.
+            let _ = tokio::time::timeout(LAME_DUCK, &mut server).await;
+        }
+    }
     Ok(())
 }

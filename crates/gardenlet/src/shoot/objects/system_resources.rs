@@ -194,6 +194,13 @@ async fn apply_cluster_dns(
     Api::<Deployment>::namespaced(shoot.clone(), ns)
         .patch(name, params, &Patch::Apply(&cluster_dns::deployment(values).map_err(serde)?))
         .await?;
+    let pdb = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget"),
+        "poddisruptionbudgets",
+    );
+    Api::<kube::api::DynamicObject>::namespaced_with(shoot.clone(), ns, &pdb)
+        .patch(name, params, &Patch::Apply(&cluster_dns::disruption_budget()))
+        .await?;
     Ok(())
 }
 
