@@ -108,7 +108,9 @@ fn workload(namespace: &str) -> serde_json::Value {
                     "image": "gardener-rs.local/busybox:1.35.0",
                     "command": ["sh", "-c", "mkdir -p /tmp/www && hostname > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www"],
                     "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
-                    "lifecycle": {"preStop": {"exec": {"command": ["sleep", "5"]}}},
+                    // Serving on until every node's kube-proxy has dropped the endpoint: on two
+                    // busy cores that can take several seconds.
+                    "lifecycle": {"preStop": {"exec": {"command": ["sleep", "15"]}}},
                 }],
             },
         }},
@@ -123,7 +125,7 @@ fn workload(namespace: &str) -> serde_json::Value {
         "metadata": {"name": "web", "namespace": namespace},
         "spec": {"selector": labels, "ports": [{"port": 80, "targetPort": 8080}]},
     });
-    // Bounded: 4500 requests (15 minutes at 200 ms), each at most 2 s.
+    // Bounded: 4500 requests (15 minutes at 200 ms and more), each at most 5 s.
     let client = serde_json::json!({
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": "client", "namespace": namespace},
@@ -133,8 +135,11 @@ fn workload(namespace: &str) -> serde_json::Value {
                 "name": "client",
                 "image": "gardener-rs.local/busybox:1.35.0",
                 "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
-                // `ok=N` on a failure: how many answers this client had had before it.
-                "command": ["sh", "-c", "ok=0; for i in $(seq 1 4500); do if timeout 2 wget -qO- http://web/ >/dev/null 2>&1; then echo ok; ok=$((ok+1)); else echo \"fail $(date +%T) node=$NODE ok=$ok\"; fi; sleep 0.2; done; sleep 3600"],
+                // A failure names its time, node, wget's complaint and exit code, and ends with
+                // `ok=N`: how many answers this client had had before it. 5 s per request: a
+                // request to a pod that is gone never completes (SYNs to a dead address), while a
+                // slow answer on two busy cores is an answer.
+                "command": ["sh", "-c", "ok=0; for i in $(seq 1 4500); do if out=$(timeout 5 wget -qO- http://web/ 2>&1 >/dev/null); then echo ok; ok=$((ok+1)); else echo \"fail $(date +%T) node=$NODE rc=$? ${out:-no output} ok=$ok\"; fi; sleep 0.2; done; sleep 3600"],
             }]},
         }},
     });

@@ -40,8 +40,8 @@ fn main() -> ExitCode {
 
 /// How long the server keeps answering after SIGTERM (CoreDNS's `lameduck`): a pod being
 /// evicted leaves the Service's endpoints at once, but every node's kube-proxy needs a moment to
-/// stop sending queries to it.
-const LAME_DUCK: std::time::Duration = std::time::Duration::from_secs(5);
+/// stop sending queries to it (several seconds on a busy node). Within the pod's 30 s grace.
+const LAME_DUCK: std::time::Duration = std::time::Duration::from_secs(15);
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let client = cli::client(cli.kubeconfig.as_deref()).await?;
