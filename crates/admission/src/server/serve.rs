@@ -143,8 +143,10 @@ async fn answer(
             return (status, message).into_response();
         }
     };
-    if resource == "pods" {
-        namespace_seen(&admission, &body).await;
+    match resource {
+        "pods" => namespace_seen(&admission, &body).await,
+        "managedseeds" => shoot_seen(&admission, &body).await,
+        _ => {}
     }
     let (response, allowed) = admission.review_bytes(endpoint, resource, &body);
     metrics.requests.with_label_values(&[ep, resource, if allowed { "true" } else { "false" }]).inc();
@@ -173,6 +175,23 @@ async fn namespace_seen(admission: &Admission, body: &[u8]) {
     };
     let deadline = Instant::now() + NAMESPACE_WAIT;
     while admission.lookup().namespace(&namespace).is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A ManagedSeed is applied together with its Shoot (`example/managedseed.yaml`), so the Shoot
+/// may not have reached the shoot cache when the ManagedSeed's review asks for it. Waits for it
+/// (at most [`NAMESPACE_WAIT`]); a shoot still unknown then is reported as not found.
+async fn shoot_seen(admission: &Admission, body: &[u8]) {
+    let Ok(review) = serde_json::from_slice::<serde_json::Value>(body) else { return };
+    let request = &review["request"];
+    let namespace = request["namespace"].as_str().unwrap_or_default();
+    let Some(shoot) = request.pointer("/object/spec/shoot/name").and_then(|n| n.as_str()) else { return };
+    if request["operation"] != "CREATE" {
+        return;
+    }
+    let deadline = Instant::now() + NAMESPACE_WAIT;
+    while admission.lookup().shoot(namespace, shoot).is_none() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

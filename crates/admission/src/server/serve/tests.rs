@@ -330,8 +330,9 @@ fn the_oldest_connection_without_a_request_is_chosen_once_it_had_its_second() {
     assert_eq!(evictee(std::iter::empty(), now), None);
 }
 
-/// A lookup whose namespaces appear only `delay` after it was made: a namespace watch that lags
-/// behind a namespace created just before its first Pod.
+/// A lookup whose namespaces and shoots appear only `delay` after it was made: a watch that lags
+/// behind a namespace created just before its first Pod, or a Shoot applied together with its
+/// ManagedSeed.
 struct Late {
     inner: crate::review::StaticLookup,
     since: Instant,
@@ -349,7 +350,7 @@ impl crate::review::Lookup for Late {
         self.inner.seed(name)
     }
     fn shoot(&self, ns: &str, name: &str) -> Option<Arc<api::core::Shoot>> {
-        self.inner.shoot(ns, name)
+        (self.since.elapsed() >= self.delay).then(|| self.inner.shoot(ns, name)).flatten()
     }
     fn shoots(&self) -> Vec<Arc<api::core::Shoot>> {
         self.inner.shoots()
@@ -431,4 +432,43 @@ async fn the_wait_for_a_namespace_that_never_comes_is_bounded() {
     let (answer, allowed) = admission.review_bytes(Endpoint::Validate, "pods", &pod_review());
     assert!(!allowed, "still unknown: restricted: {}", String::from_utf8_lossy(&answer));
     assert!(String::from_utf8_lossy(&answer).contains("fresh"), "{}", String::from_utf8_lossy(&answer));
+}
+
+/// An AdmissionReview v1 of a ManagedSeed `garden/managed` for the shoot `managed`.
+fn managed_seed_review() -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "m1", "kind": {"group": "seedmanagement.gardener.cloud", "version": "v1alpha1", "kind": "ManagedSeed"},
+                    "resource": {"group": "seedmanagement.gardener.cloud", "version": "v1alpha1", "resource": "managedseeds"},
+                    "name": "managed", "namespace": "garden", "operation": "CREATE",
+                    "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+                    "object": {"apiVersion": "seedmanagement.gardener.cloud/v1alpha1", "kind": "ManagedSeed",
+                               "metadata": {"name": "managed", "namespace": "garden"},
+                               "spec": {"shoot": {"name": "managed"}}},
+                    "dryRun": false}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_managed_seed_applied_with_its_shoot_waits_for_the_shoot_to_reach_the_cache() {
+    let mut shoot = crate::fixtures::shoot();
+    shoot.metadata.name = Some("managed".into());
+    shoot.metadata.namespace = Some("garden".into());
+    let late = || {
+        let inner = crate::review::StaticLookup { shoots: vec![Arc::new(shoot.clone())], ..Default::default() };
+        Admission::new(
+            Arc::new(Late { inner, since: Instant::now(), delay: Duration::from_secs(1) }),
+            RulesConfig::default(),
+        )
+    };
+    let not_found = |answer: &[u8]| String::from_utf8_lossy(answer).contains("spec.shoot.name: Not found");
+    // Without the wait, the shoot the cache has not seen yet is "not found".
+    let (answer, _) = late().review_bytes(Endpoint::Validate, "managedseeds", &managed_seed_review());
+    assert!(not_found(&answer), "{}", String::from_utf8_lossy(&answer));
+    // With it, the shoot arrives.
+    let admission = late();
+    shoot_seen(&admission, &managed_seed_review()).await;
+    let (answer, _) = admission.review_bytes(Endpoint::Validate, "managedseeds", &managed_seed_review());
+    assert!(!not_found(&answer), "{}", String::from_utf8_lossy(&answer));
 }
