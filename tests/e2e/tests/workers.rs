@@ -79,10 +79,20 @@ async fn wait_nodes(s: &CaseShoot, shoot: &Client, count: usize, image: &str) ->
     names
 }
 
-fn apply_in_shoot(kubeconfig: &std::path::Path, manifest: &serde_json::Value) {
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), serde_json::to_string(manifest).unwrap()).unwrap();
-    e2e::kubectl_with(kubeconfig, &["apply", "-f", &file.path().to_string_lossy()]).unwrap();
+/// `kubectl apply` of `manifest` in the shoot, with its admin kubeconfig.
+fn apply_in_shoot(s: &CaseShoot, manifest: &serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let (kubeconfig, file) = (dir.path().join("kubeconfig"), dir.path().join("manifest.json"));
+    std::fs::write(&kubeconfig, s.kubeconfig().unwrap()).unwrap();
+    std::fs::write(&file, serde_json::to_string(manifest).unwrap()).unwrap();
+    e2e::kubectl_with(&kubeconfig, &["apply", "-f", &file.to_string_lossy()]).unwrap();
+}
+
+/// The name of a pod of `pods` that runs.
+async fn running(pods: &Api<Pod>) -> Result<Option<String>, String> {
+    let list = pods.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
+    let running = list.items.iter().find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
+    Ok(running.map(|p| p.name_any()))
 }
 
 /// The workload of the first case: two web servers spread over the nodes, a budget that keeps
@@ -178,10 +188,7 @@ async fn a_pool_rolls_to_a_new_image_version_without_a_failed_request() {
     let shoot = s.ready_client().await;
     let old = wait_nodes(&s, &shoot, 2, OLD_IMAGE).await;
 
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, s.kubeconfig().unwrap()).unwrap();
-    apply_in_shoot(&kubeconfig, &workload("roll"));
+    apply_in_shoot(&s, &workload("roll"));
     let pods: Api<Pod> = Api::namespaced(shoot.clone(), "roll");
     let mut logs = BTreeMap::new();
     s.wait("the web servers serve and both clients got answers", STEP_TIMEOUT, || async {
@@ -271,13 +278,10 @@ async fn a_drain_blocked_by_a_budget_ends_at_the_drain_timeout_and_the_roll_out_
     let shoot = s.ready_client().await;
     let old = wait_nodes(&s, &shoot, 1, OLD_IMAGE).await;
 
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, s.kubeconfig().unwrap()).unwrap();
     // One replica and a budget that wants it always: no eviction is ever allowed.
     let labels = serde_json::json!({"app": "stuck"});
     apply_in_shoot(
-        &kubeconfig,
+        &s,
         &serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "stuck"}},
             {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "stuck", "namespace": "stuck"},
@@ -288,14 +292,7 @@ async fn a_drain_blocked_by_a_budget_ends_at_the_drain_timeout_and_the_roll_out_
         ]}),
     );
     let pods: Api<Pod> = Api::namespaced(shoot.clone(), "stuck");
-    let (pod, _) = s
-        .wait("the budgeted pod runs", STEP_TIMEOUT, || async {
-            let list = pods.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
-            let running =
-                list.items.iter().find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"));
-            Ok(running.map(|p| p.name_any()))
-        })
-        .await;
+    let (pod, _) = s.wait("the budgeted pod runs", STEP_TIMEOUT, || running(&pods)).await;
 
     set_image_version(&s, "1.1.0");
     let start = Instant::now();
@@ -327,14 +324,6 @@ async fn a_drain_blocked_by_a_budget_ends_at_the_drain_timeout_and_the_roll_out_
     assert!(waited >= TIMEOUT_SECONDS as i64, "the drain ended after {waited} s, before its timeout");
     eprintln!("the drain waited {waited} s for the budget (timeout {TIMEOUT_SECONDS} s)");
     // The workload goes on, on the new node.
-    s.wait("the budgeted workload runs again", STEP_TIMEOUT, || async {
-        let list = pods.list(&ListParams::default()).await.map_err(|e| e.to_string())?;
-        Ok(list
-            .items
-            .iter()
-            .any(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-            .then_some(()))
-    })
-    .await;
+    s.wait("the budgeted workload runs again", STEP_TIMEOUT, || running(&pods)).await;
     eprintln!("deleted in {:?}", s.delete().await);
 }

@@ -173,8 +173,14 @@ async fn namespace_seen(admission: &Admission, body: &[u8]) {
     let Some(namespace) = serde_json::from_slice::<Review>(body).ok().and_then(|r| r.request?.namespace) else {
         return;
     };
+    until_cached(|| admission.lookup().namespace(&namespace).is_some()).await;
+}
+
+/// Waits until `cached` holds (an object a review needs has reached its watch-fed cache), at
+/// most [`NAMESPACE_WAIT`].
+async fn until_cached(cached: impl Fn() -> bool) {
     let deadline = Instant::now() + NAMESPACE_WAIT;
-    while admission.lookup().namespace(&namespace).is_none() && Instant::now() < deadline {
+    while !cached() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -190,10 +196,7 @@ async fn shoot_seen(admission: &Admission, body: &[u8]) {
     if request["operation"] != "CREATE" {
         return;
     }
-    let deadline = Instant::now() + NAMESPACE_WAIT;
-    while admission.lookup().shoot(namespace, shoot).is_none() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_cached(|| admission.lookup().shoot(namespace, shoot).is_some()).await;
 }
 
 async fn convert(metrics: Metrics, body: Result<Bytes, BytesRejection>) -> Response {

@@ -12,6 +12,20 @@ use extension_sdk::kube::{Api, Client, ResourceExt};
 
 /// The annotation on a machine Pod (in the seed) with the time its drain began (RFC 3339).
 pub const ANNOTATION_DRAIN_STARTED: &str = "machine.provider-local.gardener.cloud/drain-started";
+/// `seconds` since the epoch as RFC 3339, as [`ANNOTATION_DRAIN_STARTED`] and the Worker's status
+/// write times.
+pub fn rfc3339(seconds: i64) -> String {
+    extension_sdk::k8s_openapi::jiff::Timestamp::from_second(seconds)
+        .unwrap_or(extension_sdk::k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
+}
+
+/// The seconds since the epoch of an RFC 3339 time ([`rfc3339`]'s inverse); `None` when it is not
+/// one.
+pub fn seconds(rfc3339: &str) -> Option<i64> {
+    rfc3339.parse::<extension_sdk::k8s_openapi::jiff::Timestamp>().ok().map(|t| t.as_second())
+}
+
 /// The annotation of a mirror pod (the API's copy of a static pod).
 const MIRROR: &str = "kubernetes.io/config.mirror";
 
@@ -104,6 +118,13 @@ mod tests {
             status: Some(PodStatus { phase: Some(phase.into()), ..Default::default() }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn drain_times_read_back_as_written() {
+        assert_eq!(rfc3339(1_800_000_000), "2027-01-15T08:00:00Z");
+        assert_eq!(seconds(&rfc3339(1_800_000_000)), Some(1_800_000_000));
+        assert_eq!(seconds("yesterday"), None);
     }
 
     #[test]

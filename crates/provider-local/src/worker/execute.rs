@@ -1,7 +1,7 @@
 //! Carrying out a pool's roll-out ([`super::rollout`]) against the seed (machine Pods) and the
 //! shoot (cordon, evictions), and what the Worker's status says about it.
 
-use super::drain;
+use super::drain::{self, rfc3339};
 use super::nodes::ShootView;
 use super::pods::Machines;
 use super::rollout::{self, DrainVerdict, Machine};
@@ -9,6 +9,7 @@ use crate::error::Error;
 use extension_sdk::api::extensions::worker::WorkerPool;
 use extension_sdk::k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 /// A pool's roll-out as the Worker's `status.providerStatus.rollouts` reports it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -56,10 +57,6 @@ pub struct ForcedDrain {
     pub pods: Vec<String>,
 }
 
-fn rfc3339(seconds: i64) -> String {
-    Timestamp::from_second(seconds).unwrap_or(Timestamp::UNIX_EPOCH).to_string()
-}
-
 /// One pool's reconcile.
 pub(super) struct PoolRun<'a> {
     pub machines: &'a Machines,
@@ -103,6 +100,9 @@ impl PoolRun<'_> {
             ..Default::default()
         };
         let mut machines = self.observe().await?;
+        // Each machine's drain gets one round of evictions per reconcile, however many rounds of
+        // decisions follow; its status entry is from that round.
+        let mut drained = BTreeSet::new();
         // Each round removes or adds at least one machine, or ends.
         for _ in 0..2 * (self.want as usize + machines.len()) + 4 {
             if self.hibernated {
@@ -112,10 +112,11 @@ impl PoolRun<'_> {
                 machines.clear();
                 break;
             }
-            status.draining.clear();
             let mut changed = false;
             for m in machines.iter().filter(|m| m.draining_since.is_some()) {
-                changed |= self.drain(m, &mut status).await?;
+                if drained.insert(m.name.clone()) {
+                    changed |= self.drain(m, &mut status).await?;
+                }
             }
             let mut plan = rollout::plan(self.want, self.hash, &machines, surge, unavailable);
             if self.view.is_some_and(|v| !v.reachable) {

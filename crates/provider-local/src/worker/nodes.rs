@@ -334,6 +334,27 @@ mod tests {
         assert_eq!(metadata_patch(&n, &after), None);
     }
 
+    fn proxy(node: &str, ready: bool) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("kube-proxy-{node}")},
+            "spec": {"nodeName": node, "containers": []},
+            "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_machine_serves_once_its_node_is_ready_and_runs_kube_proxy() {
+        let nodes = [ready_node("a-1"), ready_node("a-2"), node("a-3", Some("a"))];
+        let proxies = [proxy("a-1", true), proxy("a-2", false), proxy("a-3", true)];
+        assert!(serves(&nodes, &proxies, "a-1"));
+        assert!(!serves(&nodes, &proxies, "a-2"), "its kube-proxy is not Ready");
+        assert!(!serves(&nodes, &proxies, "a-3"), "its Node is not Ready");
+        assert!(!serves(&nodes, &proxies, "a-4"), "no Node");
+        assert!(!serves(&nodes, &proxies[..1], "a-2"), "kube-proxy runs elsewhere but not here yet");
+        assert!(serves(&nodes, &[], "a-2"), "a shoot without kube-proxy: the Node decides");
+    }
+
     #[test]
     fn only_pool_nodes_without_a_machine_are_orphans() {
         let nodes = [node("a-1", Some("a")), node("a-2", Some("a")), node("manual", None)];

@@ -3,7 +3,7 @@
 
 use super::MachineRecord;
 use super::desired::{HASH_LEN, machine_name};
-use super::drain::ANNOTATION_DRAIN_STARTED;
+use super::drain::{self, ANNOTATION_DRAIN_STARTED};
 use super::rollout::Machine;
 use crate::common::{apply_params, delete_if_exists, selector, shoot_labels};
 use crate::error::{Error, is_conflict};
@@ -15,7 +15,6 @@ use extension_sdk::k8s_openapi::api::core::v1::{
     Container, EmptyDirVolumeSource, HostPathVolumeSource, Pod, PodSpec, Secret, SecretVolumeSource, SecurityContext,
     Volume, VolumeMount,
 };
-use extension_sdk::k8s_openapi::jiff::Timestamp;
 use extension_sdk::kube::api::{ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use extension_sdk::kube::{Api, Client, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
@@ -88,11 +87,7 @@ impl Machines {
                 let name = p.name_any();
                 let hash = p.labels().get(LABEL_CLASS)?.clone();
                 let index = name.strip_prefix(&format!("{pool}-{hash}-"))?.parse().ok()?;
-                let draining_since = p
-                    .annotations()
-                    .get(ANNOTATION_DRAIN_STARTED)
-                    .and_then(|t| t.parse::<Timestamp>().ok())
-                    .map(|t| t.as_second());
+                let draining_since = p.annotations().get(ANNOTATION_DRAIN_STARTED).and_then(|t| drain::seconds(t));
                 Some(Machine { name, hash, index, serves: false, draining_since })
             })
             .collect())
@@ -101,8 +96,7 @@ impl Machines {
     /// Records on a machine that its drain began at `since` (seconds since the epoch), so that
     /// a restart carries on with the drain and its timeout.
     pub async fn mark_draining(&self, name: &str, since: i64) -> Result<(), Error> {
-        let at = Timestamp::from_second(since).unwrap_or(Timestamp::UNIX_EPOCH).to_string();
-        let patch = serde_json::json!({"metadata": {"annotations": {ANNOTATION_DRAIN_STARTED: at}}});
+        let patch = serde_json::json!({"metadata": {"annotations": {ANNOTATION_DRAIN_STARTED: drain::rfc3339(since)}}});
         self.pods()
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
