@@ -205,6 +205,9 @@ async fn a_pool_rolls_to_a_new_image_version_without_a_failed_request() {
     let start = Instant::now();
     let mut events: Vec<String> = Vec::new();
     let mut last_draining = String::new();
+    // When each old machine's drain ended (its machine is removed from then on), as the clients'
+    // `date +%T` writes it (UTC, the host's clock).
+    let mut drain_ended: BTreeMap<String, String> = BTreeMap::new();
     loop {
         read_client_logs(&pods, &mut logs).await;
         let status = rollout_status(&s);
@@ -214,6 +217,10 @@ async fn a_pool_rolls_to_a_new_image_version_without_a_failed_request() {
         let draining = draining.unwrap_or_default();
         if draining != last_draining {
             events.push(format!("{:>4} s: draining [{draining}]", start.elapsed().as_secs()));
+            let at = k8s_openapi::jiff::Timestamp::now().strftime("%H:%M:%S").to_string();
+            for ended in last_draining.split(',').filter(|m| !m.is_empty() && !draining.split(',').any(|d| d == *m)) {
+                drain_ended.insert(ended.to_string(), at.clone());
+            }
             last_draining = draining;
         }
         let now = nodes(&shoot).await.unwrap_or_default();
@@ -235,14 +242,25 @@ async fn a_pool_rolls_to_a_new_image_version_without_a_failed_request() {
     let lines = since(&logs, &baseline);
     let ok = lines.iter().filter(|l| **l == "ok").count();
     // A client on a new node starts as soon as its node is Ready; until its first answer it
-    // measures the node's start (its kube-proxy's first sync), not the roll-out: those attempts
-    // are reported but not counted. Every other failure is a request the roll-out dropped.
-    let (warm_up, failed): (Vec<&str>, Vec<&str>) =
+    // measures the node's start (its kube-proxy's first sync), not the roll-out. A client on an
+    // old node whose drain has ended goes away with its machine; its requests from then on
+    // measure that machine's shutdown. Both are reported but not counted (a drain's end is
+    // noticed up to one poll late, which counts more, not less). Every other failure is a
+    // request the roll-out dropped.
+    let (warm_up, rest): (Vec<&str>, Vec<&str>) =
         lines.iter().filter(|l| l.starts_with("fail")).partition(|l| l.ends_with(" ok=0"));
+    let on_removed_machine = |line: &str| {
+        let mut words = line.split(' ').skip(1);
+        let (time, node) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
+        let node = node.trim_start_matches("node=");
+        drain_ended.get(node).is_some_and(|ended| time >= ended.as_str())
+    };
+    let (going, failed): (Vec<&str>, Vec<&str>) = rest.into_iter().partition(|l| on_removed_machine(l));
     eprintln!(
-        "rolled two nodes to 1.1.0 in {took:?}; client requests: {ok} answered, {} failed; {} before a new node's client had its first answer: {warm_up:?}",
+        "rolled two nodes to 1.1.0 in {took:?}; client requests: {ok} answered, {} failed; {} before a new node's client had its first answer: {warm_up:?}; {} on a machine being removed after its drain: {going:?}",
         failed.len(),
-        warm_up.len()
+        warm_up.len(),
+        going.len()
     );
     assert!(failed.is_empty(), "requests failed during the roll-out: {failed:?}");
     // At 200 ms per request, the clients asked throughout the roll-out, not a few times.
