@@ -10,6 +10,7 @@ pub mod names;
 pub mod quantity;
 pub mod redact;
 pub mod rotation;
+pub mod seed_identity;
 pub mod seed_labels;
 pub mod shoot_operation;
 pub mod versions;
