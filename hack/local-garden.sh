@@ -50,6 +50,13 @@ metadata:
   labels:
     pod-security.kubernetes.io/enforce: privileged
 EOF
+# The CA that signs the admission server's certificates (hack/local-values/controlplane.yaml):
+# the local cluster's kube-apiserver trusts it for the seed authorizer (docs/security.md).
+webhook_ca="$state_dir/pki/webhook-ca"
+[ -f "$webhook_ca/ca.key" ] || die "$webhook_ca/ca.key is missing; run \`make local-up\`"
+"$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" -n "$NS" create secret tls gardener-admission-ca \
+  --cert "$webhook_ca/ca.crt" --key "$webhook_ca/ca.key" --dry-run=client -o yaml |
+  "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" apply -f - >/dev/null || die "could not apply Secret $NS/gardener-admission-ca"
 release gardener-controlplane controlplane
 # provider-local is registered, not installed: the controller-manager asks the seed's gardenlet
 # for it (ControllerInstallation provider-local-local) and gardenlet deploys the objects of its

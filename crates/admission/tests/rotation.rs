@@ -154,7 +154,7 @@ async fn racing_replicas_adopt_one_secret_and_rotation_keeps_the_previous_ca() {
     let config = config_for("127.0.0.1:9443".parse().unwrap());
     let validity = Duration::from_secs(3000);
     let t0 = time::OffsetDateTime::now_utc();
-    let ensure = |now| shared::ensure(&as_server, &config.certificate_secret, None, &config.hosts, validity, now);
+    let ensure = |now| shared::ensure(&as_server, &config.certificate_secret, None, &config.hosts, validity, None, now);
     let (x, y) = tokio::join!(ensure(t0), ensure(t0));
     let (x, y) = (x.unwrap(), y.unwrap());
     assert_eq!(x.current.cert_der, y.current.cert_der, "both replicas use one certificate");
@@ -176,4 +176,36 @@ async fn racing_replicas_adopt_one_secret_and_rotation_keeps_the_previous_ca() {
     let replaced = ensure(due + time::Duration::seconds(120)).await.unwrap();
     assert_ne!(replaced.current.cert_der, rotated.current.cert_der);
     assert_eq!(replaced.previous_ca, None, "an unreadable Secret has no CA left to trust");
+}
+
+/// With a CA of the operator's (the local garden's webhook CA), a Secret holding a certificate
+/// of the server's own CA is replaced at once by one that CA signed, and rotations keep that CA
+/// as the only trust anchor: what a kube-apiserver that read the CA once from a file needs.
+#[tokio::test]
+async fn a_given_ca_replaces_the_servers_own_and_stays_the_anchor_across_rotations() {
+    let (env, client) = garden().await;
+    let as_server = server_client(&env, &client).await;
+    let config = config_for("127.0.0.1:9443".parse().unwrap());
+    let validity = Duration::from_secs(3000);
+    let t0 = time::OffsetDateTime::now_utc();
+    let own = shared::ensure(&as_server, &config.certificate_secret, None, &config.hosts, validity, None, t0)
+        .await
+        .unwrap();
+
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign, rcgen::KeyUsagePurpose::DigitalSignature];
+    let ca_pem = params.self_signed(&key).unwrap().pem();
+    let given = admission::server::certs::SigningCa::from_pem(&ca_pem, &key.serialize_pem()).unwrap();
+    let ensure =
+        |now| shared::ensure(&as_server, &config.certificate_secret, None, &config.hosts, validity, Some(&given), now);
+
+    let signed = ensure(t0).await.unwrap();
+    assert_ne!(signed.current.cert_der, own.current.cert_der, "the server's own CA is given up at once");
+    assert_eq!(signed.current.ca_pem, ca_pem);
+    assert_eq!(signed.bundle(), format!("{ca_pem}{}", own.current.ca_pem), "the old CA is trusted during the swap");
+    let rotated = ensure(t0 + time::Duration::seconds(2100)).await.unwrap();
+    assert_ne!(rotated.current.cert_der, signed.current.cert_der);
+    assert_eq!(rotated.bundle(), ca_pem, "after a rotation the given CA is the only anchor");
 }

@@ -50,6 +50,12 @@ pub struct AdmissionConfig {
     pub owner: Option<String>,
     /// Who may set or change a Shoot's `spec.seedName`.
     pub rules: admission::review::RulesConfig,
+    /// A CA of the operator's that signs the serving certificates (mounted from a Secret), for
+    /// the garden kube-apiserver's authorization webhook, which reads its CA once; none: the
+    /// server makes and rotates its own CA.
+    pub signing_ca: Option<admission::server::CaFiles>,
+    /// Further names or addresses in the serving certificate (the node address of the NodePort).
+    pub extra_hosts: Vec<String>,
 }
 
 impl Default for AdmissionConfig {
@@ -63,6 +69,8 @@ impl Default for AdmissionConfig {
             certificate_validity_seconds: defaults.certificate_validity.as_secs(),
             owner: None,
             rules: defaults.rules,
+            signing_ca: None,
+            extra_hosts: Vec::new(),
         }
     }
 }
@@ -75,6 +83,8 @@ impl AdmissionConfig {
         server.certificate_validity = Duration::from_secs(self.certificate_validity_seconds);
         server.rules = self.rules.clone();
         server.owner = self.owner.clone();
+        server.signing_ca = self.signing_ca.clone();
+        server.hosts.extend(self.extra_hosts.iter().cloned());
         server
     }
 }

@@ -28,6 +28,10 @@ pub const ADDONS: &str = "addons";
 pub const REGISTRY: &str = "registry";
 pub const REGISTRY_WRITER: &str = "registry-writer";
 pub const SERVICE_ACCOUNT: &str = "service-account";
+/// The CA that signs the garden admission server's serving certificates (handed to the
+/// controlplane chart by `hack/local-garden.sh`), so the kube-apiserver's authorization webhook
+/// file, read once at its start, keeps trusting the seed authorizer across rotations.
+pub const WEBHOOK_CA: &str = "webhook-ca";
 
 /// The user the add-ons (DNS, storage provisioner) authenticate as; RBAC grants it exactly
 /// what they use (see `manifests`).
@@ -60,6 +64,7 @@ pub fn configs() -> Vec<SecretConfig> {
     vec![
         CaConfig::new(CA, "local-cluster-ca").into(),
         CaConfig::new(ETCD_CA, "local-cluster-etcd-ca").into(),
+        CaConfig::new(WEBHOOK_CA, "local-garden-webhook-ca").into(),
         CertificateConfig::new(APISERVER, CA, "kube-apiserver", Usage::Server).with_sans(apiserver_sans).into(),
         CertificateConfig::new(APISERVER_KUBELET_CLIENT, CA, "kube-apiserver-kubelet-client", Usage::Client)
             .with_organization("system:masters")

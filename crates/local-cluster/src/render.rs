@@ -53,9 +53,10 @@ pub fn etcd_args(layout: &Layout, pki: &Files) -> Vec<String> {
     ]
 }
 
-/// kube-apiserver on the node address: `Node,RBAC`, `NodeRestriction`, bootstrap tokens, a
-/// client certificate for the kubelet (logs, exec), and encryption at rest
-/// ([`encryption`], the file at [`Layout::encryption_config`]).
+/// kube-apiserver on the node address: `Node,RBAC,Webhook` (the webhook is the garden's seed
+/// authorizer, [`seed_authorizer_kubeconfig`]; last, so it only sees what Node and RBAC did not
+/// allow), `NodeRestriction`, bootstrap tokens, a client certificate for the kubelet (logs,
+/// exec), and encryption at rest ([`encryption`], the file at [`Layout::encryption_config`]).
 pub fn apiserver_args(layout: &Layout, pki: &Files) -> Vec<String> {
     let ca = p(pki.path(pki::CA, "ca.crt"));
     vec![
@@ -70,7 +71,12 @@ pub fn apiserver_args(layout: &Layout, pki: &Files) -> Vec<String> {
         format!("--tls-cert-file={}", p(pki.path(pki::APISERVER, "tls.crt"))),
         format!("--tls-private-key-file={}", p(pki.path(pki::APISERVER, "tls.key"))),
         format!("--client-ca-file={ca}"),
-        "--authorization-mode=Node,RBAC".into(),
+        "--authorization-mode=Node,RBAC,Webhook".into(),
+        format!("--authorization-webhook-config-file={}", p(layout.config_file(SEED_AUTHORIZER_KUBECONFIG))),
+        "--authorization-webhook-version=v1".into(),
+        // No cached decisions: a seed loses access to a shoot the moment it moves away.
+        "--authorization-webhook-cache-authorized-ttl=0s".into(),
+        "--authorization-webhook-cache-unauthorized-ttl=0s".into(),
         "--enable-admission-plugins=NodeRestriction".into(),
         "--enable-bootstrap-token-auth=true".into(),
         format!("--kubelet-client-certificate={}", p(pki.path(pki::APISERVER_KUBELET_CLIENT, "tls.crt"))),
@@ -85,6 +91,21 @@ pub fn apiserver_args(layout: &Layout, pki: &Files) -> Vec<String> {
         "--profiling=false".into(),
         format!("--encryption-provider-config={}", p(layout.encryption_config())),
     ]
+}
+
+/// The file name of the authorization webhook's kubeconfig in the configuration directory.
+pub const SEED_AUTHORIZER_KUBECONFIG: &str = "seed-authorizer.kubeconfig";
+
+/// The kubeconfig through which kube-apiserver calls the seed authorizer: the admission
+/// server's NodePort on the node address, trusted through the webhook CA (`pki::WEBHOOK_CA`),
+/// which signs that server's certificates. The caller presents no client certificate: the
+/// server answers decisions only.
+pub fn seed_authorizer_kubeconfig(pki: &Files) -> String {
+    let ca = p(pki.path(pki::WEBHOOK_CA, "ca.crt"));
+    let server = seed_authorizer_url();
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: seed-authorizer\n  cluster:\n    certificate-authority: {ca}\n    server: {server}\nusers:\n- name: kube-apiserver\n  user: {{}}\ncontexts:\n- name: seed-authorizer\n  context:\n    cluster: seed-authorizer\n    user: kube-apiserver\ncurrent-context: seed-authorizer\n"
+    )
 }
 
 fn kubeconfig_flags(layout: &Layout, component: &str) -> Vec<String> {
@@ -203,9 +224,21 @@ mod tests {
     }
 
     #[test]
+    fn the_seed_authorizer_is_called_on_the_node_port_trusting_the_webhook_ca() {
+        let text = seed_authorizer_kubeconfig(&Files::new("/p"));
+        let config: serde_yaml::Value = serde_yaml::from_str(&text).expect("kubeconfig yaml");
+        let cluster = &config["clusters"][0]["cluster"];
+        assert_eq!(cluster["server"].as_str(), Some("https://10.250.0.1:30443/webhooks/auth/seed"));
+        assert_eq!(cluster["certificate-authority"].as_str(), Some("/p/webhook-ca/ca.crt"));
+        assert_eq!(config["current-context"].as_str(), Some("seed-authorizer"));
+        assert_eq!(config["contexts"][0]["context"]["user"].as_str(), Some("kube-apiserver"));
+    }
+
+    #[test]
     fn the_apiserver_authorizes_nodes_and_uses_tls_to_etcd() {
         let args = apiserver_args(&Layout::new("/s"), &Files::new("/p"));
-        assert!(args.contains(&"--authorization-mode=Node,RBAC".to_string()));
+        assert!(args.contains(&"--authorization-mode=Node,RBAC,Webhook".to_string()));
+        assert!(args.contains(&"--authorization-webhook-config-file=/s/config/seed-authorizer.kubeconfig".to_string()));
         assert!(args.contains(&"--encryption-provider-config=/s/config/encryption-config.yaml".to_string()));
         assert!(args.iter().any(|a| a.starts_with("--etcd-servers=https://")));
         assert!(args.contains(&"--kubelet-certificate-authority=/p/ca/ca.crt".to_string()));

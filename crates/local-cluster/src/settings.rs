@@ -37,6 +37,12 @@ pub const KCM_PORT: u16 = 10257;
 pub const SCHEDULER_PORT: u16 = 10259;
 /// The image registry (TLS) on the node address; machines pull from it (`registry`).
 pub const REGISTRY_PORT: u16 = 5000;
+/// The NodePort of the garden admission server's Service (`hack/local-values/controlplane.yaml`
+/// sets it), through which the kube-apiserver, a host process outside cluster DNS, calls the
+/// seed authorizer on the node address. A NodePort on the node address, not a ClusterIP: before
+/// the Service exists, a connection to the node address is refused on the host, while one to an
+/// unallocated ClusterIP would follow the host's default route.
+pub const SEED_AUTHORIZER_NODE_PORT: u16 = 30443;
 /// The registry's writer (TLS, htpasswd) on loopback only: the one way to push images
 /// (`registry-writer`); the registry on [`REGISTRY_PORT`] is read-only.
 pub const REGISTRY_WRITER_PORT: u16 = 5001;
@@ -72,4 +78,9 @@ pub const OUTSIDE_DIRS: &[&str] =
 /// The API server's address as clients use it.
 pub fn apiserver_url() -> String {
     format!("https://{NODE_IP}:{APISERVER_PORT}")
+}
+
+/// The seed authorizer's URL (the garden admission server, docs/security.md).
+pub fn seed_authorizer_url() -> String {
+    format!("https://{NODE_IP}:{SEED_AUTHORIZER_NODE_PORT}/webhooks/auth/seed")
 }

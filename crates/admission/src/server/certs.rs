@@ -56,25 +56,91 @@ impl std::fmt::Debug for ServingCerts {
     }
 }
 
+/// A CA given to the server (mounted from a Secret) that signs its serving certificates. Its
+/// certificate then stays the trust anchor across rotations, as a client configured by a file
+/// read once needs (the garden kube-apiserver's authorization webhook, the seed authorizer).
+/// The key is not shown by `Debug`.
+pub struct SigningCa {
+    pem: String,
+    der: Vec<u8>,
+    key_pem: String,
+    /// End of the CA's validity, Unix seconds: no serving certificate outlives it.
+    not_after: i64,
+}
+
+impl std::fmt::Debug for SigningCa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SigningCa").field("not_after", &self.not_after).finish_non_exhaustive()
+    }
+}
+
+impl SigningCa {
+    /// Reads a CA certificate and its private key (PEM); the certificate must be a CA.
+    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self, CertError> {
+        let der = pem_der(cert_pem, "signing CA certificate")?;
+        let (_, cert) = x509_parser::parse_x509_certificate(&der)
+            .map_err(|e| CertError::Parse { what: "signing CA certificate", reason: e.to_string() })?;
+        if !cert.is_ca() {
+            return Err(CertError::Parse { what: "signing CA certificate", reason: "it is not a CA".into() });
+        }
+        let not_after = cert.validity().not_after.timestamp();
+        KeyPair::from_pem(key_pem).map_err(|_| CertError::Parse {
+            what: "signing CA key",
+            reason: "it is not a PEM private key rcgen can sign with".into(),
+        })?;
+        Ok(Self { pem: cert_pem.to_string(), der, key_pem: key_pem.to_string(), not_after })
+    }
+
+    /// The CA certificate (PEM), the bundle clients trust.
+    pub fn pem(&self) -> &str {
+        &self.pem
+    }
+}
+
 /// Issues a fresh CA and serving certificate for `hosts` (DNS names or IP addresses), valid
 /// from `now` (backdated by a minute, or a tenth of a shorter lifetime, for clock skew) until
 /// `now + validity`.
 pub fn issue(hosts: &[String], now: OffsetDateTime, validity: Duration) -> Result<ServingCerts, CertError> {
+    issue_by(hosts, now, validity, None)
+}
+
+/// As [`issue`], but signed by `signing` when given (no CA is made; the serving certificate
+/// ends no later than that CA).
+pub fn issue_by(
+    hosts: &[String],
+    now: OffsetDateTime,
+    validity: Duration,
+    signing: Option<&SigningCa>,
+) -> Result<ServingCerts, CertError> {
     let gen_err = |what| move |source| CertError::Generate { what, source };
     let span = time::Duration::try_from(validity).map_err(|_| CertError::Validity(validity))?;
     // Backdated for clock skew: a minute, or a tenth of a short lifetime.
     let skew = time::Duration::minutes(1).min(span / 10);
     let not_before = now - skew;
-    let not_after = now.checked_add(span).ok_or(CertError::Validity(validity))?;
+    let mut not_after = now.checked_add(span).ok_or(CertError::Validity(validity))?;
 
-    let ca_key = KeyPair::generate().map_err(gen_err("CA key"))?;
-    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(gen_err("CA parameters"))?;
-    ca.distinguished_name.push(DnType::CommonName, "gardener-admission-ca");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    (ca.not_before, ca.not_after) = (not_before, not_after);
-    let ca_cert = ca.self_signed(&ca_key).map_err(gen_err("CA certificate"))?;
-    let issuer = Issuer::new(ca, ca_key);
+    let (ca_pem, ca_der, issuer) = match signing {
+        Some(ca) => {
+            let ca_end = OffsetDateTime::from_unix_timestamp(ca.not_after).map_err(|_| CertError::Validity(validity))?;
+            if ca_end <= now {
+                return Err(CertError::Parse { what: "signing CA certificate", reason: "it has expired".into() });
+            }
+            not_after = not_after.min(ca_end);
+            let key = KeyPair::from_pem(&ca.key_pem).map_err(gen_err("signing CA key"))?;
+            let issuer = Issuer::from_ca_cert_pem(&ca.pem, key).map_err(gen_err("signing CA"))?;
+            (ca.pem.clone(), ca.der.clone(), issuer)
+        }
+        None => {
+            let ca_key = KeyPair::generate().map_err(gen_err("CA key"))?;
+            let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(gen_err("CA parameters"))?;
+            ca.distinguished_name.push(DnType::CommonName, "gardener-admission-ca");
+            ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+            ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+            (ca.not_before, ca.not_after) = (not_before, not_after);
+            let ca_cert = ca.self_signed(&ca_key).map_err(gen_err("CA certificate"))?;
+            (ca_cert.pem(), ca_cert.der().to_vec(), Issuer::new(ca, ca_key))
+        }
+    };
 
     let key = KeyPair::generate().map_err(gen_err("serving key"))?;
     let mut params = CertificateParams::new(Vec::<String>::new()).map_err(gen_err("serving parameters"))?;
@@ -93,8 +159,8 @@ pub fn issue(hosts: &[String], now: OffsetDateTime, validity: Duration) -> Resul
     (params.not_before, params.not_after) = (not_before, not_after);
     let cert = params.signed_by(&key, &issuer).map_err(gen_err("serving certificate"))?;
     Ok(ServingCerts {
-        ca_pem: ca_cert.pem(),
-        ca_der: ca_cert.der().to_vec(),
+        ca_pem,
+        ca_der,
         cert_pem: cert.pem(),
         cert_der: cert.der().to_vec(),
         key_der: key.serialize_der(),
@@ -235,6 +301,39 @@ mod tests {
         assert!(err.to_string().starts_with("reading the stored serving certificate"), "{err}");
         let err = ServingCerts::from_pem(&certs.ca_pem, &certs.cert_pem, &certs.ca_pem).unwrap_err();
         assert!(matches!(err, CertError::Load(_)), "a certificate is no key: {err}");
+    }
+
+    /// A CA of the operator's (certificate PEM, key PEM), valid from `now` for `hours`.
+    fn operator_ca(now: OffsetDateTime, hours: i64) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.distinguished_name.push(DnType::CommonName, "operator-webhook-ca");
+        ca.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+        (ca.not_before, ca.not_after) = (now - ::time::Duration::minutes(1), now + ::time::Duration::hours(hours));
+        (ca.self_signed(&key).unwrap().pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn a_given_ca_signs_the_serving_certificate_which_ends_no_later_than_the_ca() {
+        let now = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let (ca_pem, ca_key) = operator_ca(now, 1);
+        let ca = SigningCa::from_pem(&ca_pem, &ca_key).unwrap();
+        assert!(!format!("{ca:?}").contains("PRIVATE"), "{ca:?}");
+        let certs = issue_by(&["127.0.0.1".to_string()], now, Duration::from_secs(90 * 24 * 3600), Some(&ca)).unwrap();
+        assert_eq!(certs.ca_pem, ca_pem, "the bundle is the given CA");
+        assert_eq!(certs.not_after, 1_700_000_000 + 3600, "clipped to the CA's end");
+        let (_, cert) = X509Certificate::from_der(&certs.cert_der).unwrap();
+        let (_, ca_cert) = X509Certificate::from_der(&certs.ca_der).unwrap();
+        assert!(cert.verify_signature(Some(ca_cert.public_key())).is_ok());
+
+        // A serving certificate is no CA; a key that is no key is named; an expired CA signs nothing.
+        let err = SigningCa::from_pem(&certs.cert_pem, certs.key_pem()).unwrap_err();
+        assert!(err.to_string().contains("signing CA certificate"), "{err}");
+        let err = SigningCa::from_pem(&ca_pem, "garbage").unwrap_err();
+        assert!(err.to_string().contains("signing CA key"), "{err}");
+        let late = now + ::time::Duration::hours(2);
+        assert!(issue_by(&["x".to_string()], late, Duration::from_secs(60), Some(&ca)).is_err());
     }
 
     #[test]

@@ -60,6 +60,28 @@ pub struct ServerConfig {
     pub rotation_check_interval: Duration,
     #[serde(default)]
     pub rules: RulesConfig,
+    /// A CA of the operator's that signs the serving certificates, instead of one the server
+    /// makes (and rotates) itself: for clients that read the CA once, from a file.
+    #[serde(default)]
+    pub signing_ca: Option<CaFiles>,
+}
+
+/// A CA certificate and its key, as files (mounted from a Secret).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaFiles {
+    pub cert_file: std::path::PathBuf,
+    pub key_file: std::path::PathBuf,
+}
+
+impl CaFiles {
+    /// Reads and checks both files; the error names the file, never its contents.
+    pub fn load(&self) -> Result<certs::SigningCa, ServerError> {
+        let read = |path: &std::path::Path| {
+            std::fs::read_to_string(path).map_err(|source| ServerError::SigningCa { path: path.to_path_buf(), source })
+        };
+        Ok(certs::SigningCa::from_pem(&read(&self.cert_file)?, &read(&self.key_file)?)?)
+    }
 }
 
 mod seconds {
@@ -93,6 +115,7 @@ impl ServerConfig {
             certificate_validity: Duration::from_secs(90 * 24 * 3600),
             rotation_check_interval: Duration::from_secs(60),
             rules: RulesConfig::default(),
+            signing_ca: None,
         }
     }
 }
@@ -102,6 +125,12 @@ impl ServerConfig {
 pub enum ServerError {
     #[error("loading the webhook serving certificate")]
     Certificate(#[from] CertError),
+    #[error("reading the signing CA file {path}")]
+    SigningCa {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("sharing the webhook certificates")]
     Shared(#[from] shared::SharedError),
     #[error("registering webhook configuration {name}")]
@@ -146,6 +175,7 @@ pub async fn run(
         Some(name) => Some(owner_reference(&client, name).await?),
         None => None,
     };
+    let signing = config.signing_ca.as_ref().map(CaFiles::load).transpose()?;
     let ensure = || {
         shared::ensure(
             &client,
@@ -153,6 +183,7 @@ pub async fn run(
             owner.as_ref(),
             &config.hosts,
             config.certificate_validity,
+            signing.as_ref(),
             OffsetDateTime::now_utc(),
         )
     };

@@ -73,17 +73,21 @@ pub enum Step {
     },
 }
 
-/// Decides from what is stored, the hosts wanted and the time (Unix seconds).
-pub fn step(stored: &Stored, hosts: &[String], now: i64) -> Step {
+/// Decides from what is stored, the hosts wanted, the CA that must sign (when the server was
+/// given one) and the time (Unix seconds). A certificate of another CA than the given one is
+/// replaced at once; the CA replaced stays trusted during the swap unless it is the given one.
+pub fn step(stored: &Stored, hosts: &[String], signing_ca: Option<&str>, now: i64) -> Step {
     match stored {
         Stored::Missing => Step::Create,
         Stored::Unreadable(_) => Step::Replace { previous_ca: None },
         Stored::Found { issued, hosts: stored_hosts } => {
             let c = &issued.current;
-            if *stored_hosts == hosts.join(",") && !needs_rotation(c.not_before, c.not_after, now) {
+            let other_ca = signing_ca.is_some_and(|ca| ca != c.ca_pem);
+            if *stored_hosts == hosts.join(",") && !other_ca && !needs_rotation(c.not_before, c.not_after, now) {
                 Step::Keep
             } else {
-                Step::Replace { previous_ca: Some(c.ca_pem.clone()) }
+                let previous_ca = Some(c.ca_pem.clone()).filter(|old| signing_ca != Some(old.as_str()));
+                Step::Replace { previous_ca }
             }
         }
     }
@@ -160,13 +164,15 @@ fn is_conflict(e: &kube::Error) -> bool {
 
 /// Makes sure the Secret holds current certificates for `hosts` at `now` and returns them:
 /// adopts what is there, or issues and writes new ones (create, or replace at the read
-/// resourceVersion); on a conflict with another replica it re-reads and adopts theirs.
+/// resourceVersion); on a conflict with another replica it re-reads and adopts theirs. With
+/// `signing`, certificates are signed by that CA instead of one of their own.
 pub async fn ensure(
     client: &kube::Client,
     at: &SecretRef,
     owner: Option<&OwnerReference>,
     hosts: &[String],
     validity: Duration,
+    signing: Option<&certs::SigningCa>,
     now: OffsetDateTime,
 ) -> Result<Issued, SharedError> {
     const ATTEMPTS: usize = 5;
@@ -176,7 +182,7 @@ pub async fn ensure(
     for _ in 0..ATTEMPTS {
         let live = api.get_opt(&at.name).await.map_err(api_err("reading"))?;
         let stored = read(live.as_ref());
-        let step = step(&stored, hosts, now.unix_timestamp());
+        let step = step(&stored, hosts, signing.map(certs::SigningCa::pem), now.unix_timestamp());
         let previous_ca = match (step, stored) {
             (Step::Keep, Stored::Found { issued, .. }) => return Ok(issued),
             (Step::Replace { previous_ca }, Stored::Unreadable(reason)) => {
@@ -186,7 +192,7 @@ pub async fn ensure(
             (Step::Replace { previous_ca }, _) => previous_ca,
             _ => None,
         };
-        let issued = Issued { current: certs::issue(hosts, now, validity)?, previous_ca };
+        let issued = Issued { current: certs::issue_by(hosts, now, validity, signing)?, previous_ca };
         let mut wanted = secret(at, hosts, &issued, owner);
         let written = match live {
             None => api.create(&PostParams::default(), &wanted).await,
@@ -249,15 +255,28 @@ mod tests {
     fn the_step_follows_presence_hosts_and_age() {
         let hosts = vec!["a.garden.svc".to_string()];
         let found = |hosts: &str| Stored::Found { issued: issued(1_000, 300), hosts: hosts.into() };
-        assert_eq!(step(&Stored::Missing, &hosts, 1_000), Step::Create);
-        assert_eq!(step(&Stored::Unreadable("x".into()), &hosts, 1_000), Step::Replace { previous_ca: None });
-        assert_eq!(step(&found("a.garden.svc"), &hosts, 1_100), Step::Keep);
+        assert_eq!(step(&Stored::Missing, &hosts, None, 1_000), Step::Create);
+        assert_eq!(step(&Stored::Unreadable("x".into()), &hosts, None, 1_000), Step::Replace { previous_ca: None });
+        assert_eq!(step(&found("a.garden.svc"), &hosts, None, 1_100), Step::Keep);
         // Due for rotation (two thirds of 970..1300), or issued for other hosts: replaced, and
         // the CA it was signed by stays trusted during the swap.
         for (stored, now) in [(found("a.garden.svc"), 1_200), (found("other.svc"), 1_100)] {
             let Stored::Found { issued, .. } = &stored else { unreachable!() };
             let ca = issued.current.ca_pem.clone();
-            assert_eq!(step(&stored, &hosts, now), Step::Replace { previous_ca: Some(ca) });
+            assert_eq!(step(&stored, &hosts, None, now), Step::Replace { previous_ca: Some(ca) });
         }
+    }
+
+    #[test]
+    fn with_a_given_ca_a_certificate_of_another_ca_is_replaced_and_the_given_ca_is_not_doubled() {
+        let hosts = vec!["a.garden.svc".to_string()];
+        let stored = Stored::Found { issued: issued(1_000, 300), hosts: "a.garden.svc".into() };
+        let Stored::Found { issued: own, .. } = &stored else { unreachable!() };
+        let own_ca = own.current.ca_pem.clone();
+        // Another CA is wanted: replaced at once, the old one trusted during the swap.
+        assert_eq!(step(&stored, &hosts, Some("GIVEN CA"), 1_100), Step::Replace { previous_ca: Some(own_ca.clone()) });
+        // Signed by the given CA: kept while young; rotated without listing that CA twice.
+        assert_eq!(step(&stored, &hosts, Some(&own_ca), 1_100), Step::Keep);
+        assert_eq!(step(&stored, &hosts, Some(&own_ca), 1_250), Step::Replace { previous_ca: None });
     }
 }

@@ -23,6 +23,7 @@ pub fn write_all(layout: &Layout, pki: &Files) -> Result<()> {
         (layout.resolv_conf(), render::resolv_conf()),
         (layout.config_file("registry.yaml"), registry_config(layout, pki, false)?),
         (layout.config_file("registry-writer.yaml"), registry_config(layout, pki, true)?),
+        (layout.config_file(render::SEED_AUTHORIZER_KUBECONFIG), render::seed_authorizer_kubeconfig(pki)),
     ];
     for (path, text) in files {
         let changed = write_if_changed(&path, &text, false)?;
