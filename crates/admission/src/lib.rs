@@ -41,5 +41,7 @@ pub mod quota;
 pub mod review;
 pub mod secretbinding;
 pub mod seed;
+pub mod seedauth;
+pub mod seedrestriction;
 pub mod server;
 pub mod workloadidentity;

@@ -44,7 +44,31 @@ pub const VALIDATED: &[&str] = &[
     "pods",
 ];
 
+/// The resources with no rules but SeedRestriction's (judged on CREATE by seeds only).
+pub fn restricted_only() -> impl Iterator<Item = (&'static str, &'static str)> {
+    crate::seedrestriction::RESOURCES.iter().copied().filter(|(_, r)| !VALIDATED.contains(r))
+}
+
+/// SeedRestriction: a seed's create of an object that is not its seed's is refused (403).
+fn seed_restriction(adm: &Admission, resource: &str, req: &Request<'_>) -> Option<Outcome> {
+    if req.operation != Operation::Create || !crate::seedrestriction::RESOURCES.iter().any(|(_, r)| *r == resource) {
+        return None;
+    }
+    let seed = crate::seedrestriction::seed_of(&req.user)?;
+    let object = req.object.as_ref()?;
+    let errors = crate::seedrestriction::admit(adm.graph(), seed, resource, object);
+    if errors.is_empty() {
+        return None;
+    }
+    Some(Outcome { errors, mutated: None, summary: Some(crate::seedrestriction::summary(seed, resource, object)) })
+}
+
 pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &Request<'_>) -> Outcome {
+    if endpoint == Endpoint::Validate
+        && let Some(refused) = seed_restriction(adm, resource, req)
+    {
+        return refused;
+    }
     if (endpoint, resource) == (Endpoint::Validate, "pods") {
         return super::pods::validate(adm, req);
     }
@@ -120,6 +144,7 @@ pub(super) fn decide(adm: &Admission, endpoint: Endpoint, resource: &str, req: &
         (Endpoint::Validate, "internalsecrets") => {
             validate_with(req, |s: &InternalSecret, old| internalsecret::validate(s, old))
         }
+        (Endpoint::Validate, r) if restricted_only().any(|(_, only)| only == r) => Ok(None),
         _ => Err(ErrorList(vec![FieldError::forbidden(
             Path::new("<request>"),
             format!("this webhook has no {endpoint:?} rules for resource {resource:?}"),

@@ -56,6 +56,8 @@ impl Default for RulesConfig {
 #[derive(Clone)]
 pub struct Admission {
     lookup: Arc<dyn Lookup>,
+    /// What relates objects to seeds (the seed authorizer and SeedRestriction).
+    graph: Arc<dyn crate::seedauth::SeedGraph>,
     config: RulesConfig,
     clock: fn() -> Timestamp,
 }
@@ -90,7 +92,19 @@ pub struct Request<'a> {
 
 impl Admission {
     pub fn new(lookup: Arc<dyn Lookup>, config: RulesConfig) -> Self {
-        Self { lookup, config, clock: Timestamp::now }
+        Self { lookup, graph: Arc::new(crate::seedauth::EmptyGraph), config, clock: Timestamp::now }
+    }
+
+    /// With the relations of objects to seeds (without: every object is unrelated to every
+    /// seed, so seeds may create nothing SeedRestriction judges).
+    pub fn with_graph(mut self, graph: Arc<dyn crate::seedauth::SeedGraph>) -> Self {
+        self.graph = graph;
+        self
+    }
+
+    /// The relations of objects to seeds.
+    pub fn graph(&self) -> &dyn crate::seedauth::SeedGraph {
+        self.graph.as_ref()
     }
 
     /// With a fixed clock (tests).

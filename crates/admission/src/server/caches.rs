@@ -1,13 +1,18 @@
 //! Watch-fed caches of the objects the rules look up (CloudProfiles, NamespacedCloudProfiles,
 //! Seeds, Shoots, Projects, SecretBindings, CredentialsBindings, Quotas, ExposureClasses,
-//! ManagedSeeds, ControllerRegistrations, and Namespaces for their pod security level),
-//! so that answering a request needs no API round trip.
+//! ManagedSeeds, ControllerRegistrations, and Namespaces for their pod security level; for the
+//! seed authorizer also ControllerInstallations and Bastions), so that answering a request
+//! needs no API round trip. They back both the rules' [`Lookup`] and the seed authorizer's
+//! [`SeedGraph`]; Secrets are not watched (the authorizer relates them by the bindings'
+//! references).
 
 use crate::review::Lookup;
+use crate::seedauth::SeedGraph;
 use api::core::{
-    CloudProfile, ControllerRegistration, ExposureClass, NamespacedCloudProfile, Project, Quota, SecretBinding, Seed,
-    Shoot,
+    CloudProfile, ControllerInstallation, ControllerRegistration, ExposureClass, NamespacedCloudProfile, Project,
+    Quota, SecretBinding, Seed, Shoot,
 };
+use api::operations::Bastion;
 use api::security::CredentialsBinding;
 use api::seedmanagement::ManagedSeed;
 use futures::StreamExt;
@@ -36,6 +41,8 @@ pub struct Caches {
     managed_seeds: Store<ManagedSeed>,
     controller_registrations: Store<ControllerRegistration>,
     namespaces: Store<Namespace>,
+    controller_installations: Store<ControllerInstallation>,
+    bastions: Store<Bastion>,
 }
 
 impl Debug for Caches {
@@ -81,7 +88,9 @@ impl Caches {
             exposure_classes: cache(Api::all(client.clone()), stop.clone()),
             managed_seeds: cache(Api::all(client.clone()), stop.clone()),
             controller_registrations: cache(Api::all(client.clone()), stop.clone()),
-            namespaces: cache(Api::all(client.clone()), stop),
+            namespaces: cache(Api::all(client.clone()), stop.clone()),
+            controller_installations: cache(Api::all(client.clone()), stop.clone()),
+            bastions: cache(Api::all(client.clone()), stop),
         }
     }
 
@@ -99,7 +108,9 @@ impl Caches {
             self.exposure_classes.wait_until_ready(),
             self.managed_seeds.wait_until_ready(),
             self.controller_registrations.wait_until_ready(),
-            self.namespaces.wait_until_ready()
+            self.namespaces.wait_until_ready(),
+            self.controller_installations.wait_until_ready(),
+            self.bastions.wait_until_ready()
         );
     }
 }
@@ -155,5 +166,39 @@ impl Lookup for Caches {
 
     fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
         self.namespaces.get(&ObjectRef::new(name))
+    }
+}
+
+impl SeedGraph for Caches {
+    fn shoot(&self, namespace: &str, name: &str) -> Option<Arc<Shoot>> {
+        self.shoots.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn any_shoot(&self, predicate: &dyn Fn(&Shoot) -> bool) -> bool {
+        self.shoots.find(predicate).is_some()
+    }
+
+    fn secret_binding(&self, namespace: &str, name: &str) -> Option<Arc<SecretBinding>> {
+        self.bindings.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn credentials_binding(&self, namespace: &str, name: &str) -> Option<Arc<CredentialsBinding>> {
+        self.credentials_bindings.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn managed_seed(&self, namespace: &str, name: &str) -> Option<Arc<ManagedSeed>> {
+        self.managed_seeds.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn controller_installation(&self, name: &str) -> Option<Arc<ControllerInstallation>> {
+        self.controller_installations.get(&ObjectRef::new(name))
+    }
+
+    fn bastion(&self, namespace: &str, name: &str) -> Option<Arc<Bastion>> {
+        self.bastions.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn project(&self, name: &str) -> Option<Arc<Project>> {
+        self.projects.get(&ObjectRef::new(name))
     }
 }

@@ -170,7 +170,8 @@ pub async fn run(
         () = caches.synced() => {}
         () = stop.clone() => return Ok(()),
     }
-    let admission = Arc::new(Admission::new(Arc::new(caches), config.rules.clone()));
+    let caches = Arc::new(caches);
+    let admission = Arc::new(Admission::new(caches.clone(), config.rules.clone()).with_graph(caches));
     let owner = match &config.owner {
         Some(name) => Some(owner_reference(&client, name).await?),
         None => None,

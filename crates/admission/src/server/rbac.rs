@@ -31,10 +31,14 @@ pub fn rules() -> Vec<PolicyRule> {
                 "exposureclasses",
                 // The extension types a Shoot or Seed may name (crate::extensions).
                 "controllerregistrations",
+                // The seed authorizer: which seed each installation is for (crate::seedauth).
+                "controllerinstallations",
             ],
             &["list", "watch"],
         ),
         rule("security.gardener.cloud", &["credentialsbindings"], &["list", "watch"]),
+        // The seed authorizer: the shoot of each Bastion (crate::seedauth).
+        rule("operations.gardener.cloud", &["bastions"], &["list", "watch"]),
         // The pod security level of a namespace is its label (crate::podsecurity).
         rule("", &["namespaces"], &["list", "watch"]),
         // A shoot registered as a seed by a ManagedSeed is not deleted under it.

@@ -135,7 +135,34 @@ pub fn mutating(name: &str, target: &ClientTarget, ca_bundle: &str) -> MutatingW
     }
 }
 
-/// The validating configuration `name`, one webhook per validated resource.
+/// The webhooks of SeedRestriction for the resources that have no other rules
+/// ([`crate::seedrestriction`]): CREATE only, so nothing else pays for a call. Gardener's kinds
+/// fail closed. The Kubernetes kinds (Leases, ConfigMaps, Secrets, Namespaces,
+/// ServiceAccounts, RBAC, CSRs) are `Ignore`: with `Fail`, the garden's own kube-controller-manager
+/// could not create its leader Lease, nor Helm this server's namespace, while no replica serves
+/// (at a cold start, before it can). A seed gains nothing from that: its creates are allowed by the
+/// seed authorizer of this same server, and while it cannot be called the seed is refused.
+fn restriction_webhooks(target: &ClientTarget, ca_bundle: &str) -> impl Iterator<Item = ValidatingWebhook> {
+    crate::review::kinds::restricted_only().map(|(group, resource)| ValidatingWebhook {
+        name: format!("{resource}.seedrestriction.admission.gardener.cloud"),
+        admission_review_versions: vec!["v1".into()],
+        client_config: client_config(target, &format!("/validate/{resource}"), ca_bundle),
+        failure_policy: Some(if group.ends_with("gardener.cloud") { "Fail" } else { "Ignore" }.into()),
+        side_effects: "None".into(),
+        timeout_seconds: Some(10),
+        match_policy: Some("Equivalent".into()),
+        rules: Some(vec![RuleWithOperations {
+            api_groups: Some(vec![group.into()]),
+            api_versions: Some(vec!["*".into()]),
+            resources: Some(vec![resource.into()]),
+            operations: Some(vec!["CREATE".into()]),
+            scope: Some("*".into()),
+        }]),
+        ..Default::default()
+    })
+}
+
+/// The validating configuration `name`, one webhook per validated resource, and SeedRestriction's.
 pub fn validating(name: &str, target: &ClientTarget, ca_bundle: &str) -> ValidatingWebhookConfiguration {
     ValidatingWebhookConfiguration {
         metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
@@ -154,6 +181,7 @@ pub fn validating(name: &str, target: &ClientTarget, ca_bundle: &str) -> Validat
                     namespace_selector: (*r == "pods").then(pod_namespace_selector),
                     ..Default::default()
                 })
+                .chain(restriction_webhooks(target, ca_bundle))
                 .collect(),
         ),
     }
@@ -269,6 +297,30 @@ mod tests {
         );
         // The other webhooks see every namespace.
         assert!(hooks.iter().filter(|h| h.name != pods.name).all(|h| h.namespace_selector.is_none()));
+    }
+
+    #[test]
+    fn seed_restriction_is_asked_on_create_only_and_fails_closed_for_gardener_kinds() {
+        let v = validating("gardener-admission", &ClientTarget::Url("https://127.0.0.1:9443".into()), "CA");
+        let hooks = v.webhooks.unwrap();
+        let hook = |name: &str| hooks.iter().find(|h| h.name == name).unwrap_or_else(|| panic!("no webhook {name}"));
+        let states = hook("shootstates.seedrestriction.admission.gardener.cloud");
+        assert_eq!(states.client_config.url.as_deref(), Some("https://127.0.0.1:9443/validate/shootstates"));
+        assert_eq!(states.failure_policy.as_deref(), Some("Fail"));
+        let leases = hook("leases.seedrestriction.admission.gardener.cloud");
+        assert_eq!(leases.failure_policy.as_deref(), Some("Ignore"));
+        let rule = &leases.rules.as_ref().unwrap()[0];
+        assert_eq!(rule.api_groups.as_deref(), Some(&["coordination.k8s.io".to_string()][..]));
+        for h in hooks.iter().filter(|h| h.name.contains(".seedrestriction.")) {
+            assert_eq!(
+                h.rules.as_ref().unwrap()[0].operations.as_deref(),
+                Some(&["CREATE".to_string()][..]),
+                "{}",
+                h.name
+            );
+        }
+        // Seeds, InternalSecrets and Bastions already have a validating webhook on CREATE.
+        assert!(hooks.iter().all(|h| h.name != "seeds.seedrestriction.admission.gardener.cloud"));
     }
 
     #[test]

@@ -216,12 +216,50 @@ async fn convert(metrics: Metrics, body: Result<Bytes, BytesRejection>) -> Respo
     ([(CONTENT_TYPE, "application/json")], response).into_response()
 }
 
-/// The routes: `POST /mutate/<resource>`, `POST /validate/<resource>` and the CRD conversion
-/// webhook `POST /convert`, reading bodies of up to [`MAX_BODY`].
+/// The seed authorizer: a SubjectAccessReview answered from the relations in the caches
+/// ([`crate::seedauth`]). Metrics under endpoint `authorize`, `allowed` as answered.
+async fn authorize(admission: Arc<Admission>, metrics: Metrics, body: Result<Bytes, BytesRejection>) -> Response {
+    let start = Instant::now();
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let (status, message) = unreadable(&rejection);
+            tracing::info!(%status, %message, "authorization request body not read");
+            metrics.requests.with_label_values(&["authorize", "", "false"]).inc();
+            return (status, message).into_response();
+        }
+    };
+    let span = tracing::debug_span!("seed_authorizer");
+    let outcome = span.in_scope(|| crate::seedauth::sar::review_bytes(admission.graph(), &body));
+    if let (Some(seed), false) = (&outcome.seed, outcome.allowed) {
+        tracing::info!(seed, resource = %outcome.resource, reason = %outcome.reason, "seed request left without opinion");
+    }
+    // The resource label only for seeds' requests (the API server asks about every user's).
+    let resource = if outcome.seed.is_some() { outcome.resource.as_str() } else { "" };
+    let allowed = if outcome.allowed { "true" } else { "false" };
+    metrics.requests.with_label_values(&["authorize", resource, allowed]).inc();
+    metrics.duration.with_label_values(&["authorize", resource]).observe(start.elapsed().as_secs_f64());
+    ([(CONTENT_TYPE, "application/json")], outcome.body).into_response()
+}
+
+/// The routes: `POST /mutate/<resource>`, `POST /validate/<resource>`, the CRD conversion
+/// webhook `POST /convert` and the seed authorizer `POST /webhooks/auth/seed`, reading bodies of
+/// up to [`MAX_BODY`].
 pub fn router(admission: Arc<Admission>, metrics: Metrics) -> Router {
     let m = metrics.clone();
     let mut router = Router::new()
         .route(api::core::v1::CONVERSION_PATH, post(move |body: Result<Bytes, BytesRejection>| convert(m, body)));
+    let (a, m) = (admission.clone(), metrics.clone());
+    router =
+        router.route(crate::seedauth::PATH, post(move |body: Result<Bytes, BytesRejection>| authorize(a, m, body)));
+    // Resources judged only by SeedRestriction (seeds' creates).
+    for (_, resource) in crate::review::kinds::restricted_only() {
+        let (a, m) = (admission.clone(), metrics.clone());
+        router = router.route(
+            &format!("/validate/{resource}"),
+            post(move |body: Result<Bytes, BytesRejection>| answer(a, m, Endpoint::Validate, resource, body)),
+        );
+    }
     for (endpoint, prefix, resources) in [
         (Endpoint::Mutate, "mutate", crate::review::kinds::MUTATED),
         (Endpoint::Validate, "validate", crate::review::kinds::VALIDATED),
