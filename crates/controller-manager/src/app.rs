@@ -7,7 +7,7 @@ use crate::clock::Clock;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::runtime::Common;
-use crate::{adminkubeconfig, bastion, hibernation, installation, maintenance, managedseedset};
+use crate::{adminkubeconfig, bastion, csr, hibernation, installation, maintenance, managedseedset};
 use crate::{namespacedcloudprofile, project, protection, seed_lifecycle, shootseedlabels};
 use ::runtime::Runner;
 use ::runtime::runner::Stop;
@@ -45,6 +45,7 @@ pub fn add_to(
     );
     add(runner, common(shootseedlabels::NAME), c.shoot_seed_labels.concurrent_syncs, shootseedlabels::run);
     add(runner, common(managedseedset::reconcile::NAME), c.managed_seed_set.concurrent_syncs, managedseedset::run);
+    add(runner, common(csr::reconcile::NAME), c.certificate_signing_request.clone(), csr::run);
     let n = c.protection.concurrent_syncs;
     runner.add_task_with_readiness(move |stop, ready| protection::run(common, n, stop, ready));
     Ok(metrics)

@@ -108,6 +108,23 @@ pub struct Controllers {
     pub namespaced_cloud_profile: NamespacedCloudProfileConfig,
     pub shoot_seed_labels: ShootSeedLabelsConfig,
     pub managed_seed_set: ManagedSeedSetConfig,
+    pub certificate_signing_request: CsrConfig,
+}
+
+/// The CSR approver of seed client certificates (docs/controller-manager.md). On by default:
+/// gardenlets that bootstrap by CSR wait for it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CsrConfig {
+    pub enabled: bool,
+    /// CSRs decided at once.
+    pub concurrent_syncs: u16,
+}
+
+impl Default for CsrConfig {
+    fn default() -> Self {
+        Self { enabled: true, concurrent_syncs: 5 }
+    }
 }
 
 /// The ManagedSeedSet controller.
@@ -344,6 +361,7 @@ impl Config {
             ("controllers.controllerInstallation.concurrentSyncs", c.controller_installation.concurrent_syncs),
             ("controllers.namespacedCloudProfile.concurrentSyncs", c.namespaced_cloud_profile.concurrent_syncs),
             ("controllers.managedSeedSet.concurrentSyncs", c.managed_seed_set.concurrent_syncs),
+            ("controllers.certificateSigningRequest.concurrentSyncs", c.certificate_signing_request.concurrent_syncs),
         ] {
             if value == 0 {
                 return Err((field, "must be at least 1".into()));
@@ -420,6 +438,10 @@ mod tests {
         let cases = [
             ("controllers: {project: {concurrentSyncs: 0}}", "controllers.project.concurrentSyncs"),
             ("controllers: {managedSeedSet: {concurrentSyncs: 0}}", "controllers.managedSeedSet.concurrentSyncs"),
+            (
+                "controllers: {certificateSigningRequest: {concurrentSyncs: 0}}",
+                "controllers.certificateSigningRequest.concurrentSyncs",
+            ),
             ("controllers: {bastion: {maxLifetimeSeconds: 0}}", "controllers.bastion.maxLifetimeSeconds"),
             (
                 "controllers: {adminKubeconfig: {maxExpirationSeconds: 60}}",

@@ -18,6 +18,8 @@
 //!   its `spec.seedName` and `status.seedName`, which gardenlets select their shoots by.
 //! * [`managedseedset`]: a ManagedSeedSet keeps its number of ManagedSeeds and their Shoots
 //!   (GEP-13): one replica at a time, scale-in by GEP-13's priorities, in-place rolling updates.
+//! * [`csr`]: CertificateSigningRequests for seed identities (`gardener.cloud:system:seed:<name>`)
+//!   are approved when the requester is that seed or may bootstrap it, denied otherwise.
 //! * [`protection`]: CloudProfiles, SecretBindings, their Secrets and Quotas carry a finalizer
 //!   while anything uses them.
 //!
@@ -31,6 +33,7 @@ pub mod bastion;
 
 pub mod clock;
 pub mod config;
+pub mod csr;
 pub mod hibernation;
 pub mod installation;
 pub mod maintenance;
