@@ -17,9 +17,15 @@ pub struct GardenletConfig {
     #[serde(default)]
     pub garden_kubeconfig: Option<PathBuf>,
     /// Kubeconfig of the seed cluster; absent: the garden kubeconfig (garden and seed are the
-    /// same cluster, as in local setups).
+    /// same cluster, as in local setups), or with `gardenClientConnection` the in-cluster
+    /// configuration (`--kubeconfig`).
     #[serde(default)]
     pub seed_kubeconfig: Option<PathBuf>,
+    /// The garden identity by CSR (Gardener's field names): a client certificate for user
+    /// `gardener.cloud:system:seed:<seed>`, bootstrapped with `bootstrapKubeconfig` and kept in
+    /// `kubeconfigSecret` in the seed (crate::bootstrap). Excludes `gardenKubeconfig`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub garden_client_connection: Option<GardenClientConnection>,
     #[serde(default)]
     pub controllers: ControllerSettings,
     #[serde(default)]
@@ -39,6 +45,25 @@ pub struct GardenletConfig {
     /// How this gardenlet deploys gardenlets into the shoots of ManagedSeeds it hosts.
     #[serde(default, skip_serializing_if = "ManagedSeedSettings::is_default")]
     pub managed_seeds: ManagedSeedSettings,
+}
+
+/// How gardenlet gets its garden identity by CSR (docs/gardenlet.md, "Garden identity").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GardenClientConnection {
+    /// A kubeconfig file of an identity that may create `certificatesigningrequests/seedclient`
+    /// named after the seed (and create and watch CSRs); used only to obtain the certificate.
+    pub bootstrap_kubeconfig: PathBuf,
+    /// The Secret in the seed cluster (key `kubeconfig`) that holds the certificate's kubeconfig.
+    pub kubeconfig_secret: SecretRef,
+}
+
+/// A Secret by namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretRef {
+    pub namespace: String,
+    pub name: String,
 }
 
 /// Settings of the ManagedSeed controller (docs/gardenlet.md, ManagedSeeds).
@@ -272,6 +297,20 @@ impl GardenletConfig {
                 ));
             }
         }
+        if let Some(conn) = &self.garden_client_connection {
+            if self.garden_kubeconfig.is_some() {
+                return Err((
+                    "gardenClientConnection",
+                    "excludes gardenKubeconfig (the garden client is the bootstrapped certificate)".into(),
+                ));
+            }
+            if conn.bootstrap_kubeconfig.as_os_str().is_empty() {
+                return Err(("gardenClientConnection.bootstrapKubeconfig", "must not be empty".into()));
+            }
+            if conn.kubeconfig_secret.namespace.is_empty() || conn.kubeconfig_secret.name.is_empty() {
+                return Err(("gardenClientConnection.kubeconfigSecret", "needs a namespace and a name".into()));
+            }
+        }
         if self.managed_seeds.concurrent_syncs == Some(0) {
             return Err(("managedSeeds.concurrentSyncs", "must be at least 1".into()));
         }
@@ -337,6 +376,22 @@ mod tests {
             assert_eq!(field, "exposureClassHandlers");
             assert!(problem.starts_with(want), "{problem}");
         }
+        let connection = "gardenClientConnection:\n  bootstrapKubeconfig: /etc/gardenlet/bootstrap/kubeconfig\n  kubeconfigSecret: {namespace: garden, name: gardenlet-kubeconfig}\n";
+        let c: GardenletConfig = serde_yaml::from_str(&format!("{MINIMAL}{connection}")).unwrap();
+        c.validate().unwrap();
+        let conn = c.garden_client_connection.as_ref().unwrap();
+        assert_eq!(
+            conn.kubeconfig_secret,
+            SecretRef { namespace: "garden".into(), name: "gardenlet-kubeconfig".into() }
+        );
+        let both: GardenletConfig =
+            serde_yaml::from_str(&format!("{MINIMAL}{connection}gardenKubeconfig: /g\n")).unwrap();
+        assert_eq!(both.validate().unwrap_err().0, "gardenClientConnection");
+        let no_name: GardenletConfig = serde_yaml::from_str(&format!(
+            "{MINIMAL}gardenClientConnection:\n  bootstrapKubeconfig: /b\n  kubeconfigSecret: {{namespace: garden, name: ''}}\n"
+        ))
+        .unwrap();
+        assert_eq!(no_name.validate().unwrap_err().0, "gardenClientConnection.kubeconfigSecret");
         let unknown = format!("{MINIMAL}seedNmae: typo\n");
         let err = serde_yaml::from_str::<GardenletConfig>(&unknown).unwrap_err().to_string();
         assert!(err.contains("seedNmae"), "{err}");

@@ -4,6 +4,7 @@
 //! | module | what it is for |
 //! |---|---|
 //! | [`config`] | the configuration file |
+//! | [`bootstrap`] | the garden identity by CSR: a seed client certificate, kept in a Secret and renewed |
 //! | [`seed`] | the seed controller: the Seed's registration, status and heartbeat |
 //! | [`shoot`] | the shoot controller and everything an operation on a shoot needs (see its map) |
 //! | [`flow`] | the flow engine: a directed acyclic graph of named tasks |
@@ -15,6 +16,7 @@
 //! | [`metrics`] | gardenlet's metrics |
 
 pub mod bastion;
+pub mod bootstrap;
 pub mod components;
 pub mod config;
 pub mod flow;

@@ -37,17 +37,51 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let config = Arc::new(GardenletConfig::load(&cli.config)?);
-    // The configuration's garden kubeconfig wins over --kubeconfig, which wins over inference.
-    let garden_config = cli::config(config.garden_kubeconfig.as_deref().or(cli.common.kubeconfig.as_deref())).await?;
+    // With gardenClientConnection the garden identity is a client certificate obtained by CSR
+    // (gardenlet::bootstrap), and the seed is --kubeconfig (or in-cluster) unless
+    // seedKubeconfig says otherwise. Without it, the configuration's garden kubeconfig wins over
+    // --kubeconfig, which wins over inference, and the seed is the garden unless configured.
+    let (garden_config, seed, bootstrap) = match &config.garden_client_connection {
+        Some(connection) => {
+            let seed = cli::client(config.seed_kubeconfig.as_deref().or(cli.common.kubeconfig.as_deref())).await?;
+            let bootstrap = gardenlet::bootstrap::Bootstrap {
+                seed_name: config.seed.name.clone(),
+                connection: connection.clone(),
+                seed: seed.clone(),
+                timeout: gardenlet::bootstrap::DEFAULT_TIMEOUT,
+            };
+            let identity = bootstrap.identity().await?;
+            (identity.config, Some(seed), Some((bootstrap, identity.certificate)))
+        }
+        None => {
+            let garden_config =
+                cli::config(config.garden_kubeconfig.as_deref().or(cli.common.kubeconfig.as_deref())).await?;
+            let seed = match config.seed_kubeconfig.as_deref() {
+                Some(path) => Some(cli::client(Some(path)).await?),
+                None => None,
+            };
+            (garden_config, seed, None)
+        }
+    };
     let garden_endpoint = gardenlet::managedseed::GardenEndpoint::from_config(&garden_config, &config.managed_seeds)
         .map_err(|e| {
             let file = config.managed_seeds.garden_cluster_ca_file.as_deref().unwrap_or(std::path::Path::new(""));
             format!("managedSeeds.gardenClusterCAFile {}: {e}", file.display())
         })?;
     let garden = kube::Client::try_from(garden_config)?;
-    let seed = match config.seed_kubeconfig.as_deref() {
-        Some(path) => cli::client(Some(path)).await?,
-        None => garden.clone(),
+    let seed = seed.unwrap_or_else(|| garden.clone());
+    // The certificate's renewal runs on every replica (not only the leader): each must restart
+    // with the new certificate. It resolves once the Secret holds a newer one.
+    let renewal = {
+        let garden = garden.clone();
+        async move {
+            match bootstrap {
+                Some((bootstrap, certificate)) => {
+                    gardenlet::bootstrap::renew::run(bootstrap, certificate, garden).await
+                }
+                None => std::future::pending().await,
+            }
+        }
     };
     let gardener = api::common::Gardener {
         id: format!("{}-{}", config.seed.name, std::process::id()),
@@ -124,6 +158,25 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     // cache of their own that a request could miss).
     runner.add_task_with_readiness(move |stop, ready| shoots.run_with_ready(stop, ready));
     tracing::info!(seed = %config.seed.name, "gardenlet started");
-    runner.run_until_signal().await?;
-    Ok(())
+    let restart = Arc::new(std::sync::Mutex::new(None));
+    let noted = restart.clone();
+    runner
+        .run(async move {
+            tokio::select! {
+                _ = runtime::runner::shutdown_signal() => {}
+                why = renewal => {
+                    *noted.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                }
+            }
+        })
+        .await?;
+    let why = restart.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match why {
+        // A non-zero exit so the kubelet starts the container again, with the new certificate.
+        Some(why) => {
+            tracing::info!(?why, "the garden certificate was renewed; stopping so that gardenlet restarts with it");
+            Err(format!("restarting to use the renewed garden certificate ({why:?})").into())
+        }
+        None => Ok(()),
+    }
 }

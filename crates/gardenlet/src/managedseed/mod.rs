@@ -59,7 +59,7 @@ impl GardenEndpoint {
 }
 
 /// A DER certificate as PEM.
-fn pem(der: &[u8]) -> String {
+pub(crate) fn pem(der: &[u8]) -> String {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
