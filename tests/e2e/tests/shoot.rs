@@ -513,15 +513,40 @@ async fn a_shoot_hibernates_keeps_its_data_and_wakes_up() {
     delete_without_leftovers(&mut s).await;
 }
 
-/// The SSH part comes after the rotation on purpose: the rotation renews the shoot's key pair,
-/// and the bastion step checks that the previous pair is still accepted.
 #[tokio::test]
-async fn credentials_rotate_on_the_real_node_and_ssh_reaches_it_through_a_bastion() {
+async fn credentials_rotate_in_two_phases_on_the_real_node() {
     let mut s = CaseShoot::apply("rot", 23);
     let created = s.created().await;
     eprintln!("shoot {} created after {created:?}", s.name);
     keep_a_config_map(&s.ready_client().await).await;
     credentials_rotate_on_the_real_node(&s).await;
+    delete_without_leftovers(&mut s).await;
+}
+
+/// The key pair is rotated first (`rotate-ssh-keypair`), so the bastion step can check that the
+/// previous pair is still accepted next to the current one. A case of its own, beside the
+/// credential rotation, so that neither waits for the other.
+#[tokio::test]
+async fn ssh_reaches_the_node_through_a_bastion_with_the_current_and_the_previous_key_pair() {
+    let mut s = CaseShoot::apply("ssh", 24);
+    let created = s.created().await;
+    eprintln!("shoot {} created after {created:?}", s.name);
+    let before = s.field("{.status.credentials.rotation.sshKeypair.lastCompletionTime}").unwrap();
+    kubectl(&["-n", PROJECT_NS, "annotate", "shoot", &s.name, "gardener.cloud/operation=rotate-ssh-keypair", "--overwrite"])
+        .unwrap();
+    let (_, took) = s
+        .wait("rotate-ssh-keypair: a new completion time in a successful reconcile", CREATE_TIMEOUT, || async {
+            let state = s.field(
+                "{.status.credentials.rotation.sshKeypair.lastCompletionTime}/\
+                 {.status.lastOperation.type}/{.status.lastOperation.state}/\
+                 {.metadata.annotations.gardener\\.cloud/operation}",
+            )?;
+            assert!(!state.contains("/Reconcile/Failed/"), "rotate-ssh-keypair failed: {state}\n{}", s.diagnosis());
+            let done = state.ends_with("/Reconcile/Succeeded/") && !state.starts_with(&format!("{before}/"));
+            if done { Ok(Some(())) } else { Err(state) }
+        })
+        .await;
+    eprintln!("rotate-ssh-keypair took {took:?}");
     bastion::ssh_through_a_bastion_reaches_the_node(&s, &s.ready_client().await).await;
     delete_without_leftovers(&mut s).await;
 }

@@ -145,8 +145,8 @@ pub async fn ssh_through_a_bastion_reaches_the_node(s: &CaseShoot, shoot: &Clien
     assert_eq!(lines.next(), Some(node.name_any().as_str()), "the command ran on the node");
     assert_eq!(lines.next(), Some("gardener"), "as the user gardener");
 
-    // rotate-credentials-start renewed the key pair: the previous one is accepted until the
-    // next rotation; a key that is no shoot key is not.
+    // rotate-ssh-keypair renewed the key pair: the previous one is accepted until the next
+    // rotation; a key that is no shoot key is not.
     let previous = shoot_key(dir.path(), &format!("{}.ssh-keypair.old", s.name));
     ssh_through(&address, &user_key, &node_ip, &previous, "true")
         .unwrap_or_else(|e| panic!("the previous key pair is still accepted: {e}"));
