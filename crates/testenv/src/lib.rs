@@ -83,7 +83,8 @@ pub struct Options {
     /// default set. Tests that simulate workload status themselves should run only
     /// `namespace` and `garbagecollector`, or the Deployment controller rewrites that status.
     pub controllers: Option<Vec<String>>,
-    /// Extra kube-apiserver flags (`--name=value`).
+    /// Extra kube-apiserver flags (`--name=value`); an `--authorization-mode` replaces the
+    /// default `RBAC`.
     pub extra_apiserver_args: Vec<String>,
 }
 
@@ -159,7 +160,6 @@ impl TestEnv {
             format!("--tls-cert-file={}", files.serving_cert.display()),
             format!("--tls-private-key-file={}", files.serving_key.display()),
             format!("--client-ca-file={}", files.ca_cert.display()),
-            "--authorization-mode=RBAC".into(),
             "--service-cluster-ip-range=10.0.0.0/24".into(),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
             format!("--service-account-key-file={}", files.sa_public.display()),
@@ -171,6 +171,11 @@ impl TestEnv {
         ];
         if insecure_ports {
             apiserver_args.push("--insecure-port=0".into());
+        }
+        // kube-apiserver appends repeated list flags, so an `--authorization-mode` among the
+        // extra flags replaces the default instead of following it.
+        if !options.extra_apiserver_args.iter().any(|a| a.starts_with("--authorization-mode=")) {
+            apiserver_args.push("--authorization-mode=RBAC".into());
         }
         apiserver_args.extend(options.extra_apiserver_args.iter().cloned());
         let mut apiserver = ProcessGuard::spawn("kube-apiserver", &assets.kube_apiserver, &apiserver_args, dir.path())?;
