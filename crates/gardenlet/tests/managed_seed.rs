@@ -2,9 +2,13 @@
 //! seed, with kube-controller-manager) and a second kube-apiserver
 //! standing in for the shoot. The controller runs as the gardenlet chart's ServiceAccount, so
 //! the test proves the chart grants what it does. The gardenlet in the "shoot" cannot run here
-//! (no kubelet), so the test runs its seed controller itself, with the garden kubeconfig the
-//! ManagedSeed controller wrote into the shoot: that proves the managed gardenlet's identity and
-//! garden permissions. Deletion waits while a shoot uses the seed and removes everything after.
+//! (no kubelet), so the test plays it: it bootstraps the seed's garden identity by CSR with the
+//! bootstrap kubeconfig the ManagedSeed controller wrote into the shoot (a stand-in approves
+//! CSRs, kube-controller-manager signs them), writing the kubeconfig Secret as the shoot's
+//! gardenlet ServiceAccount, and runs its seed controller with that certificate. That proves
+//! the bootstrap identity can do nothing else in the garden, and the shoot's RBAC. The seed
+//! authorizer is not in this garden; a binding for the seed's user stands in for it.
+//! Deletion waits while a shoot uses the seed and removes everything after.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
@@ -16,8 +20,9 @@ use api::seedmanagement::ManagedSeed;
 use gardenlet::config::GardenletConfig;
 use gardenlet::managedseed::manifests::{self, Side};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
-use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -64,7 +69,12 @@ async fn reconciled_shoot(admin: &Client, name: &str, seed: &str) {
 async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when_unused() {
     let garden_env = testenv::TestEnv::start_with(testenv::Options {
         controller_manager: true,
-        controllers: Some(vec!["serviceaccount-token".into(), "namespace".into(), "garbagecollector".into()]),
+        controllers: Some(vec![
+            "serviceaccount-token".into(),
+            "namespace".into(),
+            "garbagecollector".into(),
+            "csrsigning".into(),
+        ]),
         ..Default::default()
     })
     .await
@@ -99,6 +109,12 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
         .await
         .unwrap();
     reconciled_shoot(&admin, "ms1", "local").await;
+    // What an earlier version granted the managed gardenlet in the garden: it must go.
+    let legacy_role: ClusterRole =
+        serde_json::from_value(json!({"metadata": {"name": manifests::cluster_role_name("ms1")},
+        "rules": [{"apiGroups": ["core.gardener.cloud"], "resources": ["shoots"], "verbs": ["get"]}]}))
+        .unwrap();
+    Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &legacy_role).await.unwrap();
 
     let managed: Api<ManagedSeed> = Api::namespaced(admin.clone(), "garden");
     let ms: ManagedSeed = serde_json::from_value(json!({
@@ -147,6 +163,16 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
     assert_eq!(config.seed.name, "ms1");
     assert_eq!(config.seed.spec.networks.pods, "10.3.0.0/16");
     assert_eq!(config.control_plane_requests_percent, 20, "merged with the parent's");
+    assert_eq!(config.garden_kubeconfig, None);
+    let connection = config.garden_client_connection.clone().expect("the garden identity by CSR");
+    assert_eq!(
+        connection.bootstrap_kubeconfig,
+        std::path::Path::new(gardenlet::managedseed::decide::GARDEN_KUBECONFIG_PATH)
+    );
+    assert_eq!(
+        (connection.kubeconfig_secret.namespace.as_str(), connection.kubeconfig_secret.name.as_str()),
+        ("garden", "gardenlet-kubeconfig")
+    );
     let secret = Api::<Secret>::namespaced(shoot_admin.clone(), "garden")
         .get(manifests::GARDEN_KUBECONFIG_SECRET)
         .await
@@ -186,28 +212,77 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
     let role = Api::<ClusterRole>::all(shoot_admin.clone()).get(&manifests::cluster_role_name("ms1")).await.unwrap();
     assert!(!serde_json::to_string(&role.rules).unwrap().contains("\"shoots\""), "no garden rights in the shoot");
 
-    // The managed gardenlet (its seed controller, with the kubeconfig it was given) registers
-    // the Seed; the ManagedSeed reports it.
-    let managed_garden =
+    // The bootstrap token can do nothing in the garden but ask for its seed's certificate: no
+    // shoots, workloads, RBAC, other Seeds or tokens; the old broad ClusterRole is gone.
+    let bootstrap_client =
         gardenlet::shoot::operation::clients::from_kubeconfig(&garden_kubeconfig, Duration::from_secs(30))
             .await
             .unwrap();
-    // Only the garden half of the rules, without a hosting seed's: no workloads, no RBAC, no
-    // other Seeds.
+    eventually("the legacy garden ClusterRole deleted", || async {
+        let left = Api::<ClusterRole>::all(admin.clone()).get_opt(&manifests::cluster_role_name("ms1")).await;
+        if left.map_err(|e| e.to_string())?.is_none() { Ok(()) } else { Err("still there".to_string()) }
+    })
+    .await;
+    let forbidden = Api::<Shoot>::all(bootstrap_client.clone()).list(&Default::default()).await;
+    assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{forbidden:?}");
     let forbidden =
-        Api::<Deployment>::namespaced(managed_garden.clone(), "kube-system").list(&Default::default()).await;
+        Api::<Deployment>::namespaced(bootstrap_client.clone(), "kube-system").list(&Default::default()).await;
     assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{forbidden:?}");
-    let forbidden = Api::<ClusterRole>::all(managed_garden.clone()).list(&Default::default()).await;
+    let forbidden = Api::<ClusterRole>::all(bootstrap_client.clone()).list(&Default::default()).await;
     assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{forbidden:?}");
-    let forbidden = Api::<Seed>::all(managed_garden.clone()).delete("local", &DeleteParams::default()).await;
+    let forbidden = Api::<Seed>::all(bootstrap_client.clone()).delete("local", &DeleteParams::default()).await;
     assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{forbidden:?}");
-    // Only the hosting gardenlet requests tokens: the managed one can mint none, not even its own.
     for account in ["gardenlet-ms1", "gardenlet"] {
-        let forbidden = Api::<ServiceAccount>::namespaced(managed_garden.clone(), "garden")
+        let forbidden = Api::<ServiceAccount>::namespaced(bootstrap_client.clone(), "garden")
             .create_token_request(account, &PostParams::default(), &Default::default())
             .await;
         assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{account}: {forbidden:?}");
     }
+    // It may bootstrap seed ms1, and no other (what the CSR approver asks).
+    for (seed, allowed) in [("ms1", true), ("local", false)] {
+        let review: SubjectAccessReview = serde_json::from_value(json!({"spec": {
+            "user": "system:serviceaccount:garden:gardenlet-ms1",
+            "groups": ["system:serviceaccounts", "system:serviceaccounts:garden", "system:authenticated"],
+            "resourceAttributes": {"group": "certificates.k8s.io", "resource": "certificatesigningrequests",
+                                   "subresource": "seedclient", "verb": "create", "name": seed}}}))
+        .unwrap();
+        let answer =
+            Api::<SubjectAccessReview>::all(admin.clone()).create(&PostParams::default(), &review).await.unwrap();
+        assert_eq!(answer.status.unwrap().allowed, allowed, "seedclient {seed}");
+    }
+
+    // The managed gardenlet's start: a certificate for gardener.cloud:system:seed:ms1, its
+    // kubeconfig written into the shoot as the shoot's gardenlet ServiceAccount.
+    let (requesters, approver) = support::approver::start(admin.clone());
+    let bootstrap_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(bootstrap_file.path(), &garden_kubeconfig).unwrap();
+    let shoot_gardenlet = shoot_env.client_as_service_account("garden", "gardenlet").await.unwrap();
+    let bootstrap = gardenlet::bootstrap::Bootstrap {
+        seed_name: "ms1".into(),
+        connection: gardenlet::config::GardenClientConnection {
+            bootstrap_kubeconfig: bootstrap_file.path().to_path_buf(),
+            kubeconfig_secret: connection.kubeconfig_secret.clone(),
+        },
+        seed: shoot_gardenlet,
+        timeout: Duration::from_secs(60),
+    };
+    let identity = bootstrap.identity().await.unwrap();
+    assert_eq!(requesters.all(), ["system:serviceaccount:garden:gardenlet-ms1"]);
+    assert_eq!(identity.certificate.common_name, "gardener.cloud:system:seed:ms1");
+    let kubeconfig_secret = Api::<Secret>::namespaced(shoot_admin.clone(), "garden").get("gardenlet-kubeconfig").await;
+    assert!(kubeconfig_secret.unwrap().data.unwrap().contains_key("kubeconfig"));
+    approver.abort();
+    let managed_garden = kube::Client::try_from(identity.config).unwrap();
+    // Until the seed authorizer judges the seed's requests, RBAC stands in for it.
+    let stand_in: ClusterRole = serde_json::from_value(json!({"metadata": {"name": "seed-authorizer-stand-in"},
+        "rules": manifests::rules("ms1", Side::Garden)}))
+    .unwrap();
+    Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &stand_in).await.unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({"metadata": {"name": "seed-authorizer-stand-in"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "seed-authorizer-stand-in"},
+        "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "gardener.cloud:system:seed:ms1"}]}))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &binding).await.unwrap();
     let seed_controller = gardenlet::seed::SeedController::new(
         managed_garden.clone(),
         config.seed.clone(),
@@ -292,7 +367,7 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
         Api::<ServiceAccount>::namespaced(admin.clone(), "garden").get_opt("gardenlet-ms1").await.unwrap().is_none()
     );
     assert!(
-        Api::<ClusterRole>::all(admin.clone()).get_opt(&manifests::cluster_role_name("ms1")).await.unwrap().is_none()
+        Api::<ClusterRole>::all(admin.clone()).get_opt(&manifests::bootstrap_role_name("ms1")).await.unwrap().is_none()
     );
     assert!(Api::<Secret>::namespaced(admin.clone(), "garden").get_opt("gardenlet-ms1-token").await.unwrap().is_none());
     assert!(

@@ -2,6 +2,7 @@
 //! responsible, whether the shoot is ready to become a seed, the configuration of the gardenlet
 //! deployed into it, whether its Seed is registered, who still uses the seed, and the status.
 
+use super::manifests;
 use crate::config::{GardenletConfig, SeedConfig};
 use api::common::{ConditionStatus, LastOperationState, LastOperationType};
 use api::core::{Seed, Shoot};
@@ -10,7 +11,7 @@ use api::helpers::constants::conditions::GARDENLET_READY;
 use api::seedmanagement::{ManagedSeed, ManagedSeedStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// Condition: the ManagedSeed's shoot is reconciled (Gardener's `ShootReconciled`).
@@ -87,7 +88,8 @@ pub struct InvalidConfig {
     pub problem: String,
 }
 
-/// Where the gardenlet in the shoot finds its garden kubeconfig (the Secret mounted there).
+/// Where the gardenlet in the shoot finds its bootstrap kubeconfig for the garden (the Secret
+/// mounted there; the token file next to it).
 pub const GARDEN_KUBECONFIG_PATH: &str = "/etc/gardenlet/garden/kubeconfig";
 /// Where it finds the kubeconfig of its seed, the shoot it runs in (its ServiceAccount).
 pub const SEED_KUBECONFIG_PATH: &str = "/etc/gardenlet/garden/seed-kubeconfig";
@@ -99,8 +101,9 @@ pub const SEED_KUBECONFIG_PATH: &str = "/etc/gardenlet/garden/seed-kubeconfig";
 /// gardenlet's own configuration keys (docs/gardenlet.md), e.g. `controllers` or
 /// `controlPlaneRequestsPercent`. With `mergeWithParent` (the default, as in Gardener) the
 /// parent's settings are the starting point. The Seed is named like the ManagedSeed; the garden
-/// is reached through [`GARDEN_KUBECONFIG_PATH`], the seed (the shoot) through
-/// [`SEED_KUBECONFIG_PATH`] with gardenlet's ServiceAccount.
+/// identity is bootstrapped by CSR (`gardenClientConnection`) with [`GARDEN_KUBECONFIG_PATH`]
+/// and kept in the shoot's Secret `garden/gardenlet-kubeconfig`; the seed (the shoot) is
+/// reached through [`SEED_KUBECONFIG_PATH`] with gardenlet's ServiceAccount.
 pub fn gardenlet_config(parent: &GardenletConfig, ms: &ManagedSeed) -> Result<GardenletConfig, InvalidConfig> {
     let name = ms.name_any();
     let invalid =
@@ -130,7 +133,7 @@ pub fn gardenlet_config(parent: &GardenletConfig, ms: &ManagedSeed) -> Result<Ga
         Some(l) => serde_json::from_value(l.clone())
             .map_err(|e| invalid("spec.gardenlet.config.seedConfig.metadata.labels", e.to_string()))?,
     };
-    for forbidden in ["seed", "gardenKubeconfig", "seedKubeconfig"] {
+    for forbidden in ["seed", "gardenKubeconfig", "seedKubeconfig", "gardenClientConnection"] {
         if given.contains_key(forbidden) {
             return Err(invalid(
                 &format!("spec.gardenlet.config.{forbidden}"),
@@ -160,7 +163,12 @@ pub fn gardenlet_config(parent: &GardenletConfig, ms: &ManagedSeed) -> Result<Ga
         "seed".into(),
         serde_json::to_value(seed).map_err(|e| invalid("spec.gardenlet.config", e.to_string()))?,
     );
-    base_map.insert("gardenKubeconfig".into(), Value::String(GARDEN_KUBECONFIG_PATH.into()));
+    base_map.remove("gardenKubeconfig");
+    base_map.insert(
+        "gardenClientConnection".into(),
+        json!({"bootstrapKubeconfig": GARDEN_KUBECONFIG_PATH,
+               "kubeconfigSecret": {"namespace": manifests::NAMESPACE, "name": manifests::KUBECONFIG_SECRET}}),
+    );
     base_map.insert("seedKubeconfig".into(), Value::String(SEED_KUBECONFIG_PATH.into()));
     let config: GardenletConfig = serde_json::from_value(base)
         .map_err(|e| invalid("spec.gardenlet.config", format!("is not a gardenlet configuration: {e}")))?;

@@ -5,7 +5,10 @@
 //!
 //! The chart serves garden and seed in one cluster with one ClusterRole. A managed seed's
 //! gardenlet talks to two clusters, so [`RULES`] says for each permission on which side it is
-//! needed: the shoot gets the seed's half, the garden the garden's half.
+//! needed: the shoot gets the seed's half. In the garden a managed gardenlet is its seed's
+//! identity (`gardener.cloud:system:seed:<seed>`, a client certificate it bootstraps by CSR),
+//! judged by the seed authorizer; its ServiceAccount there is only the bootstrap credential
+//! ([`garden_objects`]).
 
 use serde_json::{Value, json};
 
@@ -13,8 +16,11 @@ use serde_json::{Value, json};
 pub const NAMESPACE: &str = "garden";
 /// The Deployment, ServiceAccount and container name in the shoot.
 pub const NAME: &str = "gardenlet";
-/// The Secret in the shoot holding the garden kubeconfig.
+/// The Secret in the shoot holding the bootstrap kubeconfig and its token.
 pub const GARDEN_KUBECONFIG_SECRET: &str = "gardenlet-garden-kubeconfig";
+/// The Secret in the shoot (namespace [`NAMESPACE`]) where the managed gardenlet keeps the
+/// kubeconfig of its client certificate (its `gardenClientConnection.kubeconfigSecret`).
+pub const KUBECONFIG_SECRET: &str = "gardenlet-kubeconfig";
 /// Label on every object made for a ManagedSeed: its name.
 pub const LABEL_MANAGED_SEED: &str = "seedmanagement.gardener.cloud/managed-seed";
 /// Port of /healthz, /readyz and /metrics (the chart's default).
@@ -37,9 +43,10 @@ pub struct Rule {
     pub verbs: &'static [&'static str],
     /// Limited to the seed's own name.
     pub own_seed_only: bool,
-    /// Not given to managed gardenlets in the garden: what only a seed hosting ManagedSeeds needs
-    /// there (writing ManagedSeeds and other Seeds, identities and RBAC for managed gardenlets).
-    /// A managed seed therefore cannot host ManagedSeeds of its own.
+    /// What only a seed hosting ManagedSeeds needs in the garden (writing ManagedSeeds and other
+    /// Seeds, identities and RBAC for managed gardenlets). Managed gardenlets get no garden rules
+    /// by RBAC at all; the mark tells the seed authorizer's rules what a managed seed must not
+    /// be allowed.
     pub parent_only: bool,
 }
 
@@ -113,6 +120,17 @@ pub const RULES: &[Rule] = &[
     rule(Side::Garden, &[CORE], &["cloudprofiles"], &["get", "list", "watch"]),
     rule(Side::Garden, &[CORE], &["namespacedcloudprofiles", "exposureclasses", "secretbindings"], &["get"]),
     rule(Side::Garden, &["security.gardener.cloud"], &["credentialsbindings"], &["get"]),
+    // The garden identity by CSR (crate::bootstrap): create and watch the CSR; the approver
+    // asks whether the requester may create certificatesigningrequests/seedclient of this seed.
+    rule(Side::Garden, &["certificates.k8s.io"], &["certificatesigningrequests"], &["create", "get", "list", "watch"]),
+    Rule {
+        side: Side::Garden,
+        groups: &["certificates.k8s.io"],
+        resources: &["certificatesigningrequests/seedclient"],
+        verbs: &["create"],
+        own_seed_only: true,
+        parent_only: false,
+    },
     Rule {
         side: Side::Garden,
         groups: &["coordination.k8s.io"],
@@ -163,12 +181,6 @@ pub fn rules(seed: &str, side: Side) -> Vec<Value> {
     to_json(seed, RULES.iter().filter(|r| r.side == side || r.side == Side::Both || side == Side::Both))
 }
 
-/// What a managed seed's gardenlet may do in the garden: the garden's rules without those only a
-/// hosting seed needs (`parent_only`).
-pub fn managed_garden_rules(seed: &str) -> Vec<Value> {
-    to_json(seed, RULES.iter().filter(|r| r.side != Side::Seed && !r.parent_only))
-}
-
 fn to_json<'a>(seed: &str, rules: impl Iterator<Item = &'a Rule>) -> Vec<Value> {
     rules
         .map(|r| {
@@ -191,12 +203,36 @@ pub fn garden_service_account(seed: &str) -> String {
     format!("gardenlet-{seed}")
 }
 
+/// The ClusterRole (and binding) that lets the managed gardenlet's ServiceAccount bootstrap
+/// its seed's identity.
+pub fn bootstrap_role_name(seed: &str) -> String {
+    format!("gardener.cloud:system:gardenlet:{seed}:bootstrap")
+}
+
 /// The token Secret earlier versions kept for that ServiceAccount (a token that never
 /// expires); removed when found. The account's tokens now come from the TokenRequest API
 /// ([`super::token`]).
 pub fn legacy_token_secret(seed: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Secret",
            "metadata": {"name": format!("gardenlet-{seed}-token"), "namespace": NAMESPACE}})
+}
+
+/// What earlier versions granted the managed gardenlet's ServiceAccount in the garden, deleted
+/// on every reconcile so an upgrade does not keep it: the garden half of gardenlet's
+/// ClusterRole and its binding, the leader-election Role and binding, and the token Secret that
+/// never expires.
+pub fn legacy_garden_objects(seed: &str) -> Vec<Value> {
+    let role = cluster_role_name(seed);
+    let lease_role = format!("gardener.cloud:system:gardenlet:{seed}:leader-election");
+    vec![
+        legacy_token_secret(seed),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": role}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": role}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": lease_role, "namespace": NAMESPACE}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": lease_role, "namespace": NAMESPACE}}),
+    ]
 }
 
 fn labels(managed_seed: &str) -> Value {
@@ -208,34 +244,29 @@ fn labels(managed_seed: &str) -> Value {
     })
 }
 
-/// The managed gardenlet's identity in the garden: a ServiceAccount (its tokens are requested
-/// with a lifetime, [`super::token`]), the garden's half of gardenlet's ClusterRole, and the
-/// leader-election Lease permissions in the garden namespace. The ServiceAccount first.
+/// The managed gardenlet's bootstrap identity in the garden: a ServiceAccount (its tokens are
+/// requested with a lifetime, [`super::token`]) that may only create and watch CSRs and
+/// create `certificatesigningrequests/seedclient` named after its seed, so the CSR approver
+/// approves its CSR for that seed and no other. Everything else the managed gardenlet does in
+/// the garden it does as its seed identity. The ServiceAccount first.
 pub fn garden_objects(seed: &str) -> Vec<Value> {
     let sa = garden_service_account(seed);
-    let role = cluster_role_name(seed);
-    let lease_role = format!("gardener.cloud:system:gardenlet:{seed}:leader-election");
-    let subject = json!([{"kind": "ServiceAccount", "name": sa, "namespace": NAMESPACE}]);
+    let role = bootstrap_role_name(seed);
     vec![
         json!({"apiVersion": "v1", "kind": "ServiceAccount",
                "metadata": {"name": sa, "namespace": NAMESPACE, "labels": labels(seed)}}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": role, "labels": labels(seed)}, "rules": managed_garden_rules(seed)}),
+        "metadata": {"name": role, "labels": labels(seed)},
+        "rules": [
+            {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests/seedclient"],
+             "resourceNames": [seed], "verbs": ["create"]},
+            {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+             "verbs": ["create", "get", "list", "watch"]},
+        ]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                "metadata": {"name": role, "labels": labels(seed)},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-               "subjects": subject}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-        "metadata": {"name": lease_role, "namespace": NAMESPACE, "labels": labels(seed)},
-        "rules": [
-            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
-            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-             "resourceNames": [format!("gardenlet-{seed}-leader-election")], "verbs": ["get", "update"]},
-        ]}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": lease_role, "namespace": NAMESPACE, "labels": labels(seed)},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": lease_role},
-               "subjects": subject}),
+               "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": NAMESPACE}]}),
     ]
 }
 

@@ -1,8 +1,9 @@
 //! One ManagedSeed: the I/O around [`super::decide`] and [`super::manifests`].
 //!
 //! Reconcile (the shoot runs on this seed): finalizer; `ShootReconciled`; the managed
-//! gardenlet's configuration; its identity in the garden (ServiceAccount, RBAC) and a
-//! short-lived token ([`super::token`], renewed by a reconcile queued for the renewal time); the
+//! gardenlet's configuration; its bootstrap identity in the garden (ServiceAccount, RBAC for
+//! its seed's CSR only; what earlier versions granted is deleted) and a short-lived token
+//! ([`super::token`], renewed by a reconcile queued for the renewal time); the
 //! objects in the shoot (server-side apply, written only when they differ from what is there);
 //! `SeedRegistered` once the Seed is `GardenletReady`.
 //!
@@ -105,11 +106,18 @@ async fn reconcile_managed_seed(ms: &ManagedSeed, ctx: &Context) -> Result<Actio
         }
     };
     let seed_name = ms.name_any();
-    // The identity in the garden; its short-lived token (kept while it is fresh).
+    // The bootstrap identity in the garden; its short-lived token (kept while it is fresh).
     for object in manifests::garden_objects(&seed_name) {
         apply(&ctx.garden, &object)
             .await
             .map_err(kube_err(ms, format!("applying {} in the garden", describe(&object))))?;
+    }
+    // The broad garden rights of earlier versions go, so an upgrade does not keep them (their
+    // token Secret below, once the shoot holds the new token).
+    for object in manifests::legacy_garden_objects(&seed_name).iter().filter(|o| o["kind"] != "Secret") {
+        remove(&ctx.garden, object)
+            .await
+            .map_err(kube_err(ms, format!("deleting {} in the garden", describe(object))))?;
     }
     let shoot_client =
         shoot_client(ctx, &shoot).await.map_err(|what| Error::Other { managed_seed: seed_name.clone(), what })?;
@@ -233,7 +241,7 @@ async fn delete(ms: &ManagedSeed, shoot: Option<&Shoot>, ctx: &Context) -> Resul
         }
     }
     let garden_objects = manifests::garden_objects(&seed_name);
-    for object in std::iter::once(&manifests::legacy_token_secret(&seed_name)).chain(garden_objects.iter().rev()) {
+    for object in manifests::legacy_garden_objects(&seed_name).iter().chain(garden_objects.iter().rev()) {
         remove(&ctx.garden, object)
             .await
             .map_err(kube_err(ms, format!("deleting {} in the garden", describe(object))))?;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod actuators;
+pub mod approver;
 pub mod chart;
 pub mod shoots;
 pub mod simulator;

@@ -68,7 +68,13 @@ fn the_config_is_the_parents_with_the_seed_of_the_managed_seed() {
     assert_eq!(config.seed.spec.networks.pods, "10.3.0.0/16");
     assert_eq!(config.seed.capacity_shoots, 40, "merged with the parent");
     assert_eq!(config.control_plane_requests_percent, 20, "merged with the parent");
-    assert_eq!(config.garden_kubeconfig.as_deref(), Some(std::path::Path::new(GARDEN_KUBECONFIG_PATH)));
+    assert_eq!(config.garden_kubeconfig, None, "the garden identity is bootstrapped by CSR");
+    let connection = config.garden_client_connection.as_ref().unwrap();
+    assert_eq!(connection.bootstrap_kubeconfig, std::path::Path::new(GARDEN_KUBECONFIG_PATH));
+    assert_eq!(
+        connection.kubeconfig_secret,
+        crate::config::SecretRef { namespace: "garden".into(), name: "gardenlet-kubeconfig".into() }
+    );
     assert_eq!(
         config.seed_kubeconfig.as_deref(),
         Some(std::path::Path::new(SEED_KUBECONFIG_PATH)),
@@ -110,6 +116,15 @@ fn bad_configs_name_the_managed_seed_and_field() {
                 c
             },
             "spec.gardenlet.config.gardenKubeconfig",
+            "must not be given",
+        ),
+        (
+            {
+                let mut c = seed_config();
+                c["gardenClientConnection"] = json!({"bootstrapKubeconfig": "/x"});
+                c
+            },
+            "spec.gardenlet.config.gardenClientConnection",
             "must not be given",
         ),
         (
@@ -219,4 +234,13 @@ fn status_is_written_only_on_change() {
     let kept = status(Some(&next), Some(2), &waiting, &at(10)).unwrap();
     let registered = kept.conditions.iter().find(|c| c.type_ == SEED_REGISTERED).unwrap();
     assert_eq!(registered.status, ConditionStatus::True, "left as it is while the shoot is busy");
+}
+
+#[test]
+fn a_parent_with_its_own_garden_kubeconfig_still_gives_the_child_the_bootstrap() {
+    let mut parent = parent();
+    parent.garden_kubeconfig = Some("/etc/parent/garden".into());
+    let config = gardenlet_config(&parent, &managed_seed(seed_config())).unwrap();
+    assert_eq!(config.garden_kubeconfig, None);
+    assert!(config.garden_client_connection.is_some());
 }

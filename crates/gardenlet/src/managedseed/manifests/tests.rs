@@ -35,20 +35,51 @@ fn sides_split_the_chart_rules_without_losing_one() {
 }
 
 #[test]
-fn garden_identity_is_a_service_account_without_a_token_secret_and_the_garden_rules() {
+fn the_garden_identity_is_a_bootstrap_account_that_may_only_ask_for_its_seeds_certificate() {
     let objects = garden_objects("ms1");
     let kinds: Vec<_> = objects.iter().map(|o| o["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]);
+    assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]);
+    assert_eq!(objects[1]["metadata"]["name"], "gardener.cloud:system:gardenlet:ms1:bootstrap");
+    assert_eq!(
+        objects[1]["rules"],
+        json!([
+            {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests/seedclient"],
+             "resourceNames": ["ms1"], "verbs": ["create"]},
+            {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+             "verbs": ["create", "get", "list", "watch"]},
+        ])
+    );
     assert_eq!(objects[2]["subjects"][0]["name"], "gardenlet-ms1");
-    assert_eq!(objects[3]["rules"][1]["resourceNames"], json!(["gardenlet-ms1-leader-election"]));
     for o in &objects {
         assert_eq!(o["metadata"]["labels"][LABEL_MANAGED_SEED], "ms1");
     }
-    assert_eq!(legacy_token_secret("ms1")["metadata"]["name"], "gardenlet-ms1-token");
-    // Only the hosting gardenlet requests tokens; the managed one gets no such rule.
-    let token_rule = json!(["serviceaccounts/token"]);
-    assert!(rules("s", Side::Both).iter().any(|r| r["resources"] == token_rule));
-    assert!(!managed_garden_rules("s").iter().any(|r| r["resources"] == token_rule));
+    // What earlier versions granted goes: the garden rules, the Lease Role, the token Secret.
+    let legacy: Vec<_> = legacy_garden_objects("ms1")
+        .iter()
+        .map(|o| format!("{} {}", o["kind"].as_str().unwrap(), o["metadata"]["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        legacy,
+        [
+            "Secret gardenlet-ms1-token",
+            "ClusterRoleBinding gardener.cloud:system:gardenlet:ms1",
+            "ClusterRole gardener.cloud:system:gardenlet:ms1",
+            "RoleBinding gardener.cloud:system:gardenlet:ms1:leader-election",
+            "Role gardener.cloud:system:gardenlet:ms1:leader-election",
+        ]
+    );
+    // The hosting gardenlet may bootstrap its own seed only, and the shoot gets no CSR rights.
+    let seedclient = rules("s", Side::Both)
+        .into_iter()
+        .find(|r| r["resources"] == json!(["certificatesigningrequests/seedclient"]))
+        .unwrap();
+    assert_eq!(seedclient["resourceNames"], json!(["s"]));
+    assert!(!rules("s", Side::Seed).iter().any(|r| r["apiGroups"] == json!(["certificates.k8s.io"])));
+    // The shoot's rules let the managed gardenlet write its kubeconfig Secret.
+    let secrets = rules("s", Side::Seed).into_iter().find(|r| r["resources"] == json!(["secrets"])).unwrap();
+    for verb in ["get", "create", "patch"] {
+        assert!(secrets["verbs"].as_array().unwrap().contains(&json!(verb)), "{verb}");
+    }
 }
 
 #[test]
