@@ -110,7 +110,7 @@ e2e_tests=(conformance local_cluster shoot contract workers managed_seed garden 
 timed build-tests cargo build -q --workspace $(printf -- '--test %s ' "${e2e_tests[@]}")
 failed=0
 # Phase 1: side by side. Phase 2: alone (they disturb the garden every other case relies on).
-timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" conformance local_cluster shoot contract workers managed_seed || failed=1
+timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" conformance local_cluster shoot contract workers managed_seed isolation || failed=1
 timed alone run_phase alone 1 garden faults || failed=1
 [ "$failed" = 0 ] || exit 1
 
