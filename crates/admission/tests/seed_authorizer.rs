@@ -5,6 +5,8 @@
 //! certificates (CN `gardener.cloud:system:seed:<seed>`, O `gardener.cloud:system:seeds`) and
 //! hold no RBAC, so whatever the authorizer does not allow is refused.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
 mod support;
 
 use admission::server::{self, Metrics, certs, shared};
@@ -348,7 +350,7 @@ async fn subjectaccessreviews_through_the_api_server_with_500_shoots() {
         let shoot = i % SHOOTS;
         // Half asked by the shoot's seed (allowed), half by the next seed (no opinion).
         let owner = shoot % SEEDS;
-        let asker = if i % 2 == 0 { owner } else { (owner + 1) % SEEDS };
+        let asker = if i.is_multiple_of(2) { owner } else { (owner + 1) % SEEDS };
         let start = Instant::now();
         let answer = reviews
             .create(&PostParams::default(), &review(&format!("seed-{asker}"), &format!("s{shoot}")))
