@@ -8,6 +8,10 @@
 //! gardenlet in the shoot and its garden identity are removed; then the shoot is deleted.
 //! Before that, a workerless shoot migrates from the local seed to the managed one with its
 //! etcd data (see [`migrate_a_shoot_from_the_local_seed_to_the_managed_one`]).
+//! While the workerless shoot is still on the local seed, the managed seed's gardenlet, as
+//! itself (its client certificate, `gardener.cloud:system:seed:managed`), is refused that
+//! shoot's ShootState, Shoot and credentials and the local Seed, while it may reach its own
+//! shoot's (see [`a_seed_reaches_only_its_own_objects`]).
 //! Gardener's e2e test "ManagedSeed" (test/e2e/gardener/managedseed) is the model.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
@@ -192,7 +196,9 @@ fn delete_shoot(namespace: &str, name: &str) {
 fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     let manifest = std::fs::read_to_string(repo_root().join("example/managedseed.yaml")).unwrap();
     e2e::apply(NS, &manifest);
-    // The shoot that migrates later is created meanwhile, on `local`.
+    // The shoot that migrates later is created meanwhile, on `local`, with credentials of its
+    // own (so that no shoot on the managed seed uses them before the migration).
+    e2e::apply(HOSTED_NS, MOVER_CREDENTIALS);
     e2e::apply(HOSTED_NS, &mover_manifest());
 
     let (_, created) = wait("the managed seed's shoot is created", Duration::from_secs(600), || {
@@ -256,6 +262,7 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
         diagnosis()
     );
 
+    a_seed_reaches_only_its_own_objects();
     migrate_a_shoot_from_the_local_seed_to_the_managed_one();
 
     // Deleting the ManagedSeed keeps the seed while a shoot uses it.
@@ -276,6 +283,7 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
         gone(&["-n", HOSTED_NS, "get", "shoot", MOVER, "--ignore-not-found", "-o", "name"])
     });
     println!("shoot {MOVER} deleted from {NAME} in {:?}", start.elapsed());
+    kubectl(&["-n", HOSTED_NS, "delete", "secretbinding,secret", "mover", "--ignore-not-found"]).unwrap();
     let (_, released) = wait("the ManagedSeed is released", Duration::from_secs(300), || {
         gone(&["-n", NS, "get", "managedseed", NAME, "--ignore-not-found", "-o", "name"])
     });
@@ -304,6 +312,73 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
         gone(&["-n", NS, "get", "shoot", NAME, "--ignore-not-found", "-o", "name"])
     });
     println!("shoot {NAME} deleted in {:?}", start.elapsed());
+}
+
+/// The managed seed's gardenlet, as itself in the garden: the kubeconfig with its client
+/// certificate that its bootstrap wrote into the shoot (`garden/gardenlet-kubeconfig`), in a
+/// file removed on drop.
+struct SeedIdentity(tempfile::NamedTempFile);
+
+impl SeedIdentity {
+    fn of_managed_seed() -> Self {
+        let encoded =
+            shoot_kubectl(&["-n", "garden", "get", "secret", "gardenlet-kubeconfig", "-o", "jsonpath={.data.kubeconfig}"]);
+        use base64::Engine;
+        let kubeconfig = base64::engine::general_purpose::STANDARD
+            .decode(encoded.trim())
+            .unwrap_or_else(|e| panic!("the managed gardenlet's kubeconfig Secret ({e}): {encoded}\n{}", diagnosis()));
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, &kubeconfig).unwrap();
+        Self(file)
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        e2e::kubectl_with(self.0.path(), args)
+    }
+}
+
+/// `result` is the API server's refusal of the managed seed's user.
+fn refused(what: &str, result: Result<String, String>) {
+    match result {
+        Err(e) if e.contains("Forbidden") || e.contains("forbidden") => {
+            assert!(e.contains(&format!("gardener.cloud:system:seed:{NAME}")), "{what}: refused as another user: {e}");
+            println!("refused as it must be: {what}");
+        }
+        other => panic!("{what}: the managed seed must be refused, got {other:?}"),
+    }
+}
+
+/// GEP-13's trust boundary between seeds (docs/security.md, the seed authorizer): the managed
+/// seed's gardenlet reaches its own shoot's objects and not those of the shoot on `local`. The
+/// writes are server-side dry runs: authorized and admitted exactly as real ones, but a wrongly
+/// allowed one changes nothing.
+fn a_seed_reaches_only_its_own_objects() {
+    let seed = SeedIdentity::of_managed_seed();
+    let dry = "--dry-run=server";
+    let annotate = |shoot: &str| {
+        seed.kubectl(&["-n", HOSTED_NS, "annotate", "shoot", shoot, "e2e.gardener.cloud/touched=true", "--overwrite", dry])
+    };
+    // Its own: the hosted shoot, its credentials, its Seed.
+    seed.kubectl(&["-n", HOSTED_NS, "get", "shoot", HOSTED, "-o", "name"]).expect("the managed seed reads its shoot");
+    annotate(HOSTED).expect("the managed seed patches its shoot");
+    let own_state = seed.kubectl(&["-n", HOSTED_NS, "get", "shootstate", HOSTED, "-o", "name"]);
+    assert!(
+        own_state.as_ref().map_or_else(|e| e.contains("NotFound"), |_| true),
+        "the managed seed may read its shoot's ShootState: {own_state:?}"
+    );
+    seed.kubectl(&["-n", HOSTED_NS, "get", "secret", "local", "-o", "name"])
+        .expect("the managed seed reads its shoot's credentials");
+    seed.kubectl(&["delete", "seed", NAME, dry]).expect("the managed seed may delete its own Seed");
+
+    // The shoot on `local` and what belongs to it.
+    let state = kubectl(&["-n", HOSTED_NS, "get", "shootstate", MOVER, "-o", "name"]);
+    println!("the mover's ShootState as the admin sees it: {state:?}");
+    refused("the ShootState of a shoot on another seed", seed.kubectl(&["-n", HOSTED_NS, "get", "shootstate", MOVER]));
+    refused("a patch of a shoot on another seed", annotate(MOVER));
+    refused("the credentials of a shoot on another seed", seed.kubectl(&["-n", HOSTED_NS, "get", "secret", "mover"]));
+    refused("deleting another Seed", seed.kubectl(&["delete", "seed", "local", dry]));
+    let annotations = field(&["-n", HOSTED_NS, "get", "shoot", MOVER, "-o", "jsonpath={.metadata.annotations}"]).unwrap();
+    assert!(!annotations.contains("e2e.gardener.cloud/touched"), "the mover is unchanged: {annotations}");
 }
 
 /// Control-plane migration between two real seeds (docs/migration.md): a workerless shoot created
@@ -415,9 +490,12 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
 
 const MOVER: &str = "mover";
 
+/// The mover's own credentials: a Secret and its SecretBinding in the project.
+const MOVER_CREDENTIALS: &str = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: mover\n  namespace: garden-local\ntype: Opaque\nstringData:\n  marker: mover-credentials\n---\napiVersion: core.gardener.cloud/v1beta1\nkind: SecretBinding\nmetadata:\n  name: mover\n  namespace: garden-local\nprovider:\n  type: local\nsecretRef:\n  name: mover\n  namespace: garden-local\n";
+
 /// The workerless shoot that migrates from `local` to the managed seed.
 fn mover_manifest() -> String {
     format!(
-        "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: {MOVER}\n  namespace: {HOSTED_NS}\nspec:\n  seedName: local\n  cloudProfileName: local\n  secretBindingName: local\n  region: local\n  kubernetes:\n    version: 1.20.2\n  networking:\n    services: 10.131.0.0/16\n  provider:\n    type: local\n"
+        "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: {MOVER}\n  namespace: {HOSTED_NS}\nspec:\n  seedName: local\n  cloudProfileName: local\n  secretBindingName: mover\n  region: local\n  kubernetes:\n    version: 1.20.2\n  networking:\n    services: 10.131.0.0/16\n  provider:\n    type: local\n"
     )
 }
