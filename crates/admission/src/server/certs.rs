@@ -29,6 +29,12 @@ pub enum CertError {
     Validity(Duration),
     #[error("loading the serving key into rustls")]
     Load(#[source] rustls::Error),
+    #[error("reading the signing CA file {path}")]
+    ReadFile {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("reading the stored {what}: {reason}")]
     Parse { what: &'static str, reason: String },
 }

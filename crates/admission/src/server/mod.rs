@@ -76,11 +76,11 @@ pub struct CaFiles {
 
 impl CaFiles {
     /// Reads and checks both files; the error names the file, never its contents.
-    pub fn load(&self) -> Result<certs::SigningCa, ServerError> {
+    pub fn load(&self) -> Result<certs::SigningCa, CertError> {
         let read = |path: &std::path::Path| {
-            std::fs::read_to_string(path).map_err(|source| ServerError::SigningCa { path: path.to_path_buf(), source })
+            std::fs::read_to_string(path).map_err(|source| CertError::ReadFile { path: path.to_path_buf(), source })
         };
-        Ok(certs::SigningCa::from_pem(&read(&self.cert_file)?, &read(&self.key_file)?)?)
+        certs::SigningCa::from_pem(&read(&self.cert_file)?, &read(&self.key_file)?)
     }
 }
 
@@ -125,12 +125,6 @@ impl ServerConfig {
 pub enum ServerError {
     #[error("loading the webhook serving certificate")]
     Certificate(#[from] CertError),
-    #[error("reading the signing CA file {path}")]
-    SigningCa {
-        path: std::path::PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("sharing the webhook certificates")]
     Shared(#[from] shared::SharedError),
     #[error("registering webhook configuration {name}")]

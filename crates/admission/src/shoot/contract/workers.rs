@@ -27,7 +27,7 @@ pub const PROVIDER: &[Field] = &[
     honoured(
         "spec.provider.workersSettings.sshAccess.enabled",
         "an SSH key pair is created and authorised on the nodes; false removes access",
-        "credentials_rotate_on_the_real_node_and_ssh_reaches_it_through_a_bastion",
+        "ssh_reaches_the_node_through_a_bastion_with_the_current_and_the_previous_key_pair",
     ),
     honoured(
         "spec.provider.workers[].name",
