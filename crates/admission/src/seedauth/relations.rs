@@ -21,6 +21,8 @@ pub const GARDENLET_SA_PREFIX: &str = "gardenlet-";
 /// Prefix of a gardenlet's ClusterRole(Binding); a managed gardenlet's Role(Binding) in the
 /// garden namespace adds [`LEADER_ELECTION_SUFFIX`].
 pub const GARDENLET_ROLE_PREFIX: &str = "gardener.cloud:system:gardenlet:";
+/// Suffix of a managed gardenlet's bootstrap ClusterRole(Binding).
+pub const BOOTSTRAP_SUFFIX: &str = ":bootstrap";
 pub const LEADER_ELECTION_SUFFIX: &str = ":leader-election";
 
 /// How far a seed may go with an object: not at all, read it, or read and write it.
@@ -172,12 +174,14 @@ pub fn service_account(g: &dyn SeedGraph, seed: &str, namespace: &str, name: &st
 }
 
 /// An RBAC object of a managed gardenlet: ClusterRole(Binding)
-/// `gardener.cloud:system:gardenlet:<managed seed>`, or Role(Binding)
-/// `garden/gardener.cloud:system:gardenlet:<managed seed>:leader-election`.
+/// `gardener.cloud:system:gardenlet:<managed seed>:bootstrap` (its bootstrap identity's right to
+/// ask for the seed's certificate), `gardener.cloud:system:gardenlet:<managed seed>` (of earlier
+/// versions, deleted), or Role(Binding)
+/// `garden/gardener.cloud:system:gardenlet:<managed seed>:leader-election` (earlier, deleted).
 pub fn rbac(g: &dyn SeedGraph, seed: &str, namespace: Option<&str>, name: &str) -> bool {
     let Some(rest) = name.strip_prefix(GARDENLET_ROLE_PREFIX) else { return false };
     let managed = match namespace {
-        None | Some("") => Some(rest),
+        None | Some("") => Some(rest.strip_suffix(BOOTSTRAP_SUFFIX).unwrap_or(rest)),
         Some(GARDEN_NAMESPACE) => rest.strip_suffix(LEADER_ELECTION_SUFFIX),
         Some(_) => None,
     };

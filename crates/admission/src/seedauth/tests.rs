@@ -92,6 +92,8 @@ const OWNED_BY_A: &[(&str, &str, &str, &str)] = &[
     ("bind", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:ms1"),
     ("escalate", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:ms1"),
     ("delete", "clusterrolebindings.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:ms1"),
+    ("patch", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:ms1:bootstrap"),
+    ("bind", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:ms1:bootstrap"),
     ("patch", "roles.rbac.authorization.k8s.io", "garden", "gardener.cloud:system:gardenlet:ms1:leader-election"),
     ("create", "certificatesigningrequests/seedclient.certificates.k8s.io", "", "a"),
 ];
@@ -147,6 +149,7 @@ const NOBODYS: &[(&str, &str, &str, &str)] = &[
     ("create", "serviceaccounts/token", "garden", "gardener-admission"),
     ("patch", "clusterroles.rbac.authorization.k8s.io", "", "cluster-admin"),
     ("bind", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:a"),
+    ("bind", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:a:bootstrap"),
     ("delete", "events", "garden-p", "e"),
     ("get", "backupbuckets.core.gardener.cloud", "", "a"),
 ];

@@ -67,6 +67,8 @@ fn a_seed_creates_what_belongs_to_it_and_nothing_of_another_seed() {
         ("serviceaccounts", object("garden", "gardenlet-ms1"), true, false),
         ("serviceaccounts", object("garden", "gardenlet-other"), false, false),
         ("clusterroles", object("", "gardener.cloud:system:gardenlet:ms1"), true, false),
+        ("clusterrolebindings", object("", "gardener.cloud:system:gardenlet:ms1:bootstrap"), true, false),
+        ("clusterroles", object("", "gardener.cloud:system:gardenlet:ms1:admin"), false, false),
         ("rolebindings", object("garden", "gardener.cloud:system:gardenlet:ms1:leader-election"), true, false),
         ("clusterrolebindings", object("", "cluster-admin-for-me"), false, false),
         (
