@@ -106,7 +106,7 @@ timed local-up "$bin" up --assets "$assets" --images "$images"
 timed garden-install env KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.local/kubeconfig"
 # The e2e tests by name from the whole workspace: the features of `make test`'s build, so the
 # libraries are not compiled again (docs/testing.md, "One build").
-e2e_tests=(conformance local_cluster shoot contract workers managed_seed garden faults)
+e2e_tests=(conformance local_cluster shoot contract workers managed_seed isolation garden faults)
 timed build-tests cargo build -q --workspace $(printf -- '--test %s ' "${e2e_tests[@]}")
 failed=0
 # Phase 1: side by side. Phase 2: alone (they disturb the garden every other case relies on).
