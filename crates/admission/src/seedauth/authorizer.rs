@@ -93,8 +93,11 @@ fn rule_for(group: &str, resource: &str) -> Option<Rule> {
             subresources: &[STATUS],
             ..rule(Seed, &["get", "list", "watch", "create"], &[], &["patch", "update", "delete"])
         },
+        // Get as list and watch, which every gardenlet's shoot cache needs: a shoot's spec is no
+        // secret from a seed that can list it (Gardener allows the same). A ManagedSeed's
+        // controller on every seed reads the shoot to see whether the ManagedSeed is its own.
         (CORE, "shoots") => {
-            Rule { subresources: &[STATUS], ..rule(Shoot, &["list", "watch"], &[], &["get", "patch", "update"]) }
+            Rule { subresources: &[STATUS], ..rule(Shoot, &["get", "list", "watch"], &[], &["patch", "update"]) }
         }
         (CORE, "shootstates") => rule(ShootState, &["create"], &[], &["get", "patch", "update", "delete"]),
         (CORE, "internalsecrets") => rule(InternalSecret, &["create"], &[], &["get", "patch", "update"]),

@@ -21,6 +21,8 @@ pub const GARDENLET_SA_PREFIX: &str = "gardenlet-";
 /// Prefix of a gardenlet's ClusterRole(Binding); a managed gardenlet's Role(Binding) in the
 /// garden namespace adds [`LEADER_ELECTION_SUFFIX`].
 pub const GARDENLET_ROLE_PREFIX: &str = "gardener.cloud:system:gardenlet:";
+/// Suffix of the token Secret of a managed gardenlet's ServiceAccount in earlier versions.
+pub const OLD_TOKEN_SUFFIX: &str = "-token";
 /// Suffix of a managed gardenlet's bootstrap ClusterRole(Binding).
 pub const BOOTSTRAP_SUFFIX: &str = ":bootstrap";
 pub const LEADER_ELECTION_SUFFIX: &str = ":leader-election";
@@ -72,6 +74,12 @@ pub fn seed_object(g: &dyn SeedGraph, seed: &str, name: &str) -> bool {
 /// namespace. Resolved from the bindings' references; Secrets themselves are never read.
 pub fn secret(g: &dyn SeedGraph, seed: &str, namespace: &str, name: &str) -> Access {
     if shoot_named(name, &SSH_KEYPAIR_SUFFIXES).is_some_and(|s| shoot(g, seed, namespace, s)) {
+        return Access::Write;
+    }
+    // The never-expiring token Secret `garden/gardenlet-<managed seed>-token` of earlier
+    // versions, which the hosting gardenlet deletes.
+    let old_token = name.strip_prefix(GARDENLET_SA_PREFIX).and_then(|rest| rest.strip_suffix(OLD_TOKEN_SUFFIX));
+    if old_token.is_some_and(|ms| managed_seed(g, seed, namespace, ms)) {
         return Access::Write;
     }
     let credentials = |s: &Shoot| shoot_on(s, seed) && uses_credentials(g, s, namespace, name);

@@ -63,7 +63,6 @@ const OWNED_BY_A: &[(&str, &str, &str, &str)] = &[
     ("delete", "seeds.core.gardener.cloud", "", "a"),
     ("patch", "seeds/status.core.gardener.cloud", "", "a"),
     ("delete", "seeds.core.gardener.cloud", "", "ms1"),
-    ("get", "shoots.core.gardener.cloud", "garden-p", "sa"),
     ("patch", "shoots.core.gardener.cloud", "garden-p", "sa"),
     ("update", "shoots/status.core.gardener.cloud", "garden-p", "sa"),
     ("get", "shootstates.core.gardener.cloud", "garden-p", "sa"),
@@ -87,6 +86,7 @@ const OWNED_BY_A: &[(&str, &str, &str, &str)] = &[
     ("patch", "leases.coordination.k8s.io", "gardener-system-seed-lease", "a"),
     ("update", "leases.coordination.k8s.io", "garden", "gardenlet-a-leader-election"),
     ("get", "serviceaccounts", "garden", "gardenlet-ms1"),
+    ("delete", "secrets", "garden", "gardenlet-ms1-token"),
     ("create", "serviceaccounts/token", "garden", "gardenlet-ms1"),
     ("patch", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:ms1"),
     ("bind", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:ms1"),
@@ -113,6 +113,9 @@ const SHARED: &[(&str, &str, &str, &str)] = &[
     ("patch", "internalsecrets.core.gardener.cloud", "garden-p", "mig.ca-client"),
     ("get", "secretbindings.core.gardener.cloud", "garden-p", "mig-sb"),
     ("list", "shoots.core.gardener.cloud", "", ""),
+    // As list and watch: any shoot's spec, also another seed's.
+    ("get", "shoots.core.gardener.cloud", "garden-p", "sa"),
+    ("get", "shoots.core.gardener.cloud", "garden-p", "sb"),
     ("watch", "controllerinstallations.core.gardener.cloud", "", ""),
     ("list", "bastions.operations.gardener.cloud", "", ""),
     ("get", "cloudprofiles.core.gardener.cloud", "", "local"),
@@ -138,7 +141,7 @@ const NOBODYS: &[(&str, &str, &str, &str)] = &[
     ("list", "secrets", "garden-p", ""),
     ("patch", "secrets", "creds", "sa-credentials"),
     ("delete", "shoots.core.gardener.cloud", "garden-p", "sa"),
-    ("get", "shoots.core.gardener.cloud", "garden-p", "missing"),
+    ("patch", "shoots.core.gardener.cloud", "garden-p", "missing"),
     ("get", "internalsecrets.core.gardener.cloud", "garden-p", "sa.other"),
     ("patch", "seeds/spec.core.gardener.cloud", "", "a"),
     ("get", "pods", "garden-p", "p"),
@@ -221,7 +224,7 @@ fn subjectaccessreviews_are_answered_in_their_version_and_never_deny() {
         serde_json::to_vec(&serde_json::json!({
             "apiVersion": version, "kind": "SubjectAccessReview",
             "spec": {"user": user, groups_field: [seed_identity::GROUP],
-                     "resourceAttributes": {"verb": "get", "group": "core.gardener.cloud", "resource": "shoots",
+                     "resourceAttributes": {"verb": "get", "group": "core.gardener.cloud", "resource": "shootstates",
                                             "namespace": "garden-p", "name": name}}}))
         .unwrap()
     };
