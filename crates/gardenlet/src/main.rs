@@ -35,13 +35,20 @@ fn main() -> ExitCode {
     cli::block_on(run(cli))
 }
 
-async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
-    let config = Arc::new(GardenletConfig::load(&cli.config)?);
-    // With gardenClientConnection the garden identity is a client certificate obtained by CSR
-    // (gardenlet::bootstrap), and the seed is --kubeconfig (or in-cluster) unless
-    // seedKubeconfig says otherwise. Without it, the configuration's garden kubeconfig wins over
-    // --kubeconfig, which wins over inference, and the seed is the garden unless configured.
-    let (garden_config, seed, bootstrap) = match &config.garden_client_connection {
+/// The garden client's configuration, the seed client when it is not the garden, and the
+/// bootstrap with its certificate when the garden identity is obtained by CSR.
+type Clients = (
+    kube::Config,
+    Option<kube::Client>,
+    Option<(gardenlet::bootstrap::Bootstrap, gardenlet::bootstrap::decide::Certificate)>,
+);
+
+/// With gardenClientConnection the garden identity is a client certificate obtained by CSR
+/// (gardenlet::bootstrap), and the seed is --kubeconfig (or in-cluster) unless seedKubeconfig
+/// says otherwise. Without it, the configuration's garden kubeconfig wins over --kubeconfig,
+/// which wins over inference, and the seed is the garden unless configured.
+async fn clients(config: &GardenletConfig, cli: &Cli) -> Result<Clients, Box<dyn std::error::Error>> {
+    match &config.garden_client_connection {
         Some(connection) => {
             let seed = cli::client(config.seed_kubeconfig.as_deref().or(cli.common.kubeconfig.as_deref())).await?;
             let bootstrap = gardenlet::bootstrap::Bootstrap {
@@ -51,7 +58,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 timeout: gardenlet::bootstrap::DEFAULT_TIMEOUT,
             };
             let identity = bootstrap.identity().await?;
-            (identity.config, Some(seed), Some((bootstrap, identity.certificate)))
+            Ok((identity.config, Some(seed), Some((bootstrap, identity.certificate))))
         }
         None => {
             let garden_config =
@@ -60,9 +67,14 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 Some(path) => Some(cli::client(Some(path)).await?),
                 None => None,
             };
-            (garden_config, seed, None)
+            Ok((garden_config, seed, None))
         }
-    };
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let config = Arc::new(GardenletConfig::load(&cli.config)?);
+    let (garden_config, seed, bootstrap) = clients(&config, &cli).await?;
     let garden_endpoint = gardenlet::managedseed::GardenEndpoint::from_config(&garden_config, &config.managed_seeds)
         .map_err(|e| {
             let file = config.managed_seeds.garden_cluster_ca_file.as_deref().unwrap_or(std::path::Path::new(""));
