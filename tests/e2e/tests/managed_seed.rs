@@ -11,7 +11,8 @@
 //! While the workerless shoot is still on the local seed, the managed seed's gardenlet, as
 //! itself (its client certificate, `gardener.cloud:system:seed:managed`), is refused that
 //! shoot's ShootState, Shoot and credentials and the local Seed, while it may reach its own
-//! shoot's (see [`a_seed_reaches_only_its_own_objects`]).
+//! shoot's, and the local seed's gardenlet, as itself, reaches the former (see
+//! [`a_seed_reaches_only_its_own_objects`]).
 //! Gardener's e2e test "ManagedSeed" (test/e2e/gardener/managedseed) is the model.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
@@ -332,6 +333,18 @@ impl SeedIdentity {
         Self(file)
     }
 
+    /// The local seed's gardenlet: its kubeconfig Secret in the garden (which is its seed).
+    fn of_local_seed() -> Self {
+        let encoded =
+            kubectl(&["-n", "garden", "get", "secret", "gardenlet-kubeconfig", "-o", "jsonpath={.data.kubeconfig}"])
+                .expect("the local gardenlet's kubeconfig Secret (gardenlet chart, seedIdentity.enabled)");
+        use base64::Engine;
+        let kubeconfig = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).unwrap();
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut file, &kubeconfig).unwrap();
+        Self(file)
+    }
+
     fn kubectl(&self, args: &[&str]) -> Result<String, String> {
         e2e::kubectl_with(self.0.path(), args)
     }
@@ -379,6 +392,16 @@ fn a_seed_reaches_only_its_own_objects() {
     refused("deleting another Seed", seed.kubectl(&["delete", "seed", "local", dry]));
     let annotations = field(&["-n", HOSTED_NS, "get", "shoot", MOVER, "-o", "jsonpath={.metadata.annotations}"]).unwrap();
     assert!(!annotations.contains("e2e.gardener.cloud/touched"), "the mover is unchanged: {annotations}");
+
+    // The same requests succeed for the seed that owns the mover, as itself (the writes again as
+    // dry runs).
+    let local = SeedIdentity::of_local_seed();
+    local.kubectl(&["-n", HOSTED_NS, "get", "shootstate", MOVER, "-o", "name"]).expect("local reads the ShootState");
+    local
+        .kubectl(&["-n", HOSTED_NS, "annotate", "shoot", MOVER, "e2e.gardener.cloud/touched=true", "--overwrite", dry])
+        .expect("local patches its shoot");
+    local.kubectl(&["-n", HOSTED_NS, "get", "secret", "mover", "-o", "name"]).expect("local reads its credentials");
+    local.kubectl(&["delete", "seed", "local", dry]).expect("local may delete its own Seed");
 }
 
 /// Control-plane migration between two real seeds (docs/migration.md): a workerless shoot created
