@@ -318,7 +318,7 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
 /// The managed seed's gardenlet, as itself in the garden: the kubeconfig with its client
 /// certificate that its bootstrap wrote into the shoot (`garden/gardenlet-kubeconfig`), in a
 /// file removed on drop.
-struct SeedIdentity(tempfile::NamedTempFile);
+struct SeedIdentity(tempfile::NamedTempFile, Option<String>);
 
 impl SeedIdentity {
     fn of_managed_seed() -> Self {
@@ -330,7 +330,7 @@ impl SeedIdentity {
             .unwrap_or_else(|e| panic!("the managed gardenlet's kubeconfig Secret ({e}): {encoded}\n{}", diagnosis()));
         let mut file = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut file, &kubeconfig).unwrap();
-        Self(file)
+        Self(file, None)
     }
 
     /// The local seed's gardenlet: its kubeconfig Secret in the garden (which is its seed).
@@ -342,11 +342,16 @@ impl SeedIdentity {
         let kubeconfig = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).unwrap();
         let mut file = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut file, &kubeconfig).unwrap();
-        Self(file)
+        // Its server is the in-cluster name (kubernetes.default.svc), which the host does not
+        // resolve: the same API server at the address the admin kubeconfig uses.
+        let server = kubectl(&["config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"]).unwrap();
+        Self(file, Some(format!("--server={}", server.trim())))
     }
 
     fn kubectl(&self, args: &[&str]) -> Result<String, String> {
-        e2e::kubectl_with(self.0.path(), args)
+        let mut all: Vec<&str> = self.1.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        e2e::kubectl_with(self.0.path(), &all)
     }
 }
 
