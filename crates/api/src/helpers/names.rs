@@ -63,8 +63,12 @@ impl AsRef<str> for TechnicalId {
     }
 }
 
-/// The garden namespace of project `project`: `garden-<project>`.
+/// The garden namespace of project `project`: `garden-<project>`, or `garden` for Gardener's
+/// project `garden` (the inverse of [`project_of_namespace`]).
 pub fn project_namespace(project: &str) -> String {
+    if project == crate::helpers::constants::GARDEN_NAMESPACE {
+        return project.to_string();
+    }
     format!("{PROJECT_NAMESPACE_PREFIX}{project}")
 }
 
@@ -127,6 +131,10 @@ mod tests {
         let id = TechnicalId::new("core", "crazy-botany").unwrap();
         assert_eq!(id.as_str(), "shoot--core--crazy-botany");
         assert_eq!(project_namespace("core"), "garden-core");
+        // The project `garden` holds the shoots of ManagedSeeds in the namespace `garden`: their
+        // ShootStates are there, not in `garden-garden`.
+        assert_eq!(project_namespace("garden"), "garden");
+        assert_eq!(project_of_namespace(&project_namespace("garden")), Some("garden"));
         assert_eq!(project_of_namespace("garden-core"), Some("core"));
         assert_eq!(project_of_namespace("garden"), Some("garden"), "the garden project (ManagedSeed shoots)");
         assert_eq!(project_of_namespace("garden-"), None);
