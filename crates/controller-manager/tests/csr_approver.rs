@@ -60,7 +60,19 @@ async fn create_csr(client: &Client, name: &str, pem: &str) {
         },
         status: None,
     };
-    Api::<CertificateSigningRequest>::all(client.clone()).create(&PostParams::default(), &csr).await.unwrap();
+    // A binding made just before reaches the API server's authorizer after its informer sees
+    // it (moments, longer on a loaded machine): a 403 is asked again, for at most 30 s.
+    let api = Api::<CertificateSigningRequest>::all(client.clone());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match api.create(&PostParams::default(), &csr).await {
+            Ok(_) => return,
+            Err(kube::Error::Api(s)) if s.code == 403 && std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await
+            }
+            Err(e) => panic!("creating CertificateSigningRequest {name}: {e}"),
+        }
+    }
 }
 
 /// The CSR's state once it is no longer pending.

@@ -51,6 +51,31 @@ async fn bootstrap_kubeconfig(env: &testenv::TestEnv, admin: &Client, dir: &std:
     path
 }
 
+/// The seed authorizer lets every seed create and watch CSRs and watch Seeds, and patch its own
+/// (docs/security.md); this test's garden runs without it, so RBAC stands in for those rules
+/// (the seed's user has no RBAC from the chart).
+async fn seed_may_request_certificates(admin: &Client) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let name = "stand-in-for-the-seed-authorizer";
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+                   "verbs": ["create", "get", "list", "watch"]},
+                  {"apiGroups": ["core.gardener.cloud"], "resources": ["seeds"], "verbs": ["get", "list", "watch"]},
+                  {"apiGroups": ["core.gardener.cloud"], "resources": ["seeds"], "resourceNames": ["local"],
+                   "verbs": ["patch"]}],
+    }))
+    .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": seed_identity::user("local")}],
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(admin.clone()).create(&PostParams::default(), &role).await.unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone()).create(&PostParams::default(), &binding).await.unwrap();
+}
+
 /// A certificate of seed `local` signed by the environment's CA, valid for `lifetime` seconds
 /// of which `elapsed` have passed, with its key.
 fn aged_certificate(env: &testenv::TestEnv, lifetime: i64, elapsed: i64) -> (String, PrivateKeyPem) {
@@ -79,6 +104,7 @@ async fn bootstraps_reuses_and_renews_the_garden_certificate() {
     let admin = env.client().await.unwrap();
     testenv::install_crds(&admin, &api::crds::all()).await.unwrap();
     support::chart::gardenlet_client(&env, CONFIG).await;
+    seed_may_request_certificates(&admin).await;
     let dir = tempfile::tempdir().unwrap();
     let bootstrap = Bootstrap {
         seed_name: "local".into(),
