@@ -188,9 +188,8 @@ async fn a_given_ca_replaces_the_servers_own_and_stays_the_anchor_across_rotatio
     let config = config_for("127.0.0.1:9443".parse().unwrap());
     let validity = Duration::from_secs(3000);
     let t0 = time::OffsetDateTime::now_utc();
-    let own = shared::ensure(&as_server, &config.certificate_secret, None, &config.hosts, validity, None, t0)
-        .await
-        .unwrap();
+    let own =
+        shared::ensure(&as_server, &config.certificate_secret, None, &config.hosts, validity, None, t0).await.unwrap();
 
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();

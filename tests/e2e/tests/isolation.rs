@@ -134,7 +134,10 @@ async fn a_project_member_cannot_escalate_nor_reach_keys_pods_or_other_projects(
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": MEMBER}],
         }))
     };
-    bindings.create(&pp, &binding("reads", "Role", "secret-reader")).await.expect("binding a Role within the member's rights");
+    bindings
+        .create(&pp, &binding("reads", "Role", "secret-reader"))
+        .await
+        .expect("binding a Role within the member's rights");
 
     // Everything past that is refused.
     let everything: Role = from(json!({
@@ -142,7 +145,10 @@ async fn a_project_member_cannot_escalate_nor_reach_keys_pods_or_other_projects(
         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
     }));
     assert_forbidden("a Role with * on *", roles.create(&pp, &everything).await);
-    assert_forbidden("binding cluster-admin", bindings.create(&pp, &binding("admin", "ClusterRole", "cluster-admin")).await);
+    assert_forbidden(
+        "binding cluster-admin",
+        bindings.create(&pp, &binding("admin", "ClusterRole", "cluster-admin")).await,
+    );
     assert_forbidden(
         "the shoot's client CA (InternalSecret)",
         gardener(&member, "InternalSecret", "internalsecrets").get("demo.ca-client").await,

@@ -322,8 +322,15 @@ struct SeedIdentity(tempfile::NamedTempFile, Option<String>);
 
 impl SeedIdentity {
     fn of_managed_seed() -> Self {
-        let encoded =
-            shoot_kubectl(&["-n", "garden", "get", "secret", "gardenlet-kubeconfig", "-o", "jsonpath={.data.kubeconfig}"]);
+        let encoded = shoot_kubectl(&[
+            "-n",
+            "garden",
+            "get",
+            "secret",
+            "gardenlet-kubeconfig",
+            "-o",
+            "jsonpath={.data.kubeconfig}",
+        ]);
         use base64::Engine;
         let kubeconfig = base64::engine::general_purpose::STANDARD
             .decode(encoded.trim())
@@ -374,7 +381,16 @@ fn a_seed_reaches_only_its_own_objects() {
     let seed = SeedIdentity::of_managed_seed();
     let dry = "--dry-run=server";
     let annotate = |shoot: &str| {
-        seed.kubectl(&["-n", HOSTED_NS, "annotate", "shoot", shoot, "e2e.gardener.cloud/touched=true", "--overwrite", dry])
+        seed.kubectl(&[
+            "-n",
+            HOSTED_NS,
+            "annotate",
+            "shoot",
+            shoot,
+            "e2e.gardener.cloud/touched=true",
+            "--overwrite",
+            dry,
+        ])
     };
     // Its own: the hosted shoot, its credentials, its Seed.
     seed.kubectl(&["-n", HOSTED_NS, "get", "shoot", HOSTED, "-o", "name"]).expect("the managed seed reads its shoot");
@@ -395,7 +411,8 @@ fn a_seed_reaches_only_its_own_objects() {
     refused("a patch of a shoot on another seed", annotate(MOVER));
     refused("the credentials of a shoot on another seed", seed.kubectl(&["-n", HOSTED_NS, "get", "secret", "mover"]));
     refused("deleting another Seed", seed.kubectl(&["delete", "seed", "local", dry]));
-    let annotations = field(&["-n", HOSTED_NS, "get", "shoot", MOVER, "-o", "jsonpath={.metadata.annotations}"]).unwrap();
+    let annotations =
+        field(&["-n", HOSTED_NS, "get", "shoot", MOVER, "-o", "jsonpath={.metadata.annotations}"]).unwrap();
     assert!(!annotations.contains("e2e.gardener.cloud/touched"), "the mover is unchanged: {annotations}");
 
     // The same requests succeed for the seed that owns the mover, as itself (the writes again as

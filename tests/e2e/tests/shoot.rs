@@ -532,8 +532,16 @@ async fn ssh_reaches_the_node_through_a_bastion_with_the_current_and_the_previou
     let created = s.created().await;
     eprintln!("shoot {} created after {created:?}", s.name);
     let before = s.field("{.status.credentials.rotation.sshKeypair.lastCompletionTime}").unwrap();
-    kubectl(&["-n", PROJECT_NS, "annotate", "shoot", &s.name, "gardener.cloud/operation=rotate-ssh-keypair", "--overwrite"])
-        .unwrap();
+    kubectl(&[
+        "-n",
+        PROJECT_NS,
+        "annotate",
+        "shoot",
+        &s.name,
+        "gardener.cloud/operation=rotate-ssh-keypair",
+        "--overwrite",
+    ])
+    .unwrap();
     let (_, took) = s
         .wait("rotate-ssh-keypair: a new completion time in a successful reconcile", CREATE_TIMEOUT, || async {
             let state = s.field(

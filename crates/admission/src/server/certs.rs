@@ -127,7 +127,8 @@ pub fn issue_by(
 
     let (ca_pem, ca_der, issuer) = match signing {
         Some(ca) => {
-            let ca_end = OffsetDateTime::from_unix_timestamp(ca.not_after).map_err(|_| CertError::Validity(validity))?;
+            let ca_end =
+                OffsetDateTime::from_unix_timestamp(ca.not_after).map_err(|_| CertError::Validity(validity))?;
             if ca_end <= now {
                 return Err(CertError::Parse { what: "signing CA certificate", reason: "it has expired".into() });
             }
@@ -141,7 +142,8 @@ pub fn issue_by(
             let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(gen_err("CA parameters"))?;
             ca.distinguished_name.push(DnType::CommonName, "gardener-admission-ca");
             ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-            ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+            ca.key_usages =
+                vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
             (ca.not_before, ca.not_after) = (not_before, not_after);
             let ca_cert = ca.self_signed(&ca_key).map_err(gen_err("CA certificate"))?;
             (ca_cert.pem(), ca_cert.der().to_vec(), Issuer::new(ca, ca_key))
