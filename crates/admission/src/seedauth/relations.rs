@@ -25,6 +25,7 @@ pub const GARDENLET_ROLE_PREFIX: &str = "gardener.cloud:system:gardenlet:";
 pub const OLD_TOKEN_SUFFIX: &str = "-token";
 /// Suffix of a managed gardenlet's bootstrap ClusterRole(Binding).
 pub const BOOTSTRAP_SUFFIX: &str = ":bootstrap";
+/// Suffix of a managed gardenlet's leader-election Role(Binding) of earlier versions.
 pub const LEADER_ELECTION_SUFFIX: &str = ":leader-election";
 
 /// How far a seed may go with an object: not at all, read it, or read and write it.
