@@ -75,6 +75,20 @@ async fn create_csr(client: &Client, name: &str, pem: &str) {
     }
 }
 
+/// Whether the API server's authorizers (RBAC here) allow `user` in `groups` `verb` on
+/// `group`/`resource`[/`subresource`] named `name`: a SubjectAccessReview created by the admin.
+async fn may(admin: &Client, user: &str, groups: &[&str], verb: &str, attrs: (&str, &str, &str, &str)) -> bool {
+    use k8s_openapi::api::authorization::v1::SubjectAccessReview;
+    let (group, resource, subresource, name) = attrs;
+    let review: SubjectAccessReview = serde_json::from_value(json!({
+        "spec": {"user": user, "groups": groups,
+                 "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
+                                        "subresource": subresource, "name": name}}}))
+    .unwrap();
+    let answer = Api::<SubjectAccessReview>::all(admin.clone()).create(&PostParams::default(), &review).await.unwrap();
+    answer.status.is_some_and(|s| s.allowed)
+}
+
 /// The CSR's state once it is no longer pending.
 async fn decided(admin: &Client, name: &str) -> State {
     let api = Api::<CertificateSigningRequest>::all(admin.clone());
@@ -97,6 +111,14 @@ async fn seed_identities_are_approved_only_for_the_seed_the_requester_may_bootst
     };
     let (env, admin) = garden_with(options).await;
     let _running = start(&env, controller_manager::Config::default()).await;
+
+    // The chart lets the controller-manager approve for the client-certificate signer only.
+    let groups = ["system:serviceaccounts", "system:authenticated"];
+    let approve = |signer| ("certificates.k8s.io", "signers", "", signer);
+    assert!(may(&admin, SA_USER, &groups, "approve", approve("kubernetes.io/kube-apiserver-client")).await);
+    for signer in ["kubernetes.io/kubelet-serving", "kubernetes.io/kube-apiserver-client-kubelet", "example.com/any"] {
+        assert!(!may(&admin, SA_USER, &groups, "approve", approve(signer)).await, "approving for {signer} is refused");
+    }
 
     // The bootstrap identity: may create CSRs, watch them, and bootstrap seed `a` only.
     let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "bootstrap-a"}})).unwrap();

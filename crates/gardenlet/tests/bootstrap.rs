@@ -51,6 +51,20 @@ async fn bootstrap_kubeconfig(env: &testenv::TestEnv, admin: &Client, dir: &std:
     path
 }
 
+/// Whether the API server's authorizers (RBAC here) allow `user` in `groups` `verb` on
+/// `group`/`resource`[/`subresource`] named `name`: a SubjectAccessReview created by the admin.
+async fn may(admin: &Client, user: &str, groups: &[&str], verb: &str, attrs: (&str, &str, &str, &str)) -> bool {
+    use k8s_openapi::api::authorization::v1::SubjectAccessReview;
+    let (group, resource, subresource, name) = attrs;
+    let review: SubjectAccessReview = serde_json::from_value(json!({
+        "spec": {"user": user, "groups": groups,
+                 "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
+                                        "subresource": subresource, "name": name}}}))
+    .unwrap();
+    let answer = Api::<SubjectAccessReview>::all(admin.clone()).create(&PostParams::default(), &review).await.unwrap();
+    answer.status.is_some_and(|s| s.allowed)
+}
+
 /// The seed authorizer lets every seed create and watch CSRs and watch Seeds, and patch its own
 /// (docs/security.md); this test's garden runs without it, so RBAC stands in for those rules
 /// (the seed's user has no RBAC from the chart).
@@ -104,6 +118,24 @@ async fn bootstraps_reuses_and_renews_the_garden_certificate() {
     let admin = env.client().await.unwrap();
     testenv::install_crds(&admin, &api::crds::all()).await.unwrap();
     support::chart::gardenlet_client(&env, CONFIG).await;
+    // The chart's ServiceAccount may ask for its own seed's certificate only, and the seed's
+    // user gets nothing from the chart (the seed authorizer judges it).
+    let sa = ("system:serviceaccount:garden:gardenlet", ["system:serviceaccounts", "system:authenticated"]);
+    let seedclient = |seed| ("certificates.k8s.io", "certificatesigningrequests", "seedclient", seed);
+    assert!(may(&admin, sa.0, &sa.1, "create", seedclient("local")).await);
+    assert!(!may(&admin, sa.0, &sa.1, "create", seedclient("other")).await, "another seed's certificate");
+    let seed_user = seed_identity::user("local");
+    let seed_groups = [seed_identity::GROUP, "system:authenticated"];
+    for (verb, attrs) in [
+        ("get", ("core.gardener.cloud", "shootstates", "", "any")),
+        ("patch", ("core.gardener.cloud", "shoots", "", "any")),
+        ("get", ("", "secrets", "", "any")),
+    ] {
+        assert!(
+            !may(&admin, &seed_user, &seed_groups, verb, attrs).await,
+            "the seed's user may not {verb} {attrs:?} by RBAC"
+        );
+    }
     seed_may_request_certificates(&admin).await;
     let dir = tempfile::tempdir().unwrap();
     let bootstrap = Bootstrap {

@@ -321,38 +321,33 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
 struct SeedIdentity(tempfile::NamedTempFile, Option<String>);
 
 impl SeedIdentity {
-    fn of_managed_seed() -> Self {
-        let encoded = shoot_kubectl(&[
-            "-n",
-            "garden",
-            "get",
-            "secret",
-            "gardenlet-kubeconfig",
-            "-o",
-            "jsonpath={.data.kubeconfig}",
-        ]);
+    /// From the base64 `kubeconfig` of a gardenlet's kubeconfig Secret (`what` names it in a
+    /// failure), its requests sent to `server` when given.
+    fn from_secret_data(encoded: &str, what: &str, server: Option<String>) -> Self {
         use base64::Engine;
         let kubeconfig = base64::engine::general_purpose::STANDARD
             .decode(encoded.trim())
-            .unwrap_or_else(|e| panic!("the managed gardenlet's kubeconfig Secret ({e}): {encoded}\n{}", diagnosis()));
+            .unwrap_or_else(|e| panic!("{what} ({e}): {encoded}\n{}", diagnosis()));
         let mut file = tempfile::NamedTempFile::new().unwrap();
         std::io::Write::write_all(&mut file, &kubeconfig).unwrap();
-        Self(file, None)
+        Self(file, server.map(|s| format!("--server={}", s.trim())))
+    }
+
+    fn of_managed_seed() -> Self {
+        let path = "jsonpath={.data.kubeconfig}";
+        let encoded = shoot_kubectl(&["-n", "garden", "get", "secret", "gardenlet-kubeconfig", "-o", path]);
+        Self::from_secret_data(&encoded, "the managed gardenlet's kubeconfig Secret", None)
     }
 
     /// The local seed's gardenlet: its kubeconfig Secret in the garden (which is its seed).
     fn of_local_seed() -> Self {
         let encoded =
             kubectl(&["-n", "garden", "get", "secret", "gardenlet-kubeconfig", "-o", "jsonpath={.data.kubeconfig}"])
-                .expect("the local gardenlet's kubeconfig Secret (gardenlet chart, seedIdentity.enabled)");
-        use base64::Engine;
-        let kubeconfig = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).unwrap();
-        let mut file = tempfile::NamedTempFile::new().unwrap();
-        std::io::Write::write_all(&mut file, &kubeconfig).unwrap();
+                .unwrap_or_else(|e| e);
         // Its server is the in-cluster name (kubernetes.default.svc), which the host does not
         // resolve: the same API server at the address the admin kubeconfig uses.
         let server = kubectl(&["config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"]).unwrap();
-        Self(file, Some(format!("--server={}", server.trim())))
+        Self::from_secret_data(&encoded, "the local gardenlet's kubeconfig Secret (seedIdentity.enabled)", Some(server))
     }
 
     fn kubectl(&self, args: &[&str]) -> Result<String, String> {
