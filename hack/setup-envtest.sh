@@ -47,8 +47,13 @@ add_etcdctl() {
   cp "$(command -v etcdctl)" "$dest/etcdctl"
 }
 
+# The source build carries the patches in hack/patches; a change of them is a new cache entry, and
+# an entry built without them is never used.
+PATCHES="$(cd "$(dirname "$0")" && pwd)/patches"
+DEBIAN_DIR="$CACHE/1.20.2-debian-$(cat "$PATCHES"/*.patch | sha256sum | cut -c1-12)"
+
 mkdir -p "$CACHE"
-for dir in "$CACHE"/*/; do
+for dir in "$DEBIAN_DIR/" "$CACHE/${ENVTEST_K8S_VERSION}-linux-amd64/"; do
   [ -d "$dir" ] || continue
   # A cache from before etcdctl was needed: add it rather than rebuild.
   if [ ! -x "${dir%/}/etcdctl" ] && [ -x "${dir%/}/kube-apiserver" ]; then
@@ -77,7 +82,7 @@ try_download() {
 }
 
 build_from_debian() {
-  local dest="$CACHE/1.20.2-debian" work="$CACHE/build"
+  local dest="$DEBIAN_DIR" work="$CACHE/build"
   log "building Kubernetes 1.20.2 from Debian's source package (about 5 minutes on 2 cores)"
   export DEBIAN_FRONTEND=noninteractive
   local sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -108,6 +113,11 @@ SRC
     rm -rf vendor/github.com/modern-go/reflect2
     cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 vendor/github.com/modern-go/reflect2
     rm -f vendor/github.com/modern-go/reflect2/go.mod
+    local p
+    for p in "$PATCHES"/*.patch; do
+      log "applying $(basename "$p")"
+      patch -p1 --forward --silent <"$p" >&2 || patch -p1 --reverse --dry-run --silent <"$p" >/dev/null
+    done
     rm -rf _output
     if ! PATH="/usr/lib/go-1.19/bin:$PATH" make \
       WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubelet cmd/kube-proxy cmd/kubectl" \

@@ -1,7 +1,8 @@
 //! Tenants stay apart on the live garden (docs/security.md): a project member, as the project
 //! controller binds one, can do what a member is for, and every way past that is refused with
 //! `forbidden` and leaves nothing behind. The seed side (a gardenlet reaching another seed's
-//! objects) is checked where a second seed exists: `managed_seed.rs`.
+//! objects) is checked where a second seed exists: `managed_seed.rs`. The Secret, InternalSecret
+//! and ShootState the case writes are read raw from the garden's etcd: they must be encrypted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
@@ -19,6 +20,38 @@ const OWN: &str = "garden-intr";
 const OTHER: &str = "garden-local";
 const OTHER_SECRET: &str = "local";
 const MEMBER: &str = "e2e-intruder@example.com";
+/// Written into the objects that hold keys, and looked for in the garden's etcd.
+const MARKER: &str = "isolation-marker-5be1-must-not-reach-etcd";
+
+/// The raw value the garden's kube-apiserver stored under `key`, read with etcdctl (next to etcd
+/// in the assets) as kube-apiserver reads it: over TLS with its etcd client certificate.
+fn etcd_value(key: &str) -> Vec<u8> {
+    let pki = e2e::state_dir().join("pki");
+    let endpoint = format!("--endpoints=https://127.0.0.1:{}", local_cluster::settings::ETCD_CLIENT_PORT);
+    let output = std::process::Command::new(e2e::assets().join("etcdctl"))
+        .env("ETCDCTL_API", "3")
+        .arg(endpoint)
+        .arg(format!("--cacert={}", pki.join(local_cluster::pki::ETCD_CA).join("ca.crt").display()))
+        .arg(format!("--cert={}", pki.join(local_cluster::pki::APISERVER_ETCD_CLIENT).join("tls.crt").display()))
+        .arg(format!("--key={}", pki.join(local_cluster::pki::APISERVER_ETCD_CLIENT).join("tls.key").display()))
+        .args(["get", key, "--print-value-only"])
+        .output()
+        .expect("running etcdctl");
+    assert!(output.status.success(), "etcdctl get {key}: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(!output.stdout.is_empty(), "{key} is not in the garden's etcd");
+    output.stdout
+}
+
+/// `key` is stored secretbox-encrypted and without the marker (docs/security.md, "Encryption at
+/// rest in the garden").
+fn assert_encrypted_in_etcd(key: &str) {
+    let value = etcd_value(key);
+    let shown = String::from_utf8_lossy(&value[..value.len().min(60)]).into_owned();
+    assert!(value.starts_with(b"k8s:enc:secretbox:v1:"), "{key} is not encrypted in the garden's etcd: {shown:?}");
+    let marker = MARKER.as_bytes();
+    assert!(!value.windows(marker.len()).any(|w| w == marker), "{key}: the marker is readable in etcd");
+    eprintln!("encrypted in the garden's etcd as it must be: {key}");
+}
 
 /// A `core.gardener.cloud/v1beta1` kind in namespace [`OWN`], as seen by `client`.
 fn gardener(client: &Client, kind: &str, plural: &str) -> Api<DynamicObject> {
@@ -96,19 +129,20 @@ async fn a_project_member_cannot_escalate_nor_reach_keys_pods_or_other_projects(
     let pp = PostParams::default();
     let ca: DynamicObject = from(json!({
         "apiVersion": "core.gardener.cloud/v1beta1", "kind": "InternalSecret",
-        "metadata": {"name": "demo.ca-client", "namespace": OWN}, "data": {"ca.key": "c2VjcmV0"},
+        "metadata": {"name": "demo.ca-client", "namespace": OWN, "annotations": {"marker": MARKER}},
+        "data": {"ca.key": "c2VjcmV0"},
     }));
     gardener(&admin, "InternalSecret", "internalsecrets").create(&pp, &ca).await.unwrap();
     let state: DynamicObject = from(json!({
         "apiVersion": "core.gardener.cloud/v1beta1", "kind": "ShootState",
-        "metadata": {"name": "demo", "namespace": OWN}, "spec": {},
+        "metadata": {"name": "demo", "namespace": OWN, "annotations": {"marker": MARKER}}, "spec": {},
     }));
     gardener(&admin, "ShootState", "shootstates").create(&pp, &state).await.unwrap();
 
     // What a member is for works: the namespace's Secrets, and granting others what the member
     // holds. Asked until the project controller's binding for the owner is there.
     let member = impersonating(MEMBER).await;
-    let mine: Secret = from(json!({"metadata": {"name": "mine", "namespace": OWN}, "stringData": {"key": "x"}}));
+    let mine: Secret = from(json!({"metadata": {"name": "mine", "namespace": OWN}, "stringData": {"key": MARKER}}));
     let start = Instant::now();
     loop {
         match Api::<Secret>::namespaced(member.clone(), OWN).create(&pp, &mine).await {
@@ -165,6 +199,11 @@ async fn a_project_member_cannot_escalate_nor_reach_keys_pods_or_other_projects(
         "another project's credentials",
         Api::<Secret>::namespaced(member.clone(), OTHER).get(OTHER_SECRET).await,
     );
+
+    // What holds keys is encrypted at rest in the garden's etcd.
+    assert_encrypted_in_etcd(&format!("/registry/secrets/{OWN}/mine"));
+    assert_encrypted_in_etcd(&format!("/registry/core.gardener.cloud/internalsecrets/{OWN}/demo.ca-client"));
+    assert_encrypted_in_etcd(&format!("/registry/core.gardener.cloud/shootstates/{OWN}/demo"));
 
     // Nothing of the refused attempts is left, and the other project's Secret is there (so its
     // refusal was about rights).
