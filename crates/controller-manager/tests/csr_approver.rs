@@ -75,18 +75,9 @@ async fn create_csr(client: &Client, name: &str, pem: &str) {
     }
 }
 
-/// Whether the API server's authorizers (RBAC here) allow `user` in `groups` `verb` on
-/// `group`/`resource`[/`subresource`] named `name`: a SubjectAccessReview created by the admin.
+/// Whether the API server's authorizers (RBAC here) allow it (a SubjectAccessReview).
 async fn may(admin: &Client, user: &str, groups: &[&str], verb: &str, attrs: (&str, &str, &str, &str)) -> bool {
-    use k8s_openapi::api::authorization::v1::SubjectAccessReview;
-    let (group, resource, subresource, name) = attrs;
-    let review: SubjectAccessReview = serde_json::from_value(json!({
-        "spec": {"user": user, "groups": groups,
-                 "resourceAttributes": {"verb": verb, "group": group, "resource": resource,
-                                        "subresource": subresource, "name": name}}}))
-    .unwrap();
-    let answer = Api::<SubjectAccessReview>::all(admin.clone()).create(&PostParams::default(), &review).await.unwrap();
-    answer.status.is_some_and(|s| s.allowed)
+    testenv::access::may(admin, user, groups, verb, attrs).await.unwrap()
 }
 
 /// The CSR's state once it is no longer pending.

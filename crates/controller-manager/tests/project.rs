@@ -41,24 +41,10 @@ async fn allowed(
     resource: &str,
     verb: &str,
 ) -> bool {
-    use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
-    let review = SubjectAccessReview {
-        spec: SubjectAccessReviewSpec {
-            user: Some(user.into()),
-            groups: group.map(|g| vec![g.to_string()]),
-            resource_attributes: Some(ResourceAttributes {
-                group: Some(api_group.into()),
-                resource: Some(resource.into()),
-                verb: Some(verb.into()),
-                namespace: Some("garden-dev".into()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let answer = Api::<SubjectAccessReview>::all(client.clone()).create(&PostParams::default(), &review).await.unwrap();
-    answer.status.is_some_and(|s| s.allowed)
+    let groups: Vec<&str> = group.into_iter().collect();
+    let attributes =
+        testenv::access::Attributes { group: api_group, resource, namespace: "garden-dev", ..Default::default() };
+    testenv::access::may(client, user, &groups, verb, attributes).await.unwrap()
 }
 
 async fn subjects(bindings: &Api<RoleBinding>, name: &str) -> Result<Vec<String>, String> {

@@ -20,7 +20,6 @@ use api::seedmanagement::ManagedSeed;
 use gardenlet::config::GardenletConfig;
 use gardenlet::managedseed::manifests::{self, Side};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::authorization::v1::SubjectAccessReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -240,15 +239,11 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
     }
     // It may bootstrap seed ms1, and no other (what the CSR approver asks).
     for (seed, allowed) in [("ms1", true), ("local", false)] {
-        let review: SubjectAccessReview = serde_json::from_value(json!({"spec": {
-            "user": "system:serviceaccount:garden:gardenlet-ms1",
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:garden", "system:authenticated"],
-            "resourceAttributes": {"group": "certificates.k8s.io", "resource": "certificatesigningrequests",
-                                   "subresource": "seedclient", "verb": "create", "name": seed}}}))
-        .unwrap();
+        let groups = ["system:serviceaccounts", "system:serviceaccounts:garden", "system:authenticated"];
+        let attributes = ("certificates.k8s.io", "certificatesigningrequests", "seedclient", seed);
         let answer =
-            Api::<SubjectAccessReview>::all(admin.clone()).create(&PostParams::default(), &review).await.unwrap();
-        assert_eq!(answer.status.unwrap().allowed, allowed, "seedclient {seed}");
+            testenv::access::may(&admin, "system:serviceaccount:garden:gardenlet-ms1", &groups, "create", attributes);
+        assert_eq!(answer.await.unwrap(), allowed, "seedclient {seed}");
     }
 
     // The managed gardenlet's start: a certificate for gardener.cloud:system:seed:ms1, its

@@ -9,6 +9,7 @@
 //! process can run several clusters, e.g. a garden and two seeds. Dropping a [`TestEnv`] kills
 //! its processes and removes its directory, also when a test panics.
 
+pub mod access;
 mod assets;
 pub mod binary;
 mod certs;
