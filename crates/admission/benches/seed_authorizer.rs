@@ -4,7 +4,8 @@
 //! name, scans with `Store::find`). Requests of every kind the authorizer resolves differently
 //! (a ShootState by its shoot, credentials through every shoot's binding, the audit policy
 //! through every shoot, a Lease by name), half by the owning seed and half by another; prints
-//! the median and p99 per kind and overall, and the stores' size as serialized JSON.
+//! the median and p99 per kind and overall, and the stores' size: as serialized JSON, and the
+//! heap they hold (a counting allocator: live bytes after filling them, less before).
 //!
 //! `cargo bench -p admission --bench seed_authorizer [-- <requests>]`
 //!
@@ -23,10 +24,16 @@ use api::operations::Bastion;
 use api::security::CredentialsBinding;
 use api::seedmanagement::ManagedSeed;
 use args::Args;
+use cap::Cap;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher;
+use std::alloc::System;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The system allocator, counting the bytes currently allocated (no limit).
+#[global_allocator]
+static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
 
 const SEEDS: usize = 5;
 const SHOOTS: usize = 500;
@@ -138,7 +145,14 @@ fn quantile(sorted: &[Duration], q: f64) -> Duration {
 fn main() {
     let Some(args) = Args::parse() else { return };
     let n: usize = args.size(&[], 100_000, 1_000);
+    let before = ALLOCATOR.allocated();
     let stores = Stores::new();
+    let heap = ALLOCATOR.allocated().saturating_sub(before);
+    println!(
+        "heap held by the stores: {} KiB ({} bytes per shoot with its binding and its share of the rest)",
+        heap / 1024,
+        heap / SHOOTS
+    );
     println!(
         "stores: {SHOOTS} shoots over {SEEDS} seeds, {} SecretBindings, {} objects in all, {} bytes as JSON ({} per shoot with its binding)",
         stores.bindings.len(),
