@@ -1234,3 +1234,62 @@ async fn the_ssh_key_pair_rotates_in_one_step_keeping_the_previous_key() {
     )
     .await;
 }
+
+/// The provider the status records for the stored data.
+fn provider_in_status(s: &Shoot) -> Option<String> {
+    let at_rest = s.status.as_ref()?.credentials.as_ref()?.encryption_at_rest.as_ref()?;
+    Some(at_rest.provider.as_ref()?.type_.clone())
+}
+
+/// `encryptionConfig.provider.type` changed on a created shoot: gardenlet rotates the etcd
+/// encryption key through both phases in one operation, a Secret stored before under `aescbc`
+/// and the first key is stored under `secretbox` and the new key afterwards (read raw with
+/// etcdctl), and the status records the new provider once the data was rewritten.
+#[tokio::test]
+async fn a_provider_change_rotates_the_key_and_rewrites_every_secret_under_the_new_provider() {
+    use api::core::shoot::credentials::RotationPhase;
+    let mut h = harness().await;
+    let _gardenlet = h.created_shoot(Duration::from_secs(240)).await;
+    let ns = "shoot--dev--demo";
+    let created = h.wait_shoot("the status records aescbc", Duration::from_secs(30), |s| {
+        provider_in_status(s).as_deref() == Some("aescbc")
+    });
+    created.await;
+    let seed_secrets = Api::<Secret>::namespaced(h.client.clone(), ns);
+    let kubeconfig = seed_secrets.get("kubeconfig-admin").await.unwrap().data.unwrap()["kubeconfig"].0.clone();
+    let admin = shoot_client_with(&String::from_utf8(kubeconfig).unwrap(), None, None).await;
+    let before: Secret =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "before"}, "stringData": {"v": "kept"}}))
+            .unwrap();
+    Api::<Secret>::namespaced(admin.clone(), "default").create(&PostParams::default(), &before).await.unwrap();
+    let raw = etcd_raw(&h.client, ns, "/registry/secrets/default/before").await;
+    assert!(raw.starts_with(encryption_prefix(&h.client, ns, "etcd-encryption-key").await.as_bytes()));
+
+    let started = Instant::now();
+    let change = serde_json::json!({"spec": {"kubernetes": {"kubeAPIServer": {"encryptionConfig": {"provider": {"type": "secretbox"}}}}}});
+    h.shoots().patch("demo", &PatchParams::default(), &Patch::Merge(&change)).await.unwrap();
+    let changed = h
+        .wait_shoot("secretbox recorded after a completed key rotation", Duration::from_secs(300), |s| {
+            let key = s.status.as_ref().and_then(|st| st.credentials.as_ref()).and_then(|c| c.rotation.as_ref());
+            let key = key.and_then(|r| r.etcd_encryption_key.as_ref()).map(|k| k.phase);
+            succeeded(s)
+                && key == Some(RotationPhase::Completed)
+                && provider_in_status(s).as_deref() == Some("secretbox")
+        })
+        .await;
+    eprintln!("the provider change took {:?}", started.elapsed());
+    let rotation = changed.status.as_ref().unwrap().credentials.as_ref().unwrap().rotation.as_ref().unwrap();
+    let key = rotation.etcd_encryption_key.as_ref().unwrap();
+    assert!(key.last_initiation_time.is_some() && key.last_completion_time.is_some(), "{key:?}");
+    assert!(rotation.certificate_authorities.is_none(), "only the etcd encryption key is rotated: {rotation:?}");
+
+    let new_key =
+        String::from_utf8(seed_secrets.get("etcd-encryption-key").await.unwrap().data.unwrap()["value"].0.clone());
+    let name = gardenlet::components::kube_apiserver::encryption_key_name(&new_key.unwrap());
+    let raw = etcd_raw(&h.client, ns, "/registry/secrets/default/before").await;
+    let prefix = format!("k8s:enc:secretbox:v1:{name}:");
+    assert!(raw.starts_with(prefix.as_bytes()), "stored as {:?}", String::from_utf8_lossy(&raw[..raw.len().min(64)]));
+    assert!(!raw.windows(4).any(|w| w == b"kept"), "the plaintext is in etcd");
+    let back = Api::<Secret>::namespaced(admin, "default").get("before").await.unwrap();
+    assert_eq!(back.data.unwrap()["v"].0, b"kept");
+}

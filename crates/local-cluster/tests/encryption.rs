@@ -90,7 +90,7 @@ async fn secrets_and_the_custom_resources_with_keys_are_encrypted_in_etcd() {
     .await
     .unwrap_or_else(|e| panic!("starting etcd and kube-apiserver with the encryption config: {e}"));
     let client = env.client().await.expect("client");
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e}"));
+    testenv::install_crds(&client, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e:?}"));
     let pp = PostParams::default();
 
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);

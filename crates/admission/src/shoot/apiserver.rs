@@ -10,6 +10,7 @@
 use crate::field::{ErrorList, FieldError, Path};
 use api::core::Shoot;
 use api::core::shoot::kubernetes::{AdmissionPlugin, KubeApiServerConfig, OidcConfig, ServiceAccountConfig};
+use api::helpers::encryption;
 use std::collections::BTreeSet;
 
 /// One known admission plugin (Gardener's `admissionPluginsVersionRanges`, with the plugins
@@ -404,6 +405,12 @@ fn encryption_resources(k: &KubeApiServerConfig, path: &Path, errs: &mut ErrorLi
     let Some(config) = &k.encryption_config else {
         return;
     };
+    if let Some(t) = config.provider.as_ref().and_then(|p| p.type_.as_deref())
+        && !encryption::PROVIDERS.contains(&t)
+    {
+        let at = path.child("encryptionConfig").child("provider").child("type");
+        errs.push(FieldError::unsupported(at, t, &encryption::PROVIDERS));
+    }
     let mut seen = BTreeSet::new();
     for (i, resource) in config.resources.iter().enumerate() {
         let at = path.child("encryptionConfig").child("resources").index(i);
@@ -426,13 +433,15 @@ fn encryption_resources(k: &KubeApiServerConfig, path: &Path, errs: &mut ErrorLi
 
 /// The rules of a change: a resource may be added to `encryptionConfig.resources`, not
 /// removed, as this system does not rewrite the stored objects of a removed resource in plain
-/// text (Gardener does): they would become unreadable.
+/// text (Gardener does): they would become unreadable. The provider changes as Gardener allows
+/// it ([`provider_change`]).
 pub fn validate_update(new: &Shoot, old: &Shoot) -> ErrorList {
     let mut errs = ErrorList::default();
     let (now, before) = (
         encrypted(new.spec.kubernetes.kube_api_server.as_ref()),
         encrypted(old.spec.kubernetes.kube_api_server.as_ref()),
     );
+    provider_change(new, old, now != before, &mut errs);
     for removed in before.difference(&now) {
         errs.push(FieldError::forbidden(
             base().child("encryptionConfig").child("resources"),
@@ -442,6 +451,38 @@ pub fn validate_update(new: &Shoot, old: &Shoot) -> ErrorList {
         ));
     }
     errs
+}
+
+/// A change of `encryptionConfig.provider.type` begins an etcd encryption key rotation (both
+/// phases), so it is refused, as Gardener refuses it, where that rotation could not run: before
+/// the shoot was created, while hibernated, while an etcd encryption key rotation or an earlier
+/// provider change is under way, and together with a change of the resources.
+fn provider_change(new: &Shoot, old: &Shoot, resources_changed: bool, errs: &mut ErrorList) {
+    use api::core::shoot::credentials::RotationPhase;
+    use api::helpers::rotation::{self, Credential, Lifecycle};
+    let wanted = encryption::wanted(new);
+    if wanted == encryption::wanted(old) {
+        return;
+    }
+    let at = base().child("encryptionConfig").child("provider").child("type");
+    let mut refuse = |why: &str| errs.push(FieldError::forbidden(at.clone(), why.to_string()));
+    let lifecycle = Lifecycle::of(new);
+    if lifecycle.creating {
+        refuse("the provider cannot be changed before the shoot was created successfully");
+    }
+    if lifecycle.hibernated {
+        refuse("the provider cannot be changed while the shoot is hibernated or hibernating");
+    }
+    let key = rotation::of(rotation::status(new), Credential::EtcdEncryptionKey);
+    if key.is_some_and(|r| r.phase != RotationPhase::Completed) {
+        refuse("the provider cannot be changed while the etcd encryption key is being rotated");
+    }
+    if encryption::changing(old) {
+        refuse("the provider cannot be changed while an earlier change of it is being rolled out");
+    }
+    if resources_changed {
+        refuse("the provider and the resources cannot be changed at the same time");
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ pub mod cloudprofile_ref;
 pub mod conditions;
 pub mod constants;
 pub mod duration;
+pub mod encryption;
 pub mod extension_operation;
 pub mod names;
 pub mod quantity;

@@ -136,6 +136,11 @@ pub struct ApiServerSettings {
     pub audit_policy: Option<String>,
     /// `encryptionConfig.resources`: encrypted in etcd besides `secrets`.
     pub encrypted_resources: Vec<String>,
+    /// `encryptionConfig.provider.type`: what writes are encrypted with (`aescbc` when unset).
+    pub encryption_provider: String,
+    /// The provider the stored data may still be encrypted with (the status's, or `aescbc`);
+    /// listed for reading while it differs from [`Self::encryption_provider`].
+    pub previous_encryption_provider: String,
 }
 
 /// The shoot's kube-controller-manager settings (`spec.kubernetes.kubeControllerManager`), as

@@ -425,7 +425,29 @@ pub fn encryption_key_name(key: &str) -> String {
 /// encrypted stays readable until it is rewritten; `identity` last, so Secrets written before
 /// encryption was switched on stay readable (and are encrypted when next written).
 pub fn encryption_configuration(key: &str, previous: Option<&str>) -> String {
-    encryption_configuration_for(key, previous, &[])
+    encryption_configuration_for(key, previous, &[], Providers::default())
+}
+
+/// The encryption providers of a shoot's EncryptionConfiguration: `current` encrypts writes;
+/// `previous`, when it differs, is listed after it with the same keys, so data it wrote stays
+/// readable until the rotation that a provider change begins has rewritten it. Empty is
+/// `aescbc`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Providers<'a> {
+    pub current: &'a str,
+    pub previous: &'a str,
+}
+
+impl<'a> Providers<'a> {
+    fn named(name: &'a str) -> &'a str {
+        if name.is_empty() { api::helpers::encryption::AESCBC } else { name }
+    }
+
+    /// The providers in order, each once.
+    fn in_order(&self) -> Vec<&'a str> {
+        let (current, previous) = (Self::named(self.current), Self::named(self.previous));
+        if current == previous { vec![current] } else { vec![current, previous] }
+    }
 }
 
 /// The resources encrypted: `secrets` and the shoot's `encryptionConfig.resources`
@@ -448,16 +470,30 @@ pub fn listed_encrypted_resources(extra: &[String]) -> Vec<String> {
 }
 
 /// [`encryption_configuration`] for `secrets` and the `extra` resources (see
-/// [`encrypted_resources`]): all of them share the providers.
-pub fn encryption_configuration_for(key: &str, previous: Option<&str>, extra: &[String]) -> String {
+/// [`encrypted_resources`]) with `providers`: all of them share the providers.
+pub fn encryption_configuration_for(
+    key: &str,
+    previous: Option<&str>,
+    extra: &[String],
+    providers: Providers,
+) -> String {
     let mut keys = String::new();
     for k in std::iter::once(key).chain(previous) {
         keys.push_str(&format!("      - name: {}\n        secret: {}\n", encryption_key_name(k), k.trim()));
     }
     let resources: String = encrypted_resources(extra).iter().map(|r| format!("  - {r}\n")).collect();
+    let encrypting: String = providers.in_order().iter().map(|p| format!("  - {p}:\n      keys:\n{keys}")).collect();
     format!(
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources:\n{resources}  providers:\n  - aescbc:\n      keys:\n{keys}  - identity: {{}}\n"
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources:\n{resources}  providers:\n{encrypting}  - identity: {{}}\n"
     )
+}
+
+/// The shoot's providers: what its spec asks for, and what its data may still be encrypted with.
+pub fn providers(values: &ControlPlaneValues) -> Providers<'_> {
+    Providers {
+        current: &values.apiserver.encryption_provider,
+        previous: &values.apiserver.previous_encryption_provider,
+    }
 }
 
 /// The Secret with the EncryptionConfiguration for `key` (and `previous`, see
@@ -473,7 +509,10 @@ pub fn encryption_config_secret(
         type_: Some("Opaque".into()),
         data: Some(BTreeMap::from([(
             ENCRYPTION_CONFIG_KEY.to_string(),
-            ByteString(encryption_configuration_for(key, previous, &values.apiserver.encrypted_resources).into_bytes()),
+            ByteString(
+                encryption_configuration_for(key, previous, &values.apiserver.encrypted_resources, providers(values))
+                    .into_bytes(),
+            ),
         )])),
         ..Default::default()
     }
@@ -527,6 +566,12 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
     if !values.apiserver.encrypted_resources.is_empty() {
         let resources = encrypted_resources(&values.apiserver.encrypted_resources).join(",");
         checksums.insert("checksum/encrypted-resources".into(), common::checksum(&resources));
+    }
+    // A provider other than the default (or one still being replaced) rolls the pods too, so
+    // the running API server reads what the Secret says.
+    let order = providers(values).in_order();
+    if order != [api::helpers::encryption::AESCBC] {
+        checksums.insert("checksum/encryption-providers".into(), common::checksum(&order.join(",")));
     }
     if let Some(template) = d.spec.as_mut().map(|s| &mut s.template) {
         if !checksums.is_empty() {

@@ -329,6 +329,36 @@ fn secrets_are_encrypted_with_the_shoot_key_and_older_data_stays_readable() {
 }
 
 #[test]
+fn a_provider_change_encrypts_with_the_new_provider_and_reads_with_the_previous_one() {
+    use kube_apiserver::{Providers, encryption_configuration_for};
+    let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    let previous = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";
+    let render = |providers| -> serde_json::Value {
+        serde_yaml::from_str(&encryption_configuration_for(key, Some(previous), &[], providers)).unwrap()
+    };
+    let names = |config: &serde_json::Value| -> Vec<String> {
+        let list = config["resources"][0]["providers"].as_array().unwrap();
+        list.iter().map(|p| p.as_object().unwrap().keys().next().unwrap().clone()).collect()
+    };
+    let changing = render(Providers { current: "secretbox", previous: "aescbc" });
+    assert_eq!(names(&changing), ["secretbox", "aescbc", "identity"]);
+    for (i, provider) in ["secretbox", "aescbc"].iter().enumerate() {
+        let keys = &changing["resources"][0]["providers"][i][provider]["keys"];
+        assert_eq!((keys[0]["secret"].as_str(), keys[1]["secret"].as_str()), (Some(key), Some(previous)), "{provider}");
+    }
+    assert_eq!(names(&render(Providers { current: "aesgcm", previous: "aesgcm" })), ["aesgcm", "identity"]);
+    assert_eq!(names(&render(Providers::default())), ["aescbc", "identity"], "unset is aescbc");
+
+    let mut v = values();
+    v.apiserver.encryption_provider = "secretbox".into();
+    v.apiserver.previous_encryption_provider = "aescbc".into();
+    let secret = kube_apiserver::encryption_config_secret(&v, key, None);
+    let text = String::from_utf8(secret.data.unwrap()[kube_apiserver::ENCRYPTION_CONFIG_KEY].0.clone()).unwrap();
+    let config: serde_json::Value = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(names(&config), ["secretbox", "aescbc", "identity"]);
+}
+
+#[test]
 fn during_a_key_rotation_the_previous_keys_still_verify_and_decrypt() {
     let key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
     let previous = "ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";

@@ -266,6 +266,83 @@ fn an_encrypted_resource_can_be_added_but_not_removed() {
     assert!(errs.to_string().starts_with("spec.kubernetes.kubeAPIServer.encryptionConfig.resources: Forbidden: \"deployments.apps\" cannot be removed"), "{errs}");
 }
 
+/// A created shoot asking for `provider` (none: unset), its status recording `in_use` and an
+/// etcd encryption key rotation in `phase`.
+fn created(provider: Option<&str>, in_use: &str, phase: Option<&str>, hibernated: bool) -> Shoot {
+    let mut config = json!({"resources": ["configmaps"]});
+    if let Some(p) = provider {
+        config["provider"] = json!({"type": p});
+    }
+    let mut s = shoot(json!({"encryptionConfig": config}));
+    s.spec.hibernation = hibernated.then(|| serde_json::from_value(json!({"enabled": true})).unwrap());
+    let mut credentials = json!({"encryptionAtRest": {"resources": ["configmaps"], "provider": {"type": in_use}}});
+    if let Some(phase) = phase {
+        credentials["rotation"] = json!({"etcdEncryptionKey": {"phase": phase}});
+    }
+    s.status = Some(
+        serde_json::from_value(json!({
+            "lastOperation": {"type": "Reconcile", "state": "Succeeded", "progress": 100, "description": "",
+                              "lastUpdateTime": "2026-01-01T00:00:00Z"},
+            "credentials": credentials,
+        }))
+        .unwrap(),
+    );
+    s
+}
+
+fn provider_errors(new: &Shoot, old: &Shoot) -> Vec<String> {
+    validate_update(new, old).iter().map(|e| e.to_string()).collect()
+}
+
+#[test]
+fn the_provider_is_one_gardener_offers() {
+    for ok in ["aescbc", "aesgcm", "secretbox"] {
+        assert!(errors(json!({"encryptionConfig": {"provider": {"type": ok}}})).is_empty(), "{ok}");
+    }
+    let e = refused(json!({"encryptionConfig": {"provider": {"type": "kms"}}}), "encryptionConfig.provider.type");
+    assert!(e.contains("Unsupported value: \"kms\"") && e.contains("\"secretbox\""), "{e}");
+}
+
+#[test]
+fn the_provider_changes_only_where_its_key_rotation_can_run() {
+    let old = created(None, "aescbc", Some("Completed"), false);
+    let new = created(Some("secretbox"), "aescbc", Some("Completed"), false);
+    assert!(provider_errors(&new, &old).is_empty(), "a created, awake shoot may change it");
+    assert!(provider_errors(&old, &old).is_empty(), "no change, no rule");
+
+    let field = "spec.kubernetes.kubeAPIServer.encryptionConfig.provider.type: Forbidden: ";
+    let only = |new: &Shoot, old: &Shoot, why: &str| {
+        let errs = provider_errors(new, old);
+        assert_eq!(errs, vec![format!("{field}{why}")]);
+    };
+    let mut creating = new.clone();
+    creating.status.as_mut().unwrap().last_operation =
+        serde_json::from_value(json!({"type": "Create", "state": "Processing", "progress": 50, "description": "",
+                                      "lastUpdateTime": "2026-01-01T00:00:00Z"}))
+        .unwrap();
+    only(&creating, &old, "the provider cannot be changed before the shoot was created successfully");
+    only(
+        &created(Some("secretbox"), "aescbc", Some("Completed"), true),
+        &old,
+        "the provider cannot be changed while the shoot is hibernated or hibernating",
+    );
+    only(
+        &created(Some("secretbox"), "aescbc", Some("Prepared"), false),
+        &created(None, "aescbc", Some("Prepared"), false),
+        "the provider cannot be changed while the etcd encryption key is being rotated",
+    );
+    // aescbc → secretbox is still rolling out (the status says aescbc): no second change.
+    only(
+        &created(Some("aesgcm"), "aescbc", Some("Completed"), false),
+        &new,
+        "the provider cannot be changed while an earlier change of it is being rolled out",
+    );
+    let mut both = new.clone();
+    let config = both.spec.kubernetes.kube_api_server.as_mut().unwrap().encryption_config.as_mut().unwrap();
+    config.resources.push("deployments.apps".into());
+    only(&both, &old, "the provider and the resources cannot be changed at the same time");
+}
+
 #[test]
 fn go_durations_parse_like_go() {
     assert_eq!(duration_seconds("1h30m"), Some(5400.0));

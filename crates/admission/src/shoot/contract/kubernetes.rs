@@ -100,6 +100,11 @@ pub const KUBE_APISERVER: &[Field] = &[
         "encrypted_resources_join_secrets_and_roll_the_pods",
     ),
     honoured(
+        "spec.kubernetes.kubeAPIServer.encryptionConfig.provider",
+        "`type` (`aescbc` by default, `aesgcm`, `secretbox`) encrypts Secrets and the listed resources; a change rotates the etcd encryption key through both phases, rewriting every encrypted object under the new provider, and `status.credentials.encryptionAtRest` records it; refused before creation, while hibernated, during a key rotation or an earlier change, and together with a change of the resources",
+        "each_provider_encrypts_and_a_change_reads_the_old_data_and_rewrites_it_under_the_new_one",
+    ),
+    honoured(
         "spec.kubernetes.kubeAPIServer.eventTTL",
         "`--event-ttl` (at most 7 days)",
         "every_flag_setting_becomes_its_flag",

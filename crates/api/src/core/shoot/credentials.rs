@@ -13,6 +13,28 @@ use serde::{Deserialize, Serialize};
 pub struct ShootCredentials {
     /// Where each rotation stands.
     pub rotation: Option<ShootCredentialsRotation>,
+    /// What the shoot's etcd data is encrypted with now.
+    pub encryption_at_rest: Option<EncryptionAtRest>,
+}
+
+/// What a shoot's etcd data is encrypted with, once the running API server writes it so and the
+/// stored objects were rewritten.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EncryptionAtRest {
+    /// The resources besides Secrets that are encrypted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
+    /// The encryption provider in use.
+    pub provider: Option<EncryptionProviderStatus>,
+}
+
+/// The encryption provider in use.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EncryptionProviderStatus {
+    #[serde(rename = "type", default)]
+    pub type_: String,
 }
 
 /// The rotations of a shoot's credentials.

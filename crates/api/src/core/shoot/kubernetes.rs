@@ -273,13 +273,25 @@ pub struct ApiServerLogging {
     pub http_access_verbosity: Option<i32>,
 }
 
-/// Resources (besides secrets) to encrypt in etcd.
+/// Resources (besides secrets) to encrypt in etcd, and the provider that encrypts them.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EncryptionConfig {
     /// Resources as `resource` or `resource.group`.
     #[serde(default)]
     pub resources: Vec<String>,
+    /// The encryption provider (`aescbc` when unset); a change rotates the etcd encryption key.
+    pub provider: Option<EncryptionProvider>,
+}
+
+/// The encryption provider of a shoot's etcd data.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EncryptionProvider {
+    /// `aescbc` (default), `aesgcm` or `secretbox`.
+    #[serde(rename = "type")]
+    pub type_: Option<String>,
 }
 
 /// Settings of the kube-controller-manager.

@@ -3,7 +3,7 @@
 //! of a one-operation rotation), record the outcome.
 
 use super::now;
-use super::rotation::{at_once, rotation_for, second_phase};
+use super::rotation::{at_once, provider_change, rewrote_for_provider, rotation_for, second_phase};
 use crate::flow::FlowResult;
 use crate::shoot::controller::cancel::Cancel;
 use crate::shoot::controller::{ShootController, ShootError, backoff_key, rollout};
@@ -97,8 +97,13 @@ impl ShootController {
         let type_ = reconcile_type(shoot.status.as_ref(), takeover);
         // A rotation request is recorded in the status before its annotation goes, so that a
         // failure in between loses nothing.
-        let (rotation, rotating) = rotation_for(shoot, requested, &now());
-        let at_once = if rotating { at_once(shoot) } else { Vec::new() };
+        let (mut rotation, mut rotating) = rotation_for(shoot, requested, &now());
+        let mut at_once = if rotating { at_once(shoot) } else { Vec::new() };
+        // A changed encryption provider rotates the etcd encryption key (unless a requested
+        // rotation runs now: the change follows in the next operation).
+        if !rotating && let Some((r, begins, both)) = provider_change(shoot, &now()) {
+            (rotation, rotating, at_once) = (r, begins, both);
+        }
         if requested && !takeover && !rotating {
             meta["metadata"]["annotations"] = json!({ ANNOTATION_OPERATION: null });
         }
@@ -262,13 +267,21 @@ impl ShootController {
             if !ctx.values.hibernated {
                 // The flow rewrote the objects of every newly listed resource (reconcile/encryption.rs).
                 let listed = &ctx.values.apiserver.encrypted_resources;
-                status["encryptedResources"] =
-                    json!(crate::components::kube_apiserver::listed_encrypted_resources(listed));
+                let listed = crate::components::kube_apiserver::listed_encrypted_resources(listed);
+                status["encryptedResources"] = json!(listed);
+                // The provider in use changes once the key rotation it began rewrote the data.
+                let provider = &ctx.values.apiserver.encryption_provider;
+                let in_use = api::helpers::encryption::in_use(shoot);
+                if in_use.is_none_or(|used| used == provider.as_str()) || rewrote_for_provider(rotation.as_ref()) {
+                    status["credentials"]["encryptionAtRest"] =
+                        json!({"resources": listed, "provider": {"type": provider}});
+                }
             }
             if let Some(mut r) = rotation.clone()
                 && api::helpers::rotation::finish(&mut r, &now())
             {
-                status["credentials"] = crate::shoot::credentials::rotation::status_patch(&r);
+                let patch = crate::shoot::credentials::rotation::status_patch(&r);
+                status["credentials"]["rotation"] = patch["rotation"].clone();
             }
             if let Some(address) = ctx.found().address.clone() {
                 status["advertisedAddresses"] = json!([

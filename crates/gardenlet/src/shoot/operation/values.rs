@@ -196,7 +196,11 @@ impl ShootValues {
             internal_domain: format!("api.{name}.{project}.{suffix}"),
             external_domain: shoot.spec.dns.as_ref().and_then(|d| d.domain.as_ref()).map(|d| format!("api.{d}")),
             hibernated: shoot.spec.hibernation_enabled(),
-            apiserver: apiserver_settings(&name, &kube_apiserver)?,
+            apiserver: ApiServerSettings {
+                encryption_provider: api::helpers::encryption::wanted(shoot).to_string(),
+                previous_encryption_provider: api::helpers::encryption::previous(shoot).to_string(),
+                ..apiserver_settings(&name, &kube_apiserver)?
+            },
             controller_manager: controller_manager_settings(shoot.spec.kubernetes.kube_controller_manager.as_ref()),
             scheduler: scheduler_settings(shoot.spec.kubernetes.kube_scheduler.as_ref()),
             name,
