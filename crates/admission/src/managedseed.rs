@@ -1,11 +1,11 @@
 //! ManagedSeed validation: it lives in the `garden` namespace, names an existing Shoot there,
-//! and says either how to register the seed (`seedTemplate`) or which gardenlet to deploy
-//! (`gardenlet`), not both; the shoot is immutable.
+//! and says which gardenlet to deploy (`gardenlet`; `seedTemplate` and bootstraps other than a
+//! ServiceAccount token are refused); the shoot is immutable.
 
 use crate::common::{dns_label, immutable};
 use crate::field::{ErrorList, FieldError, Path};
 use api::helpers::constants::GARDEN_NAMESPACE;
-use api::seedmanagement::ManagedSeed;
+use api::seedmanagement::{Bootstrap, ManagedSeed, ManagedSeedSpec};
 
 /// What a new ManagedSeed must not collide with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,15 +39,7 @@ pub fn validate(ms: &ManagedSeed, old: Option<&ManagedSeed>, garden: &Garden) ->
         }
         Some(_) => {}
     }
-    match (&ms.spec.seed_template, &ms.spec.gardenlet) {
-        (None, None) => {
-            errs.push(FieldError::required(sp.clone(), "either seedTemplate or gardenlet must be specified"))
-        }
-        (Some(_), Some(_)) => {
-            errs.push(FieldError::forbidden(sp.child("seedTemplate"), "must not be set when gardenlet is set"))
-        }
-        _ => {}
-    }
+    gardenlet(&ms.spec, &sp, &mut errs);
     if let Some(old) = old {
         errs.0.extend(immutable(&sp.child("shoot"), &ms.spec.shoot, &old.spec.shoot));
     } else {
@@ -67,6 +59,32 @@ pub fn validate(ms: &ManagedSeed, old: Option<&ManagedSeed>, garden: &Garden) ->
         }
     }
     errs
+}
+
+/// What a ManagedSeed (or a ManagedSeedSet's template, at `sp`) deploys: `gardenlet` is
+/// required. `seedTemplate` (a seed registered without a gardenlet, which Gardener has since
+/// removed) is not built, so it is refused rather than ignored. `gardenlet.bootstrap`: the
+/// managed gardenlet obtains its seed certificate with a short-lived ServiceAccount token that
+/// may only ask for that certificate (what Gardener calls `ServiceAccount`); unset means the
+/// same. Bootstrap tokens and a configuration bringing its own garden kubeconfig (`None`) are
+/// not built either.
+pub fn gardenlet(spec: &ManagedSeedSpec, sp: &Path, errs: &mut ErrorList) {
+    if spec.seed_template.is_some() {
+        errs.push(FieldError::forbidden(
+            sp.child("seedTemplate"),
+            "a seed without a gardenlet is not supported; set gardenlet instead",
+        ));
+    }
+    let Some(gardenlet) = &spec.gardenlet else {
+        errs.push(FieldError::required(sp.child("gardenlet"), "the gardenlet to deploy into the shoot"));
+        return;
+    };
+    if let Some(mode) = gardenlet.bootstrap
+        && mode != Bootstrap::ServiceAccount
+    {
+        let value = serde_json::to_value(mode).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        errs.push(FieldError::unsupported(sp.child("gardenlet").child("bootstrap"), &value, &["ServiceAccount"]));
+    }
 }
 
 #[cfg(test)]
@@ -101,17 +119,30 @@ mod tests {
             ),
             ("no shoot", |m| m.spec.shoot = None, true, Some("spec.shoot: Required value")),
             ("unknown shoot", |_| {}, false, Some("spec.shoot.name: Not found: \"seed-x\"")),
-            (
-                "neither",
-                |m| m.spec.gardenlet = None,
-                true,
-                Some("spec: Required value: either seedTemplate or gardenlet"),
-            ),
+            ("neither", |m| m.spec.gardenlet = None, true, Some("spec.gardenlet: Required value")),
             (
                 "both",
                 |m| m.spec.seed_template = Some(SeedTemplate::default()),
                 true,
                 Some("spec.seedTemplate: Forbidden"),
+            ),
+            (
+                "bootstrap token",
+                |m| m.spec.gardenlet.as_mut().unwrap().bootstrap = Some(Bootstrap::BootstrapToken),
+                true,
+                Some("spec.gardenlet.bootstrap: Unsupported value: \"BootstrapToken\""),
+            ),
+            (
+                "no bootstrap",
+                |m| m.spec.gardenlet.as_mut().unwrap().bootstrap = Some(Bootstrap::None),
+                true,
+                Some("spec.gardenlet.bootstrap: Unsupported value: \"None\""),
+            ),
+            (
+                "service account",
+                |m| m.spec.gardenlet.as_mut().unwrap().bootstrap = Some(Bootstrap::ServiceAccount),
+                true,
+                None,
             ),
         ];
         for (name, mutate, exists, want) in cases {

@@ -2,8 +2,8 @@
 //! ManagedSeeds; its name makes valid replica names (`<name>-<ordinal>` is a Shoot's name, so
 //! the Shoot name rules apply to `<name>-0`); `replicas` and the partition are not negative; the
 //! selector is usable and matches the labels of both templates (otherwise the set could not
-//! find what it creates); the ManagedSeed template says how the seed is registered (either
-//! `seedTemplate` or `gardenlet`) and names no shoot (the controller fills it); the Shoot
+//! find what it creates); the ManagedSeed template names the gardenlet to deploy (as a
+//! ManagedSeed must, `crate::managedseed::gardenlet`) and names no shoot (the controller fills it); the Shoot
 //! template's spec is a valid Shoot spec as far as it can be judged without its CloudProfile
 //! (the replica Shoots meet the full rules when they are created). The selector is immutable.
 
@@ -77,15 +77,7 @@ pub fn validate(set: &ManagedSeedSet, old: Option<&ManagedSeedSet>) -> ErrorList
     if template.shoot.is_some() {
         errs.push(FieldError::forbidden(tp.child("shoot"), "is filled by the ManagedSeedSet controller"));
     }
-    match (&template.seed_template, &template.gardenlet) {
-        (None, None) => {
-            errs.push(FieldError::required(tp.clone(), "either seedTemplate or gardenlet must be specified"))
-        }
-        (Some(_), Some(_)) => {
-            errs.push(FieldError::forbidden(tp.child("seedTemplate"), "must not be set when gardenlet is set"))
-        }
-        _ => {}
-    }
+    crate::managedseed::gardenlet(template, &tp, &mut errs);
     errs.extend(shoot_template(set, name));
     if let Some(old) = old
         && old.spec.selector != set.spec.selector
@@ -218,12 +210,12 @@ mod tests {
                 Some("spec.selector: Invalid value"),
             ),
             (
-                "neither seedTemplate nor gardenlet",
+                "no gardenlet",
                 |s| s.spec.template.spec.gardenlet = None,
-                Some("spec.template.spec: Required value"),
+                Some("spec.template.spec.gardenlet: Required value"),
             ),
             (
-                "both",
+                "a seed template",
                 |s| s.spec.template.spec.seed_template = Some(SeedTemplate::default()),
                 Some("spec.template.spec.seedTemplate: Forbidden"),
             ),

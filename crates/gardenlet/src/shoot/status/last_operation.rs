@@ -172,19 +172,28 @@ pub fn quiet_resync(shoot: &Shoot, type_: LastOperationType, requested_or_transi
 }
 
 /// Whether writing `desired` (a status patch) would change nothing but `lastOperation`: every
-/// other field it sets equals the previous status (absent, `null` and `[]` count as the same).
+/// other field it sets equals the previous status, objects field by field as a merge patch
+/// applies them (absent, `null` and `[]` count as the same).
 pub fn unchanged(previous: &ShootStatus, desired: &serde_json::Value) -> bool {
     let Ok(previous) = serde_json::to_value(previous) else { return false };
+    let Some(fields) = desired.as_object() else { return false };
+    fields.iter().filter(|(k, _)| k.as_str() != "lastOperation").all(|(k, v)| same(previous.get(k), v))
+}
+
+/// Whether merging `patch` into `old` leaves it as it is.
+fn same(old: Option<&serde_json::Value>, patch: &serde_json::Value) -> bool {
     let empty = |v: Option<&serde_json::Value>| match v {
         None | Some(serde_json::Value::Null) => true,
         Some(serde_json::Value::Array(a)) => a.is_empty(),
+        Some(serde_json::Value::Object(o)) => o.is_empty(),
         _ => false,
     };
-    let Some(fields) = desired.as_object() else { return false };
-    fields.iter().filter(|(k, _)| k.as_str() != "lastOperation").all(|(k, v)| {
-        let old = previous.get(k);
-        old == Some(v) || (empty(old) && empty(Some(v)))
-    })
+    match patch {
+        serde_json::Value::Object(fields) if !fields.is_empty() => {
+            fields.iter().all(|(k, v)| same(old.and_then(|o| o.get(k)), v))
+        }
+        _ => old == Some(patch) || (empty(old) && empty(Some(patch))),
+    }
 }
 
 /// True when the shoot's last operation failed for good: no automatic retry.
@@ -210,6 +219,21 @@ mod quiet_tests {
                                          "lastUpdateTime": "2026-01-01T00:00:00Z"}}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn a_nested_patch_is_compared_field_by_field() {
+        let mut status: ShootStatus = serde_json::from_value(json!({
+            "hibernated": false,
+            "credentials": {"rotation": {"etcdEncryptionKey": {"phase": "Completed"}},
+                            "encryptionAtRest": {"provider": {"type": "aescbc"}}},
+        }))
+        .unwrap();
+        let patch = |t: &str| json!({"credentials": {"encryptionAtRest": {"resources": [], "provider": {"type": t}}}});
+        assert!(unchanged(&status, &patch("aescbc")), "the rotation it does not set stays; [] is no resource");
+        assert!(!unchanged(&status, &patch("secretbox")));
+        status.credentials = None;
+        assert!(!unchanged(&status, &patch("aescbc")), "recording the provider the first time is a change");
     }
 
     #[test]
