@@ -2,6 +2,10 @@
 # Runs the upstream Kubernetes conformance suite (the `[Conformance]` tests of 1.20.2, the shoots'
 # version) against a shoot of the local garden; docs/conformance.md.
 #   hack/conformance.sh [--focus REGEX | --ci] [--shoot NAME] [--keep]
+#   hack/conformance.sh --build-only
+#     --build-only   only build e2e.test, ginkgo and the test images' binaries (no garden needed;
+#                    hack/e2e.sh does this before its cases start, so that the build does not
+#                    count against the conformance case's time)
 #     --focus REGEX  run only the conformance tests matching REGEX (Go regexp on the full name)
 #     --ci           run only the CI subset (CI_SUBSET below: Services, DNS, networking, pods)
 #     --shoot NAME   use the existing shoot NAME of project `local` (never deleted)
@@ -15,17 +19,19 @@
 # must be up (`make local-up`); $LOCAL_CLUSTER_STATE names its state directory (default .local).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage="usage: hack/conformance.sh [--focus REGEX | --ci] [--shoot NAME] [--keep]"
+usage="usage: hack/conformance.sh [--focus REGEX | --ci] [--shoot NAME] [--keep] | --build-only"
 FOCUS='\[Conformance\]'
 SHOOT=""
 KEEP=false
 CI=false
+BUILD_ONLY=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --focus) FOCUS="${2:?$usage}"; shift 2 ;;
     --shoot) SHOOT="${2:?$usage}"; shift 2 ;;
     --keep) KEEP=true; shift ;;
     --ci) CI=true; shift ;;
+    --build-only) BUILD_ONLY=true; shift ;;
     -h | --help) echo "$usage"; exit 0 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -64,16 +70,18 @@ CI_SUBSET=(
 # "Shoot nodes in their own network" (docs/conformance.md, defect 2).
 
 # --- the local garden --------------------------------------------------------------------------
-[ -f "$STATE/kubeconfig" ] || die "the local garden is not up ($STATE/kubeconfig is missing); run \`make local-up\` first"
-assets=$(hack/setup-envtest.sh --node)
-KUBECTL="$assets/kubectl"
-g() { "$KUBECTL" --kubeconfig "$STATE/kubeconfig" "$@"; }
-g get --raw /readyz >/dev/null 2>&1 || die "the local garden's API server does not answer; run \`make local-up\` first"
-
-results="$PWD/.conformance/$(date -u +%Y%m%dT%H%M%SZ)"
-mkdir -p "$results"
-log "results in $results"
 start=$(date +%s)
+if [ "$BUILD_ONLY" = false ]; then
+  [ -f "$STATE/kubeconfig" ] || die "the local garden is not up ($STATE/kubeconfig is missing); run \`make local-up\` first"
+  assets=$(hack/setup-envtest.sh --node)
+  KUBECTL="$assets/kubectl"
+  g() { "$KUBECTL" --kubeconfig "$STATE/kubeconfig" "$@"; }
+  g get --raw /readyz >/dev/null 2>&1 || die "the local garden's API server does not answer; run \`make local-up\` first"
+
+  results="$PWD/.conformance/$(date -u +%Y%m%dT%H%M%SZ)"
+  mkdir -p "$results"
+  log "results in $results"
+fi
 
 # --- e2e.test, ginkgo and the test images' binaries ---------------------------------------------
 SRC="$CACHE/src"
@@ -101,6 +109,10 @@ if [ ! -x "$BIN/agnhost" ] || [ ! -x "$BIN/nonewprivs" ] || [ ! -x "$BIN/sample-
   log "building agnhost, nonewprivs and sample-apiserver"
   build KUBE_STATIC_OVERRIDES="agnhost nonewprivs sample-apiserver" \
     WHAT="test/images/agnhost test/images/nonewprivs vendor/k8s.io/sample-apiserver"
+fi
+if [ "$BUILD_ONLY" = true ]; then
+  log "e2e.test, ginkgo and the test images' binaries are in $BIN ($(($(date +%s) - start)) s)"
+  exit 0
 fi
 repo_list=$(LOCAL_CLUSTER_STATE="$STATE" CONFORMANCE_CACHE="$CACHE" hack/conformance-images.sh "$SRC")
 
