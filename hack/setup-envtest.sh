@@ -96,7 +96,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
   fi
   $sudo apt-get update -qq >&2
-  $sudo apt-get install -y -qq golang-1.19 etcd-server etcd-client rsync golang-github-modern-go-reflect2-dev >&2
+  $sudo apt-get install -y -qq golang-1.19 etcd-server etcd-client rsync golang-github-modern-go-reflect2-dev patch >&2
   # etcd-server starts a system service on install; the tests start their own.
   $sudo systemctl disable --now etcd >/dev/null 2>&1 || true
   mkdir -p "$work"
