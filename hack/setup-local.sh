@@ -12,8 +12,10 @@
 # Idempotent: installs and downloads only what is missing.
 set -euo pipefail
 
+# mmdebstrap and curl: hack/conformance-images.sh (the conformance case of make e2e) builds the
+# suite's images from Debian packages.
 PACKAGES=(containerd runc containernetworking-plugins buildah busybox-static iptables nftables iproute2 gcc libc6-dev
-  openssh-client libwrap0 binutils)
+  openssh-client libwrap0 binutils mmdebstrap curl)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
