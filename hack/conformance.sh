@@ -2,10 +2,11 @@
 # Runs the upstream Kubernetes conformance suite (the `[Conformance]` tests of 1.20.2, the shoots'
 # version) against a shoot of the local garden; docs/conformance.md.
 #   hack/conformance.sh [--focus REGEX | --ci] [--shoot NAME] [--keep]
-#   hack/conformance.sh --build-only
-#     --build-only   only build e2e.test, ginkgo and the test images' binaries (no garden needed;
-#                    hack/e2e.sh does this before its cases start, so that the build does not
-#                    count against the conformance case's time)
+#   hack/conformance.sh --prepare
+#     --prepare      only build e2e.test, ginkgo and the test images (cached; the images are
+#                    pushed to the local cluster's registry, so it must be up) and stop;
+#                    hack/e2e.sh does this before its cases start, so that the builds do not
+#                    count against the conformance case's time
 #     --focus REGEX  run only the conformance tests matching REGEX (Go regexp on the full name)
 #     --ci           run only the CI subset (CI_SUBSET below: Services, DNS, networking, pods)
 #     --shoot NAME   use the existing shoot NAME of project `local` (never deleted)
@@ -19,19 +20,19 @@
 # must be up (`make local-up`); $LOCAL_CLUSTER_STATE names its state directory (default .local).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage="usage: hack/conformance.sh [--focus REGEX | --ci] [--shoot NAME] [--keep] | --build-only"
+usage="usage: hack/conformance.sh [--focus REGEX | --ci] [--shoot NAME] [--keep] | --prepare"
 FOCUS='\[Conformance\]'
 SHOOT=""
 KEEP=false
 CI=false
-BUILD_ONLY=false
+PREPARE=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --focus) FOCUS="${2:?$usage}"; shift 2 ;;
     --shoot) SHOOT="${2:?$usage}"; shift 2 ;;
     --keep) KEEP=true; shift ;;
     --ci) CI=true; shift ;;
-    --build-only) BUILD_ONLY=true; shift ;;
+    --prepare) PREPARE=true; shift ;;
     -h | --help) echo "$usage"; exit 0 ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
@@ -71,7 +72,7 @@ CI_SUBSET=(
 
 # --- the local garden --------------------------------------------------------------------------
 start=$(date +%s)
-if [ "$BUILD_ONLY" = false ]; then
+if [ "$PREPARE" = false ]; then
   [ -f "$STATE/kubeconfig" ] || die "the local garden is not up ($STATE/kubeconfig is missing); run \`make local-up\` first"
   assets=$(hack/setup-envtest.sh --node)
   KUBECTL="$assets/kubectl"
@@ -110,11 +111,11 @@ if [ ! -x "$BIN/agnhost" ] || [ ! -x "$BIN/nonewprivs" ] || [ ! -x "$BIN/sample-
   build KUBE_STATIC_OVERRIDES="agnhost nonewprivs sample-apiserver" \
     WHAT="test/images/agnhost test/images/nonewprivs vendor/k8s.io/sample-apiserver"
 fi
-if [ "$BUILD_ONLY" = true ]; then
-  log "e2e.test, ginkgo and the test images' binaries are in $BIN ($(($(date +%s) - start)) s)"
+repo_list=$(LOCAL_CLUSTER_STATE="$STATE" CONFORMANCE_CACHE="$CACHE" hack/conformance-images.sh "$SRC")
+if [ "$PREPARE" = true ]; then
+  log "e2e.test and ginkgo are in $BIN, the test images in the local registry ($(($(date +%s) - start)) s)"
   exit 0
 fi
-repo_list=$(LOCAL_CLUSTER_STATE="$STATE" CONFORMANCE_CACHE="$CACHE" hack/conformance-images.sh "$SRC")
 
 # --- the shoot ---------------------------------------------------------------------------------
 created=false

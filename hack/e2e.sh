@@ -108,10 +108,10 @@ timed garden-install env KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.l
 # libraries are not compiled again (docs/testing.md, "One build").
 e2e_tests=(conformance local_cluster shoot contract workers managed_seed isolation garden faults)
 timed build-tests cargo build -q --workspace $(printf -- '--test %s ' "${e2e_tests[@]}")
-# The conformance case's binaries (e2e.test, ginkgo, the test images'), built from the Kubernetes
-# source on a fresh machine, before the cases start: built inside the case, on cores the other
-# cases keep busy, they took its 15-minute budget.
-timed conformance-build hack/conformance.sh --build-only
+# What the conformance case needs (e2e.test and ginkgo from the Kubernetes source, the test images
+# pushed to the registry; cached), built before the cases start: on a fresh machine, built inside
+# the case on cores the other cases keep busy, they took its 15-minute budget.
+timed conformance-prepare hack/conformance.sh --prepare
 failed=0
 # Phase 1: side by side. Phase 2: alone (they disturb the garden every other case relies on).
 timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" conformance local_cluster shoot contract workers managed_seed isolation || failed=1
