@@ -458,24 +458,16 @@ pub fn validate_update(new: &Shoot, old: &Shoot) -> ErrorList {
 /// the shoot was created, while hibernated, while an etcd encryption key rotation or an earlier
 /// provider change is under way, and together with a change of the resources.
 fn provider_change(new: &Shoot, old: &Shoot, resources_changed: bool, errs: &mut ErrorList) {
-    use api::core::shoot::credentials::RotationPhase;
-    use api::helpers::rotation::{self, Credential, Lifecycle};
-    let wanted = encryption::wanted(new);
-    if wanted == encryption::wanted(old) {
+    use api::helpers::rotation::{self, Credential, Lifecycle, Request, Step};
+    if encryption::wanted(new) == encryption::wanted(old) {
         return;
     }
     let at = base().child("encryptionConfig").child("provider").child("type");
     let mut refuse = |why: &str| errs.push(FieldError::forbidden(at.clone(), why.to_string()));
-    let lifecycle = Lifecycle::of(new);
-    if lifecycle.creating {
-        refuse("the provider cannot be changed before the shoot was created successfully");
-    }
-    if lifecycle.hibernated {
-        refuse("the provider cannot be changed while the shoot is hibernated or hibernating");
-    }
-    let key = rotation::of(rotation::status(new), Credential::EtcdEncryptionKey);
-    if key.is_some_and(|r| r.phase != RotationPhase::Completed) {
-        refuse("the provider cannot be changed while the etcd encryption key is being rotated");
+    // The rotation's own rules, as gardenlet applies them when it begins the rotation.
+    let rotation = Request { steps: vec![(Credential::EtcdEncryptionKey, Step::StartAndComplete)], ssh_keypair: false };
+    for why in rotation::allowed(&rotation, rotation::status(new), Lifecycle::of(new)) {
+        refuse(&format!("changing the provider rotates the etcd encryption key, and {why}"));
     }
     if encryption::changing(old) {
         refuse("the provider cannot be changed while an earlier change of it is being rolled out");

@@ -320,16 +320,20 @@ fn the_provider_changes_only_where_its_key_rotation_can_run() {
         serde_json::from_value(json!({"type": "Create", "state": "Processing", "progress": 50, "description": "",
                                       "lastUpdateTime": "2026-01-01T00:00:00Z"}))
         .unwrap();
-    only(&creating, &old, "the provider cannot be changed before the shoot was created successfully");
+    only(
+        &creating,
+        &old,
+        "changing the provider rotates the etcd encryption key, and credentials cannot be rotated before the shoot was created successfully",
+    );
     only(
         &created(Some("secretbox"), "aescbc", Some("Completed"), true),
         &old,
-        "the provider cannot be changed while the shoot is hibernated or hibernating",
+        "changing the provider rotates the etcd encryption key, and credentials cannot be rotated while the shoot is hibernated or hibernating",
     );
     only(
         &created(Some("secretbox"), "aescbc", Some("Prepared"), false),
         &created(None, "aescbc", Some("Prepared"), false),
-        "the provider cannot be changed while the etcd encryption key is being rotated",
+        "changing the provider rotates the etcd encryption key, and the rotation of the etcd encryption key cannot start in phase Prepared; it is under way",
     );
     // aescbc → secretbox is still rolling out (the status says aescbc): no second change.
     only(
