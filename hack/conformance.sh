@@ -85,7 +85,10 @@ if [ "$PREPARE" = false ]; then
 fi
 
 # --- e2e.test, ginkgo and the test images' binaries ---------------------------------------------
-SRC="$CACHE/src"
+# The source tree hack/setup-envtest.sh built the shoots' binaries in, when it is there and this
+# cache has no tree of its own: its Go build cache already holds most of what e2e.test compiles.
+SHARED_SRC="${KUBE_SRC:-$HOME/.cache/gardener-rs/kubernetes-src}"
+if [ ! -d "$CACHE/src" ] && [ -f "$SHARED_SRC/.unpacked" ]; then SRC="$SHARED_SRC"; else SRC="$CACHE/src"; fi
 BIN="$SRC/_output/bin"
 if [ ! -d "$SRC" ]; then
   log "unpacking Debian's kubernetes source package (1.20.2) into $SRC"

@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 
 USAGE="usage: hack/images.sh [--only NAME]... [<directory with the Kubernetes binaries>]"
 IMAGES=(pause kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd busybox bastion
-  gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns machine)
+  gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup machine)
 CACHE="${IMAGE_CACHE:-${HOME}/.cache/gardener-rs/images}"
 K8S_VERSION="v1.20.2"
 PAUSE_VERSION="3.6" # the sandbox image containerd 1.6 expects
@@ -58,7 +58,7 @@ want() {
   for name in "$@"; do [[ " ${only[*]} " == *" $name "* ]] && return 0; done
   return 1
 }
-if [ -z "$ASSETS" ] && want kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd machine; then
+if [ -z "$ASSETS" ] && want kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd etcd-backup machine; then
   die "the Kubernetes binaries are needed (hack/setup-envtest.sh --node prints their directory); $USAGE"
 fi
 
@@ -263,7 +263,7 @@ if want bastion; then
   build "gardener-rs.local/bastion:$OPENSSH_VERSION" "$work/bastion" images/bastion/Containerfile
 fi
 
-ours=(gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns)
+ours=(gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup)
 if ! want "${ours[@]}" machine; then
   echo "$CACHE"
   exit 0
@@ -288,6 +288,13 @@ for bin in "${ours[@]}"; do
   # provider-local's image also runs in shoots as the pod routes agent (crates/provider-local/src/
   # pod_routes.rs), which changes its node's routing table with iproute2's ip.
   if [ "$bin" = gardener-extension-provider-local ]; then stage_with_libs /usr/sbin/ip "$root" /usr/sbin/ip; fi
+  # etcd-backup's restore runs `etcdctl snapshot restore` and a temporary etcd that applies the
+  # deltas: the same builds as the etcd image.
+  if [ "$bin" = etcd-backup ]; then
+    [ -n "$ASSETS" ] || die "the etcd-backup image needs the Kubernetes binaries' directory (etcd, etcdctl)"
+    stage_with_libs "$ASSETS/etcd" "$root" /usr/local/bin/etcd
+    stage_with_libs "$ASSETS/etcdctl" "$root" /usr/local/bin/etcdctl
+  fi
   ln -s "usr/local/bin/$bin" "$root/entrypoint"
   build "gardener-rs.local/$bin:v$version" "$work/$bin" images/gardener-component/Containerfile
 done

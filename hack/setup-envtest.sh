@@ -81,8 +81,14 @@ try_download() {
   return 1
 }
 
+# The unpacked, patched source tree stays (with its Go build cache in _output/local/go/cache):
+# hack/conformance.sh builds e2e.test in the same tree, and most of what e2e.test compiles (the
+# API types, client-go, apimachinery, ...) is then in that cache already.
+KUBE_SRC="${KUBE_SRC:-$(dirname "$CACHE")/kubernetes-src}"
+
 build_from_debian() {
-  local dest="$DEBIAN_DIR" work="$CACHE/build"
+  local dest="$DEBIAN_DIR" src="$KUBE_SRC" patches_hash
+  patches_hash=$(cat "$PATCHES"/*.patch | sha256sum | cut -c1-12)
   log "building Kubernetes 1.20.2 from Debian's source package (about 5 minutes on 2 cores)"
   export DEBIAN_FRONTEND=noninteractive
   local sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
@@ -99,31 +105,34 @@ SRC
   $sudo apt-get install -y -qq golang-1.19 etcd-server etcd-client rsync golang-github-modern-go-reflect2-dev patch >&2
   # etcd-server starts a system service on install; the tests start their own.
   $sudo systemctl disable --now etcd >/dev/null 2>&1 || true
-  mkdir -p "$work"
-  (
-    cd "$work"
-    if [ ! -d kubernetes-src ]; then
-      apt-get source --download-only kubernetes >&2
-      mkdir kubernetes-src
-      tar -xzf kubernetes_*.orig.tar.gz -C kubernetes-src --strip-components=1
-    fi
-    cd kubernetes-src
+  rm -rf "$CACHE/build" # where earlier versions of this script built
+  # A tree patched with other patches is unpacked again (a patch cannot be taken back reliably).
+  if [ ! -f "$src/.unpacked" ] || [ "$(cat "$src/.patches" 2>/dev/null)" != "$patches_hash" ]; then
+    rm -rf "$src" "$src.download"
+    mkdir -p "$src" "$src.download"
+    (cd "$src.download" && apt-get source --download-only kubernetes >&2)
+    tar -xzf "$src.download"/kubernetes_*.orig.tar.gz -C "$src" --strip-components=1
+    rm -rf "$src.download"
     # Go 1.19 miscompiles nothing, but the vendored reflect2 predates it and faults
     # (SIGSEGV in mapiterinit) on the first custom-resource write; Debian's copy is fixed.
-    rm -rf vendor/github.com/modern-go/reflect2
-    cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 vendor/github.com/modern-go/reflect2
-    rm -f vendor/github.com/modern-go/reflect2/go.mod
+    rm -rf "$src/vendor/github.com/modern-go/reflect2"
+    cp -r /usr/share/gocode/src/github.com/modern-go/reflect2 "$src/vendor/github.com/modern-go/reflect2"
+    rm -f "$src/vendor/github.com/modern-go/reflect2/go.mod"
     local p
     for p in "$PATCHES"/*.patch; do
       log "applying $(basename "$p")"
-      patch -p1 --forward --silent <"$p" >&2 || patch -p1 --reverse --dry-run --silent <"$p" >/dev/null
+      patch -d "$src" -p1 --forward --silent <"$p" >&2
     done
-    rm -rf _output
+    echo "$patches_hash" >"$src/.patches"
+    touch "$src/.unpacked"
+  fi
+  (
+    cd "$src"
     if ! PATH="/usr/lib/go-1.19/bin:$PATH" make \
       WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kube-scheduler cmd/kubelet cmd/kube-proxy cmd/kubectl" \
       KUBE_BUILD_PLATFORMS=linux/amd64 >&2; then
       log "error: building Kubernetes failed (the Go errors are above). The build needs about 3 GiB of"
-      log "memory and 6 GiB of disk under $work; free them and run hack/setup-envtest.sh again (the"
+      log "memory and 6 GiB of disk under $src; free them and run hack/setup-envtest.sh again (the"
       log "unpacked source is kept, so the retry starts from the build)."
       exit 1
     fi
@@ -133,7 +142,6 @@ SRC
   )
   cp /usr/bin/etcd "$dest/etcd"
   cp /usr/bin/etcdctl "$dest/etcdctl"
-  rm -rf "$work"
   complete "$dest" && echo "$dest"
 }
 

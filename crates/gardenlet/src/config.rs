@@ -45,6 +45,9 @@ pub struct GardenletConfig {
     /// How this gardenlet deploys gardenlets into the shoots of ManagedSeeds it hosts.
     #[serde(default, skip_serializing_if = "ManagedSeedSettings::is_default")]
     pub managed_seeds: ManagedSeedSettings,
+    /// How shoots' etcd is backed up when the seed has backups (docs/backup.md).
+    #[serde(default)]
+    pub etcd_backup: crate::components::etcd_backup::EtcdBackupSettings,
 }
 
 /// How gardenlet gets its garden identity by CSR (docs/gardenlet.md, "Garden identity").
@@ -313,6 +316,9 @@ impl GardenletConfig {
         }
         if self.managed_seeds.concurrent_syncs == Some(0) {
             return Err(("managedSeeds.concurrentSyncs", "must be at least 1".into()));
+        }
+        if let Some((field, problem)) = self.etcd_backup.problem() {
+            return Err((field, problem));
         }
         if !(1..=100).contains(&self.control_plane_requests_percent) {
             return Err((

@@ -31,7 +31,7 @@ fn values(bin_packing: bool) -> ControlPlaneValues {
             feature_gates: BTreeMap::from([("DefaultPodTopologySpread".to_string(), false)]),
         },
         secret_checksums: BTreeMap::new(),
-        etcd_backup_dir: None,
+        etcd_backup: None,
         requests_percent: 100,
     }
 }
@@ -47,7 +47,10 @@ fn effective(values: &ControlPlaneValues) -> serde_yaml::Value {
     let mounted = format!("/srv/kubernetes/{}/{}", secrets::KUBECONFIG_KUBE_SCHEDULER, secrets::KUBECONFIG);
     assert!(rendered.contains(&mounted), "{rendered}");
     let config = dir.path().join("config.yaml");
-    std::fs::write(&config, rendered.replace(&mounted, kubeconfig.to_str().unwrap())).unwrap();
+    // No listeners: with --config, kube-scheduler 1.20 ignores --port and serves its insecure
+    // health port 10251 unless the file says otherwise, and tests running side by side collide.
+    let quiet = "healthzBindAddress: 0.0.0.0:0\nmetricsBindAddress: 0.0.0.0:0\n";
+    std::fs::write(&config, format!("{quiet}{}", rendered.replace(&mounted, kubeconfig.to_str().unwrap()))).unwrap();
     let out = dir.path().join("out.yaml");
     let gates: Vec<String> =
         kube_scheduler::args(values).into_iter().filter(|a| a.starts_with("--feature-gates=")).collect();

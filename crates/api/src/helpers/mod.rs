@@ -7,6 +7,7 @@ pub mod constants;
 pub mod duration;
 pub mod encryption;
 pub mod extension_operation;
+pub mod maintenance;
 pub mod names;
 pub mod quantity;
 pub mod redact;

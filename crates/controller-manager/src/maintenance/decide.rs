@@ -40,23 +40,10 @@ pub struct Problem {
 }
 
 fn seconds_of_day(value: &str, field: &'static str) -> Result<i64, Problem> {
-    let bad =
-        || Problem { field, problem: format!("{value:?} is not a time of day HHMMSS+ZZZZ (for example 220000+0100)") };
-    if value.len() != 11 || !value.is_ascii() {
-        return Err(bad());
-    }
-    let num = |r: std::ops::Range<usize>| value.get(r).and_then(|s| s.parse::<i64>().ok()).ok_or_else(bad);
-    let (h, m, s) = (num(0..2)?, num(2..4)?, num(4..6)?);
-    let sign = match value.get(6..7) {
-        Some("+") => 1,
-        Some("-") => -1,
-        _ => return Err(bad()),
-    };
-    let (oh, om) = (num(7..9)?, num(9..11)?);
-    if h > 23 || m > 59 || s > 59 || oh > 14 || om > 59 {
-        return Err(bad());
-    }
-    Ok((h * 3600 + m * 60 + s - sign * (oh * 3600 + om * 60)).rem_euclid(DAY))
+    api::helpers::maintenance::utc_seconds_of_day(value).ok_or_else(|| Problem {
+        field,
+        problem: format!("{value:?} is not a time of day HHMMSS+ZZZZ (for example 220000+0100)"),
+    })
 }
 
 impl Window {

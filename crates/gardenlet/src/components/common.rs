@@ -31,6 +31,14 @@ pub struct Images {
     /// do; the local image's busybox shell runs its own `chown` and `chmod`).
     #[serde(default = "default_etcd_restore_image")]
     pub etcd_restore: String,
+    /// The restore init container and the backup sidecar of etcd (crates/etcd-backup: the
+    /// `etcd-backup` binary with `etcd` and `etcdctl`).
+    #[serde(default = "default_etcd_backup_image")]
+    pub etcd_backup: String,
+}
+
+fn default_etcd_backup_image() -> String {
+    concat!("gardener-rs.local/etcd-backup:v", env!("CARGO_PKG_VERSION")).into()
 }
 
 fn default_etcd_restore_image() -> String {
@@ -47,6 +55,7 @@ impl Default for Images {
             kube_proxy: "registry.k8s.io/kube-proxy:v{version}".into(),
             cluster_dns: concat!("gardener-rs.local/cluster-dns:v", env!("CARGO_PKG_VERSION")).into(),
             etcd_restore: default_etcd_restore_image(),
+            etcd_backup: default_etcd_backup_image(),
         }
     }
 }
@@ -86,9 +95,9 @@ pub struct ControlPlaneValues {
     /// Checksums of the secrets each component mounts, keyed by secret name; they go into pod
     /// annotations so that a changed certificate rolls the pods.
     pub secret_checksums: BTreeMap<String, String>,
-    /// The directory of the shoot's backup entry on the seed host, when the seed has backups
-    /// with a directory store: etcd restores a migration's final snapshot from there.
-    pub etcd_backup_dir: Option<String>,
+    /// The shoot's backup, when the seed has backups with a directory store: etcd is backed up
+    /// there continuously and restored from there (a migration's final snapshot included).
+    pub etcd_backup: Option<super::etcd_backup::EtcdBackup>,
     /// The share of the default resource requests components ask for (percent, 1 to 100).
     pub requests_percent: u32,
 }

@@ -1,13 +1,14 @@
 //! etcd: a StatefulSet `etcd-main` with TLS for clients and peers (certificates from the
-//! shoot's etcd CA), its client Service and its headless peer Service.
+//! shoot's etcd CA), its client Service and its headless peer Service; with a backup entry, the
+//! restore step and the backup sidecar of [`super::etcd_backup`].
 
 use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
+use super::etcd_backup;
 use super::security::{self, DATA_DIR_CAPABILITIES, NONROOT, limits};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, HostPathVolumeSource, ObjectFieldSelector,
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, Probe, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    Container, ContainerPort, HTTPGetAction, PersistentVolumeClaim, PersistentVolumeClaimSpec, Probe, Service,
+    ServicePort, ServiceSpec, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -25,33 +26,11 @@ const ROLE: &str = "main";
 /// Where the data volume is mounted.
 const VOLUME: &str = "/var/etcd";
 const DATA_DIR: &str = "/var/etcd/data";
-/// Where the backup entry's directory is mounted (read-only) for the restore.
-pub const BACKUP_MOUNT: &str = "/var/etcd/backup";
 /// The file a migration's final snapshot is stored as, in the backup entry's directory.
 pub const FINAL_SNAPSHOT: &str = "final-snapshot.db";
 /// What the final snapshot is renamed to once a restore from it succeeded, so that a later
 /// loss of the data volume never silently brings back that old state.
 pub const RESTORED_SNAPSHOT: &str = "final-snapshot.restored.db";
-
-/// The restore step that runs before etcd in the same pod: when the data directory holds no
-/// etcd member (absent, or left behind by an etcd that never got going) and the backup entry
-/// holds a final snapshot, `etcdctl snapshot restore` builds the data
-/// directory from it (into a scratch directory first, renamed at the end, so an interrupted
-/// restore leaves no half-written data directory). Otherwise it does nothing. The restore
-/// keeps etcd's revisions, so resourceVersions stay valid across a migration.
-pub fn restore_script(namespace: &str) -> String {
-    let peer = format!("https://${{POD_NAME}}.{PEER_SERVICE}.{namespace}.svc:{PEER_PORT}");
-    format!(
-        "set -eu\n\
-         snapshot={BACKUP_MOUNT}/{FINAL_SNAPSHOT}\n\
-         if [ -d {DATA_DIR}/member ] || [ ! -f \"$snapshot\" ]; then exit 0; fi\n\
-         rm -rf {DATA_DIR}.restore\n\
-         ETCDCTL_API=3 etcdctl snapshot restore \"$snapshot\" --data-dir={DATA_DIR}.restore \
-         --name=\"$POD_NAME\" --initial-cluster=\"$POD_NAME={peer}\" --initial-advertise-peer-urls={peer}\n\
-         rm -rf {DATA_DIR}\n\
-         mv {DATA_DIR}.restore {DATA_DIR}\n"
-    )
-}
 
 /// The ownership step before everything else in the pod (as root, see
 /// [`DATA_DIR_CAPABILITIES`]): the data volume is a hostPath PersistentVolume, to which the
@@ -68,17 +47,6 @@ pub fn data_dir_script(uid: i64, gid: i64) -> String {
          chown -R -h {uid}:{gid} {VOLUME}\n\
          if [ -d {DATA_DIR} ] && [ ! -L {DATA_DIR} ]; then chmod 0700 {DATA_DIR}; fi\n"
     )
-}
-
-fn pod_name_env() -> EnvVar {
-    EnvVar {
-        name: "POD_NAME".to_string(),
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector { field_path: "metadata.name".to_string(), ..Default::default() }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
 }
 
 fn data_mount() -> VolumeMount {
@@ -99,37 +67,6 @@ fn data_dir(values: &ControlPlaneValues) -> Container {
         volume_mounts: Some(vec![data_mount()]),
         ..Default::default()
     }
-}
-
-/// The restore init container and the backup volume it reads from. It runs as [`NONROOT`]
-/// after [`data_dir`]: the volume is then [`NONROOT`]'s, and the final snapshot is readable by
-/// it (gardenlet, which runs as [`NONROOT`] too, wrote it; the backup entry's directory is not
-/// written here: gardenlet renames the snapshot once etcd runs).
-fn restore(values: &ControlPlaneValues, backup_dir: &str) -> (Container, Volume) {
-    let container = Container {
-        name: "restore".to_string(),
-        image: Some(Images::resolve(&values.images.etcd_restore, &values.kubernetes_version)),
-        command: Some(vec!["sh".to_string(), "-c".to_string(), restore_script(&values.namespace)]),
-        env: Some(vec![pod_name_env()]),
-        resources: Some(common::resources(values.requests_percent, 200, 300, limits::ETCD_RESTORE_MIB)),
-        security_context: Some(security::container()),
-        volume_mounts: Some(vec![
-            data_mount(),
-            VolumeMount {
-                name: "backup".to_string(),
-                mount_path: BACKUP_MOUNT.to_string(),
-                read_only: Some(true),
-                ..Default::default()
-            },
-        ]),
-        ..Default::default()
-    };
-    let volume = Volume {
-        name: "backup".to_string(),
-        host_path: Some(HostPathVolumeSource { path: backup_dir.to_string(), type_: Some("Directory".to_string()) }),
-        ..Default::default()
-    };
-    (container, volume)
 }
 
 fn labels() -> BTreeMap<String, String> {
@@ -167,7 +104,7 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         image: Some(Images::resolve(&values.images.etcd, &values.kubernetes_version)),
         command: Some(vec!["etcd".to_string()]),
         args: Some(args),
-        env: Some(vec![pod_name_env()]),
+        env: Some(vec![etcd_backup::pod_name_env()]),
         ports: Some(vec![
             ContainerPort { name: Some("client".into()), container_port: CLIENT_PORT, ..Default::default() },
             ContainerPort { name: Some("peer".into()), container_port: PEER_PORT, ..Default::default() },
@@ -183,10 +120,10 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         common::pod_template(values, labels(), &[secrets::CA_ETCD_BUNDLE, secrets::ETCD_SERVER], container);
     if let Some(spec) = template.spec.as_mut() {
         let mut init = vec![data_dir(values)];
-        if let Some(dir) = values.etcd_backup_dir.as_deref() {
-            let (restore, volume) = restore(values, dir);
-            init.push(restore);
-            spec.volumes.get_or_insert_with(Vec::new).push(volume);
+        if let Some(backup) = values.etcd_backup.as_ref() {
+            init.push(etcd_backup::restore(values, data_mount(), DATA_DIR, FINAL_SNAPSHOT));
+            spec.containers.push(etcd_backup::sidecar(values, backup));
+            spec.volumes.get_or_insert_with(Vec::new).push(etcd_backup::volume(backup));
         }
         spec.init_containers = Some(init);
     }

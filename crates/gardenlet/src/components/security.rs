@@ -82,6 +82,8 @@ pub mod limits {
     pub const ETCD_RESTORE_MIB: u64 = 1024;
     /// `chown` and `chmod` of a few files.
     pub const ETCD_DATA_DIR_MIB: u64 = 64;
+    /// The backup sidecar streams full snapshots to the store and buffers deltas between periods.
+    pub const ETCD_BACKUP_MIB: u64 = 256;
     pub const KUBE_APISERVER_MIB: u64 = 2048;
     pub const KUBE_CONTROLLER_MANAGER_MIB: u64 = 512;
     pub const KUBE_SCHEDULER_MIB: u64 = 256;

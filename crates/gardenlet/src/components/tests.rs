@@ -29,7 +29,7 @@ pub(super) fn values() -> ControlPlaneValues {
         controller_manager: Default::default(),
         scheduler: Default::default(),
         secret_checksums: BTreeMap::from([("kube-apiserver".to_string(), "abc".to_string())]),
-        etcd_backup_dir: None,
+        etcd_backup: None,
         requests_percent: 100,
     }
 }

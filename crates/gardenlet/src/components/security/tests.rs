@@ -16,7 +16,11 @@ fn values(backup: bool) -> ControlPlaneValues {
     let mut values = crate::components::tests::values();
     values.apiserver.audit_policy = Some("apiVersion: audit.k8s.io/v1\nkind: Policy\n".into());
     values.requests_percent = 20;
-    values.etcd_backup_dir = backup.then(|| "/var/lib/backup/b/e".to_string());
+    values.etcd_backup = backup.then(|| crate::components::etcd_backup::EtcdBackup {
+        dir: "/var/lib/backup/b/e".to_string(),
+        settings: Default::default(),
+        full_snapshot_schedule: "0 0 * * *".to_string(),
+    });
     values
 }
 
@@ -25,7 +29,7 @@ fn pods() -> Vec<(&'static str, PodSpec)> {
     let spec = |t: k8s_openapi::api::core::v1::PodTemplateSpec| t.spec.unwrap();
     vec![
         ("etcd", spec(etcd::statefulset(&values(false)).spec.unwrap().template)),
-        ("etcd with restore", spec(etcd::statefulset(&values(true)).spec.unwrap().template)),
+        ("etcd with backup", spec(etcd::statefulset(&values(true)).spec.unwrap().template)),
         ("kube-apiserver", spec(kube_apiserver::deployment(&values(false)).spec.unwrap().template)),
         ("kube-controller-manager", spec(kube_controller_manager::deployment(&values(false)).spec.unwrap().template)),
         ("kube-scheduler", spec(kube_scheduler::deployment(&values(false)).spec.unwrap().template)),
@@ -194,44 +198,4 @@ fn the_data_dir_step_hands_the_volume_over_and_follows_no_link() {
     let out = run(&script, root.path(), &[]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(mode(elsewhere.path()), 0o755, "the link is not followed");
-}
-
-#[test]
-fn the_restore_replaces_only_a_data_dir_without_member_and_only_from_a_snapshot() {
-    let root = tempfile::tempdir().unwrap();
-    let bin = tempfile::tempdir().unwrap();
-    // A stand-in etcdctl: records its arguments and builds a member directory.
-    let etcdctl = bin.path().join("etcdctl");
-    std::fs::write(
-        &etcdctl,
-        format!(
-            "#!/bin/sh\necho \"$@\" >> {log}\nfor a in \"$@\"; do case $a in --data-dir=*) mkdir -p \"${{a#--data-dir=}}/member\"; touch \"${{a#--data-dir=}}/member/restored\";; esac; done\n",
-            log = bin.path().join("calls").display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&etcdctl, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let script = etcd::restore_script("shoot--dev--demo");
-    let data = root.path().join("data");
-    let backup = root.path().join("backup");
-    std::fs::create_dir_all(&backup).unwrap();
-    let calls = || std::fs::read_to_string(bin.path().join("calls")).unwrap_or_default().lines().count();
-    let ok = |out: std::process::Output| assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-
-    // No snapshot: nothing happens, whatever the data directory holds.
-    std::fs::create_dir_all(&data).unwrap();
-    ok(run(&script, root.path(), &[bin.path()]));
-    assert_eq!(calls(), 0);
-    // A snapshot and a data directory that holds no member (an etcd that never got going):
-    // restored through a scratch directory, which is gone afterwards.
-    std::fs::write(backup.join(etcd::FINAL_SNAPSHOT), "snapshot").unwrap();
-    std::fs::write(data.join("leftover"), "").unwrap();
-    ok(run(&script, root.path(), &[bin.path()]));
-    assert_eq!(calls(), 1);
-    assert!(data.join("member/restored").exists() && !data.join("leftover").exists());
-    assert!(!root.path().join("data.restore").exists());
-    // A member exists: the restore never runs again, the snapshot stays where it is.
-    ok(run(&script, root.path(), &[bin.path()]));
-    assert_eq!(calls(), 1);
-    assert!(backup.join(etcd::FINAL_SNAPSHOT).exists(), "the backup directory is only read");
 }

@@ -7,8 +7,6 @@
 //!   destination seed keeps using that bucket (so the entry's data stays in one place), checks
 //!   the file against the record before etcd restores from it, and marks it restored after.
 
-pub mod etcd_snapshot;
-
 use api::AnyJson;
 use api::core::ShootState;
 use api::core::shootstate::GardenerResourceData;

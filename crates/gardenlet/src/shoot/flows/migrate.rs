@@ -16,7 +16,6 @@
 
 use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
-use crate::shoot::backup::etcd_snapshot::{self, EtcdClientTls};
 use crate::shoot::backup::{self, SnapshotRecord};
 use crate::shoot::flows::delete::{
     delete_all, delete_backup_entry, delete_cluster, delete_control_plane, delete_etcd, delete_namespace,
@@ -30,6 +29,7 @@ use api::extensions::{
     BackupEntry, ContainerRuntime, ControlPlane, DNSRecord, Extension, Infrastructure, Network, OperatingSystemConfig,
     Worker,
 };
+use etcd_backup::gateway::{Etcd, EtcdClientTls};
 use extension_sdk::kinds::ExtensionResource;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
@@ -223,9 +223,9 @@ async fn final_snapshot(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
         if ip.contains(':') { format!("[{ip}]:{}", etcd::CLIENT_PORT) } else { format!("{ip}:{}", etcd::CLIENT_PORT) };
     let server_name = format!("{}.{}.svc", etcd::CLIENT_SERVICE, ctx.values.namespace());
     let tls = etcd_tls(&ctx).await?;
-    let client = etcd_snapshot::client(&address, &server_name, &tls).await.map_err(task_err)?;
+    let client = Etcd::new(&format!("https://{address}"), &server_name, Some(&tls)).await.map_err(task_err)?;
     let started = std::time::Instant::now();
-    let take = etcd_snapshot::take(&client, &address, Path::new(&dir), etcd::FINAL_SNAPSHOT);
+    let take = etcd_backup::snapshot::take(&client, Path::new(&dir), etcd::FINAL_SNAPSHOT);
     let stored = tokio::time::timeout(ctx.wait_timeout, take)
         .await
         .map_err(|_| {

@@ -32,6 +32,9 @@ pub struct ShootValues {
     /// `api.<spec.dns.domain>` when the shoot has a domain.
     pub external_domain: Option<String>,
     pub hibernated: bool,
+    /// The beginning of the maintenance window, in seconds of the UTC day (the daily full etcd
+    /// snapshot is taken then).
+    pub maintenance_begin: Option<i64>,
     pub apiserver: ApiServerSettings,
     /// `spec.kubernetes.kubeControllerManager` ([`controller_manager_settings`]).
     pub controller_manager: ControllerManagerSettings,
@@ -196,6 +199,12 @@ impl ShootValues {
             internal_domain: format!("api.{name}.{project}.{suffix}"),
             external_domain: shoot.spec.dns.as_ref().and_then(|d| d.domain.as_ref()).map(|d| format!("api.{d}")),
             hibernated: shoot.spec.hibernation_enabled(),
+            maintenance_begin: shoot
+                .spec
+                .maintenance
+                .as_ref()
+                .and_then(|m| m.time_window.as_ref())
+                .and_then(|w| api::helpers::maintenance::utc_seconds_of_day(&w.begin)),
             apiserver: ApiServerSettings {
                 encryption_provider: api::helpers::encryption::wanted(shoot).to_string(),
                 previous_encryption_provider: api::helpers::encryption::previous(shoot).to_string(),
@@ -248,7 +257,7 @@ impl ShootValues {
             controller_manager: self.controller_manager.clone(),
             scheduler: self.scheduler.clone(),
             secret_checksums: Default::default(),
-            etcd_backup_dir: None,
+            etcd_backup: None,
             requests_percent,
         }
     }

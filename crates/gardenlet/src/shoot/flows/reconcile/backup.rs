@@ -2,11 +2,12 @@
 
 use crate::components::etcd;
 use crate::flow::TaskError;
-use crate::shoot::backup::{self, etcd_snapshot};
+use crate::shoot::backup;
 use crate::shoot::objects::extensions as ext;
 use crate::shoot::operation::apply::{deploy_extension, task_err};
 use crate::shoot::operation::clients::shoot_client;
 use crate::shoot::operation::context::OperationContext;
+use etcd_backup::snapshot as etcd_snapshot;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::{Api, ResourceExt};
 use std::sync::Arc;

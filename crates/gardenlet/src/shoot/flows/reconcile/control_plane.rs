@@ -1,7 +1,7 @@
 //! The control plane in the seed: the kube-apiserver Service, the secrets, etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the `ControlPlane` extension object.
 
 use super::backup::verify_final_snapshot;
-use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_scheduler};
+use crate::components::{etcd, etcd_backup, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::TaskError;
 use crate::shoot::credentials::{self, secrets};
 use crate::shoot::objects::extensions as ext;
@@ -77,7 +77,11 @@ pub(crate) fn control_plane_values(ctx: &OperationContext) -> crate::components:
             values.secret_checksums.insert(kube_apiserver::ENCRYPTION_CONFIG_SECRET.to_string(), checksum);
         }
     }
-    values.etcd_backup_dir = found.backup_dir.clone();
+    values.etcd_backup = found.backup_dir.clone().map(|dir| etcd_backup::EtcdBackup {
+        dir,
+        settings: ctx.config.etcd_backup.clone(),
+        full_snapshot_schedule: etcd_backup::full_snapshot_schedule(ctx.values.maintenance_begin),
+    });
     values
 }
 

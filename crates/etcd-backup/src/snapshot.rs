@@ -1,13 +1,12 @@
-//! The final etcd snapshot of a migration: taken through etcd's own snapshot API (the v3
-//! `Maintenance/Snapshot` call, via etcd's HTTP gateway on the client port, authenticated
-//! with the shoot's etcd client certificate and verified against its etcd CA), streamed into
-//! a file in the backup entry's directory and checked against the SHA-256 trailer etcd
-//! appends, before the file is renamed into place. `etcdctl snapshot restore` reads the same
-//! format (see `components::etcd::restore_script`).
+//! Full snapshots: taken through etcd's own snapshot API (the v3 `Maintenance/Snapshot` call,
+//! through the gateway), streamed into a scratch file in the store and checked against the
+//! SHA-256 trailer etcd appends, before the file is synced and renamed into place. `etcdctl
+//! snapshot restore` reads the same format. gardenlet's final snapshot of a migration and the
+//! backup sidecar's full snapshots are taken here.
 
+use crate::gateway::{Etcd, GatewayError, header_revision};
 use base64::Engine;
-use futures::{AsyncBufReadExt, StreamExt};
-use kube::config::{AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+use futures::StreamExt;
 use std::path::{Path, PathBuf};
 use tokio::io::AsyncWriteExt;
 
@@ -16,18 +15,14 @@ const TRAILER: usize = 32;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
-    #[error("building the etcd client for {endpoint}: {reason}")]
-    Client { endpoint: String, reason: String },
-    #[error("requesting a snapshot from etcd at {endpoint}")]
-    Request {
-        endpoint: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Gateway(#[from] GatewayError),
     #[error("reading the snapshot stream from etcd at {endpoint}: {reason}")]
     Stream { endpoint: String, reason: String },
     #[error("etcd at {endpoint} refused the snapshot: {message}")]
     Refused { endpoint: String, message: String },
+    #[error("the stored snapshot {} is corrupt: {reason}", path.display())]
+    Corrupt { path: PathBuf, reason: String },
     #[error("the snapshot from etcd at {endpoint} is corrupt: {reason}")]
     Integrity { endpoint: String, reason: String },
     #[error("{action} {}", path.display())]
@@ -48,19 +43,6 @@ pub struct StoredSnapshot {
     pub sha256: String,
     /// The etcd revision the snapshot was taken at.
     pub revision: i64,
-}
-
-/// The TLS material of the shoot's etcd client (PEM).
-pub struct EtcdClientTls {
-    pub ca: String,
-    pub cert: String,
-    pub key: String,
-}
-
-impl std::fmt::Debug for EtcdClientTls {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EtcdClientTls").finish_non_exhaustive()
-    }
 }
 
 /// One line of the gateway's streamed answer.
@@ -84,14 +66,6 @@ pub fn parse_chunk(line: &str) -> Result<Chunk, String> {
         None => Vec::new(),
     };
     Ok(Chunk::Data { blob, revision: header_revision(result) })
-}
-
-/// `header.revision` of a gateway answer (int64 values come as strings in JSON).
-fn header_revision(v: &serde_json::Value) -> Option<i64> {
-    v.get("header").and_then(|h| h.get("revision")).and_then(|r| match r {
-        serde_json::Value::String(s) => s.parse().ok(),
-        other => other.as_i64(),
-    })
 }
 
 /// Hashes a snapshot stream as it passes, holding back the last 32 bytes, which must be the
@@ -149,59 +123,14 @@ impl TrailerCheck {
     }
 }
 
-/// A client for one etcd endpoint (`address:port`), verifying the server certificate for
-/// `server_name` (a name in its SANs: the client Service's DNS name).
-pub async fn client(address: &str, server_name: &str, tls: &EtcdClientTls) -> Result<kube::Client, SnapshotError> {
-    let endpoint = format!("https://{address}");
-    let fail = |reason: String| SnapshotError::Client { endpoint: endpoint.clone(), reason };
-    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let kubeconfig = Kubeconfig {
-        clusters: vec![NamedCluster {
-            name: "etcd".into(),
-            cluster: Some(Cluster {
-                server: Some(endpoint.clone()),
-                certificate_authority_data: Some(b64(&tls.ca)),
-                tls_server_name: Some(server_name.to_string()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }],
-        auth_infos: vec![NamedAuthInfo {
-            name: "etcd-client".into(),
-            auth_info: Some(AuthInfo {
-                client_certificate_data: Some(b64(&tls.cert)),
-                client_key_data: Some(b64(&tls.key).into()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }],
-        contexts: vec![NamedContext {
-            name: "etcd".into(),
-            context: Some(Context { cluster: "etcd".into(), user: Some("etcd-client".into()), ..Default::default() }),
-            ..Default::default()
-        }],
-        current_context: Some("etcd".into()),
-        ..Default::default()
-    };
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.map_err(|e| fail(e.to_string()))?;
-    // A large snapshot takes a while; the stream itself is bounded by the caller.
-    config.read_timeout = Some(std::time::Duration::from_secs(300));
-    kube::Client::try_from(config).map_err(|e| fail(e.to_string()))
-}
-
-/// Takes a snapshot through `client` and stores it as `dir/file`: streamed into a scratch
-/// file, verified, synced, then renamed into place (an interrupted run leaves no file that
-/// looks complete).
-pub async fn take(
-    client: &kube::Client,
-    endpoint: &str,
-    dir: &Path,
-    file: &str,
-) -> Result<StoredSnapshot, SnapshotError> {
+/// Takes a snapshot through `etcd` and stores it as `dir/file`: streamed into a scratch file,
+/// verified, synced, then renamed into place (an interrupted run leaves no file that looks
+/// complete). The revision is the one etcd reported just before the snapshot: the snapshot holds
+/// at least that one (writers may go on meanwhile; a restore reads the real one back).
+pub async fn take(etcd: &Etcd, dir: &Path, file: &str) -> Result<StoredSnapshot, SnapshotError> {
     let path = dir.join(file);
     let scratch = dir.join(format!(".{file}.partial"));
-    let streamed = match stream_into(client, endpoint, &scratch).await {
+    let streamed = match stream_into(etcd, &scratch).await {
         Ok(v) => v,
         Err(e) => {
             // Best effort: the next run truncates the scratch file anyway.
@@ -210,15 +139,14 @@ pub async fn take(
         }
     };
     tokio::fs::rename(&scratch, &path).await.map_err(io_err("renaming the snapshot to", &path))?;
-    // The rename is durable only once the directory is synced.
-    tokio::fs::File::open(dir)
-        .await
-        .map_err(io_err("opening", dir))?
-        .sync_all()
-        .await
-        .map_err(io_err("syncing", dir))?;
+    sync_dir(dir).await?;
     let (size, sha256, revision) = streamed;
     Ok(StoredSnapshot { path, size, sha256, revision })
+}
+
+/// Makes renames and deletions in `dir` durable.
+pub async fn sync_dir(dir: &Path) -> Result<(), SnapshotError> {
+    tokio::fs::File::open(dir).await.map_err(io_err("opening", dir))?.sync_all().await.map_err(io_err("syncing", dir))
 }
 
 fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError {
@@ -227,32 +155,14 @@ fn io_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> S
 }
 
 /// Streams a verified snapshot into `scratch`: size, SHA-256 (hex) and revision.
-async fn stream_into(
-    client: &kube::Client,
-    endpoint: &str,
-    scratch: &Path,
-) -> Result<(u64, String, i64), SnapshotError> {
-    let endpoint = endpoint.to_string();
+async fn stream_into(etcd: &Etcd, scratch: &Path) -> Result<(u64, String, i64), SnapshotError> {
+    let endpoint = etcd.endpoint().to_string();
     let stream_err = |reason: String| SnapshotError::Stream { endpoint: endpoint.clone(), reason };
-    // The revision the snapshot will hold (the caller stopped every writer before).
-    let status = http::Request::post("/v3/maintenance/status")
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(b"{}".to_vec())
-        .map_err(|e| stream_err(e.to_string()))?;
-    let status: serde_json::Value =
-        client.request(status).await.map_err(|source| SnapshotError::Request { endpoint: endpoint.clone(), source })?;
-    let mut revision = header_revision(&status).unwrap_or_default();
-    let request = http::Request::post("/v3/maintenance/snapshot")
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(b"{}".to_vec())
-        .map_err(|e| stream_err(e.to_string()))?;
-    let reader = client
-        .request_stream(request)
-        .await
-        .map_err(|source| SnapshotError::Request { endpoint: endpoint.clone(), source })?;
+    let revision = etcd.revision().await?;
+    let lines = etcd.snapshot_lines().await?;
     let mut out = tokio::fs::File::create(scratch).await.map_err(io_err("creating", scratch))?;
     let mut check = TrailerCheck::new();
-    let mut lines = std::pin::pin!(reader.lines());
+    let mut lines = std::pin::pin!(lines);
     while let Some(line) = lines.next().await {
         let line = line.map_err(|e| stream_err(e.to_string()))?;
         if line.trim().is_empty() {
@@ -260,8 +170,7 @@ async fn stream_into(
         }
         match parse_chunk(&line).map_err(stream_err)? {
             Chunk::Error(message) => return Err(SnapshotError::Refused { endpoint, message }),
-            Chunk::Data { blob, revision: r } => {
-                revision = r.unwrap_or(revision).max(revision);
+            Chunk::Data { blob, .. } => {
                 check.update(&blob);
                 out.write_all(&blob).await.map_err(io_err("writing", scratch))?;
             }
@@ -270,6 +179,22 @@ async fn stream_into(
     out.sync_all().await.map_err(io_err("syncing", scratch))?;
     let (size, sha256) = check.finish().map_err(|reason| SnapshotError::Integrity { endpoint, reason })?;
     Ok((size, sha256, revision))
+}
+
+/// Checks a stored full snapshot against its SHA-256 trailer before a restore relies on it.
+pub async fn verify_file(path: &Path) -> Result<u64, SnapshotError> {
+    use tokio::io::AsyncReadExt;
+    let mut file = tokio::fs::File::open(path).await.map_err(io_err("opening", path))?;
+    let mut check = TrailerCheck::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf).await.map_err(io_err("reading", path))?;
+        if n == 0 {
+            break;
+        }
+        check.update(&buf[..n]);
+    }
+    check.finish().map(|(size, _)| size).map_err(|reason| SnapshotError::Corrupt { path: path.to_path_buf(), reason })
 }
 
 /// SHA-256 (hex) of a stored file, to check a snapshot before a restore relies on it.

@@ -1,0 +1,21 @@
+//! Continuous backups of a shoot's etcd and the restore from them (GEP-6's etcd-backup-restore,
+//! for the backup providers that publish a directory):
+//!
+//! * [`snapshotter`]: the sidecar in the etcd pod, storing full snapshots on a schedule and delta
+//!   snapshots of every revision in between into the shoot's backup entry, collecting garbage,
+//!   and serving metrics and a readiness signal;
+//! * [`restore`]: the init container that rebuilds a missing data directory from them;
+//! * [`chain`], [`names`], [`delta`], [`schedule`]: the decisions and formats, as pure functions;
+//! * [`gateway`], [`snapshot`], [`store`]: etcd's v3 API over its HTTP gateway, full snapshots,
+//!   and the directory store.
+
+pub mod chain;
+pub mod delta;
+pub mod gateway;
+pub mod metrics;
+pub mod names;
+pub mod restore;
+pub mod schedule;
+pub mod snapshot;
+pub mod snapshotter;
+pub mod store;

@@ -1,0 +1,331 @@
+//! The backup sidecar's loop: a full snapshot at start (when none is due-free in the store) and at
+//! every tick of the schedule, a delta snapshot of every revision since every `delta_period`, the
+//! last delta on SIGTERM, garbage collection, and a health flag that drops when storing has
+//! failed for longer than `failure_threshold`.
+
+use crate::chain::{self, Policy};
+use crate::delta::{self, Revision};
+use crate::gateway::{Etcd, WatchMessage};
+use crate::metrics::Metrics;
+use crate::names::{Kind, Snapshot};
+use crate::schedule::Schedule;
+use crate::snapshot::{self, SnapshotError};
+use crate::store::Store;
+use futures::StreamExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub full_schedule: Schedule,
+    pub delta_period: Duration,
+    pub policy: Policy,
+    pub gc_period: Duration,
+    pub failure_threshold: Duration,
+}
+
+/// Deltas buffered beyond this many bytes (a store that keeps failing) are dropped, and the
+/// next successful write is a full snapshot instead.
+const BUFFER_LIMIT: usize = 64 << 20;
+
+fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Whether backups are healthy, for `/readyz`.
+#[derive(Debug)]
+pub struct Health {
+    flag: Arc<AtomicBool>,
+    failing_since: Option<Instant>,
+    threshold: Duration,
+}
+
+impl Health {
+    pub fn new(flag: Arc<AtomicBool>, threshold: Duration) -> Self {
+        flag.store(true, Ordering::Release);
+        Self { flag, failing_since: None, threshold }
+    }
+
+    fn ok(&mut self) {
+        self.failing_since = None;
+        self.flag.store(true, Ordering::Release);
+    }
+
+    fn failed(&mut self, what: &str, error: &(dyn std::error::Error + 'static)) {
+        tracing::warn!(error = %runtime::cli::report(error), "{what} failed");
+        let since = *self.failing_since.get_or_insert_with(Instant::now);
+        self.flag.store(since.elapsed() < self.threshold, Ordering::Release);
+    }
+
+    fn refresh(&self) {
+        if let Some(since) = self.failing_since {
+            self.flag.store(since.elapsed() < self.threshold, Ordering::Release);
+        }
+    }
+}
+
+pub struct Snapshotter {
+    pub etcd: Etcd,
+    pub store: Store,
+    pub config: Config,
+    pub metrics: Metrics,
+    pub health: Health,
+    /// Revisions seen but not stored yet.
+    buffer: Vec<Revision>,
+    buffered_bytes: usize,
+    /// The last revision stored (by a full snapshot or a delta).
+    position: i64,
+    need_full: bool,
+}
+
+impl std::fmt::Debug for Snapshotter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshotter")
+            .field("store", &self.store)
+            .field("position", &self.position)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Snapshotter {
+    pub fn new(etcd: Etcd, store: Store, config: Config, metrics: Metrics, health: Health) -> Self {
+        Self {
+            etcd,
+            store,
+            config,
+            metrics,
+            health,
+            buffer: Vec::new(),
+            buffered_bytes: 0,
+            position: 0,
+            need_full: false,
+        }
+    }
+
+    /// Takes and stores a full snapshot (after storing what is buffered).
+    async fn full(&mut self) -> Result<(), SnapshotError> {
+        // A buffer with a hole (an unreadable event) is not stored: the snapshot covers it.
+        if !self.need_full {
+            self.flush().await;
+        }
+        let dir = self.store.dir().to_path_buf();
+        let unix = now_unix();
+        let scratch_name = format!("Full-pending-{unix}.db");
+        let taken = snapshot::take(&self.etcd, &dir, &scratch_name).await;
+        let taken = match taken {
+            Ok(t) => t,
+            Err(e) => {
+                self.metrics.failed(Kind::Full);
+                return Err(e);
+            }
+        };
+        let name = Snapshot::full(taken.revision, unix);
+        let path = self.store.path(&name);
+        if let Err(source) = tokio::fs::rename(&taken.path, &path).await {
+            self.metrics.failed(Kind::Full);
+            return Err(SnapshotError::Io { action: "renaming the snapshot to", path, source });
+        }
+        snapshot::sync_dir(&dir).await?;
+        tracing::info!(file = %name.file_name(), size = taken.size, "stored a full snapshot");
+        self.metrics.stored(Kind::Full, unix, taken.revision, taken.size);
+        self.position = self.position.max(taken.revision);
+        self.need_full = false;
+        Ok(())
+    }
+
+    /// Stores the buffered revisions as a delta (nothing when the buffer is empty). On failure
+    /// the buffer stays for the next attempt, unless it grew beyond [`BUFFER_LIMIT`].
+    async fn flush(&mut self) {
+        let Some(end) = self.buffer.last().map(|r| r.revision) else {
+            return;
+        };
+        let name = Snapshot::incr(self.position + 1, end, now_unix());
+        let bytes = delta::encode(&self.buffer);
+        match self.store.write(&name, &bytes).await {
+            Ok(_) => {
+                tracing::debug!(file = %name.file_name(), revisions = self.buffer.len(), "stored a delta snapshot");
+                self.metrics.stored(Kind::Incr, name.unix, end, bytes.len() as u64);
+                self.position = end;
+                self.buffer.clear();
+                self.buffered_bytes = 0;
+                self.health.ok();
+            }
+            Err(e) => {
+                self.metrics.failed(Kind::Incr);
+                self.health.failed("storing a delta snapshot", &e);
+                if self.buffered_bytes > BUFFER_LIMIT {
+                    tracing::warn!(
+                        bytes = self.buffered_bytes,
+                        "dropping the buffered revisions; the next snapshot is a full one"
+                    );
+                    self.buffer.clear();
+                    self.buffered_bytes = 0;
+                    self.need_full = true;
+                }
+            }
+        }
+    }
+
+    async fn collect_garbage(&mut self) {
+        let result = async {
+            let all = self.store.list().await?;
+            let gone = chain::garbage(&all, self.config.policy, now_unix());
+            self.store.delete(&gone).await?;
+            Ok::<_, SnapshotError>(gone)
+        }
+        .await;
+        match result {
+            Ok(gone) => {
+                for kind in [Kind::Full, Kind::Incr] {
+                    let n = gone.iter().filter(|s| s.kind == kind).count();
+                    if n > 0 {
+                        self.metrics.collected(kind, n);
+                        tracing::info!(%kind, n, "garbage collection deleted snapshots");
+                    }
+                }
+            }
+            Err(e) => self.health.failed("garbage collection", &e),
+        }
+    }
+
+    /// Where to continue: from the store's chain when it continues etcd's history and no full
+    /// snapshot is due, otherwise from a new full snapshot.
+    async fn start(&mut self) -> Result<(), SnapshotError> {
+        let all = self.store.list().await?;
+        let current = self.etcd.revision().await?;
+        let chain = chain::restore_chain(&all);
+        let due = chain::full_due(chain.as_ref().map(|c| c.full.unix), self.config.full_schedule.previous(now_unix()));
+        match chain {
+            Some(c) if !due && c.gap_at.is_none() && c.end() <= current => {
+                tracing::info!(from = c.end() + 1, full = %c.full.file_name(), "continuing the store's chain");
+                self.position = c.end();
+                Ok(())
+            }
+            _ => self.full().await,
+        }
+    }
+
+    /// Runs until `shutdown` resolves; then stores what is buffered.
+    pub async fn run(mut self, shutdown: impl std::future::Future<Output = ()>) {
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut retry = tokio::time::interval(Duration::from_secs(2));
+        // Waiting for etcd and the first position.
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => return,
+                _ = retry.tick() => {}
+            }
+            match self.start().await {
+                Ok(()) => {
+                    self.health.ok();
+                    break;
+                }
+                Err(e) => self.health.failed("starting the backups", &e),
+            }
+        }
+        let mut deltas = tokio::time::interval(self.config.delta_period);
+        let mut gc = tokio::time::interval(self.config.gc_period);
+        deltas.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        gc.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        'watching: loop {
+            let watch = match self.etcd.watch(self.position + 1).await {
+                Ok(w) => w,
+                Err(e) => {
+                    self.health.failed("starting the watch", &e);
+                    tokio::select! {
+                        _ = &mut shutdown => break 'watching,
+                        _ = tokio::time::sleep(Duration::from_secs(2)) => continue 'watching,
+                    }
+                }
+            };
+            let mut watch = std::pin::pin!(watch);
+            loop {
+                let next_full = self.config.full_schedule.next(now_unix()).unwrap_or(i64::MAX);
+                let until_full = Duration::from_secs(u64::try_from(next_full - now_unix()).unwrap_or(0).max(1));
+                tokio::select! {
+                    _ = &mut shutdown => break 'watching,
+                    message = watch.next() => match message {
+                        Some(Ok(WatchMessage::Events { events, .. })) => self.take_events(&events),
+                        Some(Ok(WatchMessage::Compacted { compact_revision })) => {
+                            tracing::warn!(compact_revision, from = self.position + 1, "the watch's start is compacted; taking a full snapshot");
+                            self.buffer.clear();
+                            self.buffered_bytes = 0;
+                            self.full_or_fail().await;
+                            if self.need_full {
+                                tokio::time::sleep(Duration::from_secs(2)).await;
+                            }
+                            continue 'watching;
+                        }
+                        Some(Ok(WatchMessage::Canceled(reason))) => {
+                            self.health.failed("watching etcd", &std::io::Error::other(reason));
+                            continue 'watching;
+                        }
+                        Some(Err(reason)) => {
+                            self.health.failed("watching etcd", &std::io::Error::other(reason));
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            continue 'watching;
+                        }
+                        None => {
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            continue 'watching;
+                        }
+                    },
+                    _ = deltas.tick() => {
+                        if self.need_full {
+                            self.full_or_fail().await;
+                        } else {
+                            self.flush().await;
+                        }
+                        self.health.refresh();
+                    }
+                    _ = tokio::time::sleep(until_full) => {
+                        if now_unix() >= next_full {
+                            self.full_or_fail().await;
+                        }
+                    }
+                    _ = gc.tick() => self.collect_garbage().await,
+                }
+            }
+        }
+        // SIGTERM: what etcd wrote since the last delta is stored before the pod goes.
+        self.flush().await;
+        tracing::info!(position = self.position, "stopped; every revision seen is stored");
+    }
+
+    async fn full_or_fail(&mut self) {
+        match self.full().await {
+            Ok(()) => self.health.ok(),
+            Err(e) => {
+                self.health.failed("taking a full snapshot", &e);
+                self.need_full = true;
+            }
+        }
+    }
+
+    fn take_events(&mut self, events: &[serde_json::Value]) {
+        for event in events {
+            match delta::from_gateway(event) {
+                Ok(_) if self.need_full => {}
+                Ok((revision, _)) if revision <= self.position => {}
+                Ok((revision, e)) => {
+                    self.buffered_bytes += match &e {
+                        delta::Event::Put { key, value } => key.len() + value.len(),
+                        delta::Event::Delete { key } => key.len(),
+                    };
+                    delta::push(&mut self.buffer, revision, e);
+                }
+                Err(reason) => {
+                    // Not storable: only a full snapshot covers it now.
+                    self.health.failed("reading a watch event", &std::io::Error::other(reason));
+                    self.buffer.clear();
+                    self.buffered_bytes = 0;
+                    self.need_full = true;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! The backup chain against real etcd and kube-apiserver processes: the sidecar's loop stores a
+//! full snapshot and deltas while the API server writes, its last delta on shutdown, and a restore
+//! into an empty data directory gives back every key with its value and revision.
+
+use etcd_backup::chain::Policy;
+use etcd_backup::gateway::Etcd;
+use etcd_backup::names::Kind;
+use etcd_backup::restore::{self, Outcome};
+use etcd_backup::schedule::Schedule;
+use etcd_backup::snapshotter::{Config, Health, Snapshotter};
+use etcd_backup::store::Store;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+use testenv::TestEnv;
+
+fn config(delta: Duration) -> Config {
+    Config {
+        // Never during the test: the one full snapshot is the one at start.
+        full_schedule: Schedule::parse("0 0 1 1 *").unwrap(),
+        delta_period: delta,
+        policy: Policy::LimitBased(2),
+        gc_period: Duration::from_secs(3600),
+        failure_threshold: Duration::from_secs(60),
+    }
+}
+
+fn binaries() -> (PathBuf, PathBuf) {
+    let assets = testenv::Assets::from_env().unwrap();
+    let etcdctl = assets.etcd.with_file_name("etcdctl");
+    assert!(etcdctl.is_file(), "etcdctl is missing next to etcd; run {}", testenv::SETUP_COMMAND);
+    (assets.etcd, etcdctl)
+}
+
+fn options(store: &Path, data_dir: &Path) -> restore::Options {
+    let (etcd, etcdctl) = binaries();
+    restore::Options {
+        store: store.to_path_buf(),
+        data_dir: data_dir.to_path_buf(),
+        name: "etcd-main-0".into(),
+        initial_cluster: "etcd-main-0=http://127.0.0.1:2380".into(),
+        initial_advertise_peer_urls: "http://127.0.0.1:2380".into(),
+        final_snapshot: None,
+        etcd,
+        etcdctl,
+    }
+}
+
+async fn write(api: &Api<ConfigMap>, name: &str) {
+    let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name}, "data": {"written": name}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &cm).await.unwrap();
+}
+
+/// Every key, value and revision of the etcd on `data_dir` (started by the restore's own
+/// temporary etcd: a restore of a directory that holds a member changes nothing and reads it).
+async fn dump_dir(data_dir: &Path) -> (Vec<(Vec<u8>, Vec<u8>, i64)>, i64) {
+    let (etcd_bin, _) = binaries();
+    let port = testenv::free_port("127.0.0.1".parse().unwrap()).unwrap();
+    let peer = testenv::free_port("127.0.0.1".parse().unwrap()).unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut child = tokio::process::Command::new(etcd_bin)
+        .arg("--name=etcd-main-0")
+        .arg(format!("--data-dir={}", data_dir.display()))
+        .arg(format!("--listen-client-urls={url}"))
+        .arg(format!("--advertise-client-urls={url}"))
+        .arg(format!("--listen-peer-urls=http://127.0.0.1:{peer}"))
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let etcd = Etcd::new(&url, "", None).await.unwrap();
+    let revision = testenv::poll::until_some(
+        "the restored etcd answers",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || {
+            let etcd = etcd.clone();
+            async move { etcd.revision().await.ok() }
+        },
+    )
+    .await;
+    let dump = etcd.dump().await.unwrap();
+    child.kill().await.unwrap();
+    (dump, revision)
+}
+
+#[tokio::test]
+async fn a_restore_from_a_full_snapshot_and_deltas_gives_back_every_key_at_its_revision() {
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    for i in 0..5 {
+        write(&api, &format!("before-{i}")).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    let etcd = Etcd::new(env.etcd_url(), "", None).await.unwrap();
+    let metrics = etcd_backup::metrics::Metrics::new().unwrap();
+    let healthy = Arc::new(AtomicBool::new(false));
+    let snapshotter = Snapshotter::new(
+        etcd.clone(),
+        Store::new(&store_dir),
+        config(Duration::from_millis(500)),
+        metrics.clone(),
+        Health::new(healthy.clone(), Duration::from_secs(60)),
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(snapshotter.run(async move {
+        let _ = stopped.await;
+    }));
+    let store = Store::new(&store_dir);
+    testenv::poll::until_some(
+        "the full snapshot at start",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || {
+            let store = store.clone();
+            async move { store.list().await.unwrap().iter().any(|s| s.kind == Kind::Full).then_some(()) }
+        },
+    )
+    .await;
+    // Writes, updates and deletes after the full snapshot, across several delta periods.
+    for i in 0..20 {
+        write(&api, &format!("after-{i}")).await;
+        if i % 5 == 4 {
+            api.delete(&format!("before-{}", i / 5), &DeleteParams::default()).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(600)).await;
+        }
+    }
+    // The last writes land after the last delta period; SIGTERM stores them.
+    write(&api, "last").await;
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), run).await.unwrap().unwrap();
+    assert!(healthy.load(std::sync::atomic::Ordering::Acquire), "backups were healthy");
+    let snapshots = store.list().await.unwrap();
+    let deltas = snapshots.iter().filter(|s| s.kind == Kind::Incr).count();
+    assert!(deltas >= 2, "several delta periods stored deltas: {snapshots:?}");
+    let rendered = runtime::metrics::render(&metrics.registry);
+    assert!(rendered.contains("etcdbr_snapshot_latest_revision{kind=\"Incr\"}"), "{rendered}");
+
+    let origin = etcd.dump().await.unwrap();
+    let origin_revision = etcd.revision().await.unwrap();
+    drop(env);
+
+    let data_dir = dir.path().join("data");
+    let outcome = restore::run(&options(&store_dir, &data_dir)).await.unwrap();
+    match &outcome {
+        Outcome::Restored { deltas: n, revision, gap_at: None, .. } => {
+            assert_eq!(*n, deltas);
+            assert_eq!(*revision, origin_revision, "{outcome}");
+        }
+        other => panic!("not restored: {other}"),
+    }
+    let (restored, revision) = dump_dir(&data_dir).await;
+    assert_eq!(revision, origin_revision);
+    assert_eq!(restored.len(), origin.len());
+    assert!(restored == origin, "every key, value and revision is back");
+    assert!(!dir.path().join("data.restore").exists(), "no scratch directory is left");
+    // A data directory with a member is never touched again.
+    assert_eq!(restore::run(&options(&store_dir, &data_dir)).await.unwrap(), Outcome::DataPresent);
+}
+
+#[tokio::test]
+async fn without_backups_etcd_starts_empty_and_a_corrupt_delta_stops_the_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    let data_dir = dir.path().join("data");
+    assert_eq!(restore::run(&options(&store_dir, &data_dir)).await.unwrap(), Outcome::NoBackup);
+    assert!(!data_dir.exists());
+
+    // A full snapshot of a real etcd and a delta that was cut short.
+    let env = TestEnv::start().await.unwrap();
+    let etcd = Etcd::new(env.etcd_url(), "", None).await.unwrap();
+    let taken = etcd_backup::snapshot::take(&etcd, &store_dir, "taken.db").await.unwrap();
+    let full = etcd_backup::names::Snapshot::full(taken.revision, 100);
+    std::fs::rename(&taken.path, store_dir.join(full.file_name())).unwrap();
+    let mut revisions = Vec::new();
+    etcd_backup::delta::push(
+        &mut revisions,
+        taken.revision + 1,
+        etcd_backup::delta::Event::Put { key: b"/registry/x".to_vec(), value: b"y".to_vec() },
+    );
+    let bytes = etcd_backup::delta::encode(&revisions);
+    let delta = etcd_backup::names::Snapshot::incr(taken.revision + 1, taken.revision + 1, 101);
+    std::fs::write(store_dir.join(delta.file_name()), &bytes[..bytes.len() - 10]).unwrap();
+    let err = restore::run(&options(&store_dir, &data_dir)).await.unwrap_err().to_string();
+    assert!(err.contains(&delta.file_name()) && err.contains("trailer"), "{err}");
+    assert!(!data_dir.exists() && !dir.path().join("data.restore").exists(), "nothing half written");
+
+    // A migration's final snapshot is preferred while it exists (the broken delta is not read).
+    std::fs::copy(store_dir.join(full.file_name()), store_dir.join("final-snapshot.db")).unwrap();
+    let with_final =
+        restore::Options { final_snapshot: Some("final-snapshot.db".into()), ..options(&store_dir, &data_dir) };
+    match restore::run(&with_final).await.unwrap() {
+        Outcome::Restored { from, deltas: 0, revision, .. } => {
+            assert_eq!(from, "final-snapshot.db");
+            assert!(revision >= taken.revision);
+        }
+        other => panic!("not restored from the final snapshot: {other}"),
+    }
+    assert!(data_dir.join("member").is_dir());
+}

@@ -1,0 +1,157 @@
+//! Continuous etcd backups on the local garden (docs/backup.md): a shoot whose etcd volume is
+//! deleted while a client writes ConfigMaps comes back by itself, restored from its full
+//! snapshot and the delta snapshots after it, with every acknowledged write that is older than
+//! one delta period (and, since the sidecar stores its last delta when the pod stops, in practice
+//! every acknowledged write).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
+use e2e::kubectl;
+use e2e::shoot::{CREATE_TIMEOUT, CaseShoot, STEP_TIMEOUT};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, PostParams};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// gardenlet's default delta snapshot period.
+const DELTA_PERIOD: Duration = Duration::from_secs(20);
+
+/// Writes a ConfigMap every 200 ms until `stop`, at most `limit` times; records each acknowledged
+/// write with the time of its acknowledgement.
+fn start_writer(
+    client: kube::Client,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    acked: Arc<Mutex<Vec<(String, Instant)>>>,
+    limit: usize,
+) -> tokio::task::JoinHandle<usize> {
+    tokio::spawn(async move {
+        let api: Api<ConfigMap> = Api::namespaced(client, "default");
+        let mut failed = 0;
+        for i in 0..limit {
+            if stop.load(std::sync::atomic::Ordering::Acquire) {
+                break;
+            }
+            let name = format!("w-{i:04}");
+            let cm: ConfigMap =
+                serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "data": {"i": i.to_string()}}))
+                    .unwrap();
+            let write = tokio::time::timeout(Duration::from_secs(2), api.create(&PostParams::default(), &cm));
+            match write.await {
+                Ok(Ok(_)) => acked.lock().unwrap().push((name, Instant::now())),
+                _ => failed += 1,
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        failed
+    })
+}
+
+fn backup_files(s: &CaseShoot) -> Vec<String> {
+    let dir =
+        kubectl(&["-n", &s.seed_ns, "get", "backupentry", "-o", "jsonpath={.items[0].status.providerStatus.hostPath}"])
+            .unwrap_or_default();
+    let mut names: Vec<String> = std::fs::read_dir(dir.trim())
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_shoot_whose_etcd_volume_is_lost_comes_back_from_its_backups() {
+    let mut s = CaseShoot::apply("backup", 33);
+    let created = s.created().await;
+    eprintln!("shoot {} created after {created:?}", s.name);
+    let shoot = s.ready_client().await;
+    let (files, _) = s
+        .wait("the backup sidecar stored a full snapshot", STEP_TIMEOUT, || async {
+            let files = backup_files(&s);
+            Ok(files.iter().any(|f| f.starts_with("Full-")).then_some(files))
+        })
+        .await;
+    eprintln!("backup entry after creation: {files:?}");
+
+    // Writes across more than one delta period, then the loss while writes go on.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let writer = start_writer(shoot.clone(), stop.clone(), acked.clone(), 1500);
+    tokio::time::sleep(DELTA_PERIOD + Duration::from_secs(10)).await;
+    let old_claim =
+        kubectl(&["-n", &s.seed_ns, "get", "pvc", "data-etcd-main-0", "-o", "jsonpath={.metadata.uid}"]).unwrap();
+    let loss = Instant::now();
+    let acked_before_loss = acked.lock().unwrap().len();
+    kubectl(&["-n", &s.seed_ns, "delete", "pvc", "data-etcd-main-0", "--wait=false"]).unwrap();
+    kubectl(&["-n", &s.seed_ns, "delete", "pod", "etcd-main-0", "--wait=true", "--timeout=120s"]).unwrap();
+    eprintln!("etcd's volume and pod deleted ({acked_before_loss} writes acknowledged before)");
+
+    // The StatefulSet recreates the pod; one created before the old claim was gone waits for a
+    // claim that no longer exists, and is deleted again, as an operator would.
+    let (message, restored_after) = s
+        .wait("etcd runs again on a new volume, restored from the backups", CREATE_TIMEOUT, || async {
+            let claim =
+                kubectl(&["-n", &s.seed_ns, "get", "pvc", "data-etcd-main-0", "-o", "jsonpath={.metadata.uid}"])
+                    .unwrap_or_default();
+            let phase = kubectl(&["-n", &s.seed_ns, "get", "pod", "etcd-main-0", "-o", "jsonpath={.status.phase}"])
+                .unwrap_or_default();
+            if claim.is_empty() && phase == "Pending" {
+                kubectl(&["-n", &s.seed_ns, "delete", "pod", "etcd-main-0", "--wait=false"])?;
+                return Ok(None);
+            }
+            let ready = kubectl(&[
+                "-n",
+                &s.seed_ns,
+                "get",
+                "pod",
+                "etcd-main-0",
+                "-o",
+                "jsonpath={.status.containerStatuses[?(@.name==\"etcd\")].ready}",
+            ])?;
+            if claim.is_empty() || claim == old_claim || ready != "true" {
+                return Ok(None);
+            }
+            let message = kubectl(&[
+                "-n",
+                &s.seed_ns,
+                "get",
+                "pod",
+                "etcd-main-0",
+                "-o",
+                "jsonpath={.status.initContainerStatuses[?(@.name==\"restore\")].state.terminated.message}",
+            ])?;
+            Ok(Some(message))
+        })
+        .await;
+    eprintln!("etcd restored after {restored_after:?}: {message}");
+    assert!(message.starts_with("restored from Full-"), "the restore says what it restored from: {message:?}");
+
+    // The shoot's API answers again; writes go on until they succeed again, then stop.
+    let ((), back_after) = s
+        .wait("the shoot's API server serves again", STEP_TIMEOUT, || async {
+            let api: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
+            api.list(&ListParams::default().limit(1)).await.map_err(|e| e.to_string())?;
+            Ok(Some(()))
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let failed = writer.await.unwrap();
+    eprintln!("the shoot's API served again {back_after:?} after the restore; {failed} writes failed meanwhile");
+
+    let api: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
+    let present: std::collections::BTreeSet<String> =
+        api.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|c| c.metadata.name).collect();
+    let acked = acked.lock().unwrap().clone();
+    let lost: Vec<&(String, Instant)> = acked.iter().filter(|(name, _)| !present.contains(name)).collect();
+    let lost_seconds = lost.iter().map(|(_, at)| loss.saturating_duration_since(*at).as_secs_f64()).fold(0.0, f64::max);
+    eprintln!(
+        "{} writes acknowledged, {} lost (the oldest lost one {lost_seconds:.1} s before the loss); backup entry: {:?}",
+        acked.len(),
+        lost.len(),
+        backup_files(&s)
+    );
+    let guaranteed: Vec<&&(String, Instant)> =
+        lost.iter().filter(|(_, at)| loss.saturating_duration_since(*at) > DELTA_PERIOD).collect();
+    assert!(guaranteed.is_empty(), "writes older than one delta period were lost: {guaranteed:?}");
+    assert!(acked_before_loss > 50, "the writer wrote before the loss ({acked_before_loss})");
+    s.delete().await;
+}
