@@ -2,7 +2,6 @@
 //! etcd transaction each), in a file of JSON lines. The last line carries the SHA-256 of the lines
 //! before it, so a truncated or altered delta is refused rather than half applied.
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 /// A change of one key.
@@ -90,28 +89,6 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Revision>, String> {
         .collect()
 }
 
-/// One event of the gateway's watch answer (`{"type":"DELETE"?,"kv":{"key","value","mod_revision"}}`;
-/// a PUT has no type, an empty value no value, and int64 values come as strings).
-pub fn from_gateway(event: &serde_json::Value) -> Result<(i64, Event), String> {
-    let kv = event.get("kv").ok_or("an event without kv")?;
-    let bytes = |field: &str| -> Result<Vec<u8>, String> {
-        match kv.get(field).and_then(|v| v.as_str()) {
-            None => Ok(Vec::new()),
-            Some(s) => base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| format!("kv.{field}: {e}")),
-        }
-    };
-    let revision = crate::gateway::int(kv.get("mod_revision")).ok_or("an event without kv.mod_revision")?;
-    let key = bytes("key")?;
-    if key.is_empty() {
-        return Err("an event without kv.key".into());
-    }
-    match event.get("type").and_then(|t| t.as_str()) {
-        None | Some("PUT") => Ok((revision, Event::Put { key, value: bytes("value")? })),
-        Some("DELETE") => Ok((revision, Event::Delete { key })),
-        Some(other) => Err(format!("an event of unknown type {other}")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,17 +128,5 @@ mod tests {
             (lines.join("\n") + "\n").into_bytes()
         };
         assert!(decode(&without_last_revision).unwrap_err().contains("does not match"));
-    }
-
-    #[test]
-    fn gateway_events_parse_as_etcd_sends_them() {
-        let put = serde_json::json!({"kv": {"key": "L2E=", "create_revision": "3", "mod_revision": "9", "version": "2", "value": "eA=="}});
-        assert_eq!(from_gateway(&put).unwrap(), (9, Event::Put { key: b"/a".to_vec(), value: b"x".to_vec() }));
-        let empty = serde_json::json!({"kv": {"key": "L2E=", "mod_revision": 10}});
-        assert_eq!(from_gateway(&empty).unwrap(), (10, Event::Put { key: b"/a".to_vec(), value: Vec::new() }));
-        let delete = serde_json::json!({"type": "DELETE", "kv": {"key": "L2E=", "mod_revision": "11"}});
-        assert_eq!(from_gateway(&delete).unwrap(), (11, Event::Delete { key: b"/a".to_vec() }));
-        assert!(from_gateway(&serde_json::json!({"kv": {"mod_revision": "1"}})).is_err());
-        assert!(from_gateway(&serde_json::json!({"type": "X", "kv": {"key": "L2E=", "mod_revision": "1"}})).is_err());
     }
 }

@@ -270,9 +270,44 @@ impl Etcd {
     }
 }
 
+/// One event of the gateway's watch answer (`{"type":"DELETE"?,"kv":{"key","value","mod_revision"}}`;
+/// a PUT has no type, an empty value no value, and int64 values come as strings).
+pub fn event(event: &serde_json::Value) -> Result<(i64, crate::delta::Event), String> {
+    let kv = event.get("kv").ok_or("an event without kv")?;
+    let bytes = |field: &str| -> Result<Vec<u8>, String> {
+        match kv.get(field).and_then(|v| v.as_str()) {
+            None => Ok(Vec::new()),
+            Some(s) => base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| format!("kv.{field}: {e}")),
+        }
+    };
+    let revision = int(kv.get("mod_revision")).ok_or("an event without kv.mod_revision")?;
+    let key = bytes("key")?;
+    if key.is_empty() {
+        return Err("an event without kv.key".into());
+    }
+    match event.get("type").and_then(|t| t.as_str()) {
+        None | Some("PUT") => Ok((revision, crate::delta::Event::Put { key, value: bytes("value")? })),
+        Some("DELETE") => Ok((revision, crate::delta::Event::Delete { key })),
+        Some(other) => Err(format!("an event of unknown type {other}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::delta::Event;
+
+    #[test]
+    fn gateway_events_parse_as_etcd_sends_them() {
+        let put = serde_json::json!({"kv": {"key": "L2E=", "create_revision": "3", "mod_revision": "9", "version": "2", "value": "eA=="}});
+        assert_eq!(event(&put).unwrap(), (9, Event::Put { key: b"/a".to_vec(), value: b"x".to_vec() }));
+        let empty = serde_json::json!({"kv": {"key": "L2E=", "mod_revision": 10}});
+        assert_eq!(event(&empty).unwrap(), (10, Event::Put { key: b"/a".to_vec(), value: Vec::new() }));
+        let delete = serde_json::json!({"type": "DELETE", "kv": {"key": "L2E=", "mod_revision": "11"}});
+        assert_eq!(event(&delete).unwrap(), (11, Event::Delete { key: b"/a".to_vec() }));
+        assert!(event(&serde_json::json!({"kv": {"mod_revision": "1"}})).is_err());
+        assert!(event(&serde_json::json!({"type": "X", "kv": {"key": "L2E=", "mod_revision": "1"}})).is_err());
+    }
 
     #[test]
     fn watch_lines_parse_as_the_gateway_sends_them() {

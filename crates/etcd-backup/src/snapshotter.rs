@@ -308,7 +308,7 @@ impl Snapshotter {
 
     fn take_events(&mut self, events: &[serde_json::Value]) {
         for event in events {
-            match delta::from_gateway(event) {
+            match crate::gateway::event(event) {
                 Ok(_) if self.need_full => {}
                 Ok((revision, _)) if revision <= self.position => {}
                 Ok((revision, e)) => {

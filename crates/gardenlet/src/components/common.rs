@@ -97,7 +97,7 @@ pub struct ControlPlaneValues {
     pub secret_checksums: BTreeMap<String, String>,
     /// The shoot's backup, when the seed has backups with a directory store: etcd is backed up
     /// there continuously and restored from there (a migration's final snapshot included).
-    pub etcd_backup: Option<super::etcd_backup::EtcdBackup>,
+    pub etcd_backup: Option<super::etcd_backup_settings::EtcdBackup>,
     /// The share of the default resource requests components ask for (percent, 1 to 100).
     pub requests_percent: u32,
 }

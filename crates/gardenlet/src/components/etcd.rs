@@ -121,8 +121,9 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
     if let Some(spec) = template.spec.as_mut() {
         let mut init = vec![data_dir(values)];
         if let Some(backup) = values.etcd_backup.as_ref() {
-            init.push(etcd_backup::restore(values, data_mount(), DATA_DIR, FINAL_SNAPSHOT));
-            spec.containers.push(etcd_backup::sidecar(values, backup));
+            let peer = format!("https://$(POD_NAME).{PEER_SERVICE}.{ns}.svc:{PEER_PORT}");
+            init.push(etcd_backup::restore(values, data_mount(), DATA_DIR, FINAL_SNAPSHOT, &peer));
+            spec.containers.push(etcd_backup::sidecar(values, backup, CLIENT_PORT));
             spec.volumes.get_or_insert_with(Vec::new).push(etcd_backup::volume(backup));
         }
         spec.init_containers = Some(init);

@@ -6,6 +6,7 @@ pub mod cluster_dns;
 pub mod common;
 pub mod etcd;
 pub mod etcd_backup;
+pub mod etcd_backup_settings;
 pub mod kube_apiserver;
 pub mod kube_controller_manager;
 pub mod kube_proxy;
