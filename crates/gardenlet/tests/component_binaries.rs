@@ -47,9 +47,11 @@ fn effective(values: &ControlPlaneValues) -> serde_yaml::Value {
     let mounted = format!("/srv/kubernetes/{}/{}", secrets::KUBECONFIG_KUBE_SCHEDULER, secrets::KUBECONFIG);
     assert!(rendered.contains(&mounted), "{rendered}");
     let config = dir.path().join("config.yaml");
-    // No listeners: with --config, kube-scheduler 1.20 ignores --port and serves its insecure
-    // health port 10251 unless the file says otherwise, and tests running side by side collide.
-    let quiet = "healthzBindAddress: 0.0.0.0:0\nmetricsBindAddress: 0.0.0.0:0\n";
+    // With --config, kube-scheduler 1.20 ignores --port and serves its insecure health port
+    // 10251 unless the file says otherwise, and tests running side by side collided on it.
+    // (Port 0 is refused; a free loopback port each.)
+    let port = testenv::free_port("127.0.0.1".parse().unwrap()).unwrap();
+    let quiet = format!("healthzBindAddress: 127.0.0.1:{port}\nmetricsBindAddress: 127.0.0.1:{port}\n");
     std::fs::write(&config, format!("{quiet}{}", rendered.replace(&mounted, kubeconfig.to_str().unwrap()))).unwrap();
     let out = dir.path().join("out.yaml");
     let gates: Vec<String> =

@@ -203,6 +203,51 @@ fn etcd_uses_tls_for_clients_and_peers() {
 }
 
 #[test]
+fn with_a_backup_entry_etcd_restores_first_and_is_backed_up_by_a_sidecar_on_the_maintenance_schedule() {
+    let mut v = values();
+    v.etcd_backup = Some(super::etcd_backup::EtcdBackup {
+        dir: "/var/lib/backup/bucket/entry".into(),
+        settings: super::etcd_backup::EtcdBackupSettings { delta_snapshot_period_seconds: 5, ..Default::default() },
+        full_snapshot_schedule: super::etcd_backup::full_snapshot_schedule(Some(22 * 3600)),
+    });
+    let pod = etcd::statefulset(&v).spec.unwrap().template.spec.unwrap();
+    let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["etcd", "backup"]);
+    let sidecar = &pod.containers[1];
+    let args = sidecar.args.as_ref().unwrap();
+    assert_eq!(flag(args, "endpoint"), Some("https://localhost:2379"));
+    assert_eq!(flag(args, "cert"), Some("/srv/kubernetes/etcd-server/tls.crt"));
+    assert_eq!(flag(args, "store"), Some("/var/etcd/backup"));
+    assert_eq!(flag(args, "full-snapshot-schedule"), Some("0 22 * * *"));
+    assert_eq!(flag(args, "delta-snapshot-period-seconds"), Some("5"));
+    assert!(sidecar.readiness_probe.is_some(), "failing backups show in the pod's readiness");
+    let writable: Vec<bool> = sidecar
+        .volume_mounts
+        .iter()
+        .flatten()
+        .filter(|m| m.name == "backup")
+        .map(|m| m.read_only != Some(true))
+        .collect();
+    assert_eq!(writable, [true], "the sidecar writes the store");
+    let restore = pod.init_containers.as_ref().unwrap().iter().find(|c| c.name == "restore").unwrap();
+    let args = restore.args.as_ref().unwrap();
+    assert_eq!(restore.command.as_deref(), Some(&["etcd-backup".to_string(), "restore".to_string()][..]));
+    assert_eq!(flag(args, "final-snapshot"), Some(etcd::FINAL_SNAPSHOT));
+    assert_eq!(flag(args, "data-dir"), Some("/var/etcd/data"));
+    assert_eq!(
+        flag(args, "initial-cluster"),
+        Some("$(POD_NAME)=https://$(POD_NAME).etcd-main-peer.shoot--dev--demo.svc:2380")
+    );
+    assert!(restore.volume_mounts.iter().flatten().any(|m| m.name == "backup" && m.read_only == Some(true)));
+    let volume = pod.volumes.iter().flatten().find(|v| v.name == "backup").unwrap();
+    assert_eq!(volume.host_path.as_ref().unwrap().path, "/var/lib/backup/bucket/entry");
+    // Without a backup entry: etcd alone, no restore.
+    let plain = etcd::statefulset(&values()).spec.unwrap().template.spec.unwrap();
+    assert_eq!(plain.containers.len(), 1);
+    assert!(!plain.init_containers.iter().flatten().any(|c| c.name == "restore"));
+}
+
+#[test]
 fn service_address_depends_on_the_service_type() {
     let mut svc = kube_apiserver::service(&values(), kube_apiserver::ServiceType::ClusterIP, None);
     assert_eq!(kube_apiserver::service_address(&svc), None, "no address before the apiserver allocates one");
