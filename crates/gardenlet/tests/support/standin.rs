@@ -106,21 +106,30 @@ async fn run_init_containers(sts: &StatefulSet, volume: &Path, tools: &Path) -> 
     let as_root = |c: &&Container| c.security_context.as_ref().and_then(|s| s.run_as_user) == Some(0);
     for c in pod.init_containers.iter().flatten().filter(|c| !as_root(c)) {
         let mounts = mounts_of(sts, c, volume)?;
+        let mut env = Vec::new();
+        for e in c.env.iter().flatten() {
+            let field = e.value_from.as_ref().and_then(|v| v.field_ref.as_ref()).map(|f| f.field_path.as_str());
+            match (e.value.as_deref(), field) {
+                (Some(v), _) => env.push((e.name.clone(), v.to_string())),
+                (None, Some("metadata.name")) => env.push((e.name.clone(), pod_name.clone())),
+                _ => continue,
+            };
+        }
+        // `$(VAR)` in the command and arguments is the kubelet's expansion of the container's env.
+        let expand = |a: &str| env.iter().fold(a.to_string(), |a, (k, v)| a.replace(&format!("$({k})"), v));
         let argv: Vec<String> =
-            c.command.iter().flatten().chain(c.args.iter().flatten()).map(|a| map_paths(a, &mounts)).collect();
+            c.command.iter().flatten().chain(c.args.iter().flatten()).map(|a| map_paths(&expand(a), &mounts)).collect();
         let (program, args) = argv.split_first().ok_or_else(|| format!("init container {} has no command", c.name))?;
+        if program == "etcd-backup" {
+            // The restore's own code, in this process (the test has no image with the binary).
+            restore_in_process(args, tools).await.map_err(|e| format!("init container {}: {e}", c.name))?;
+            continue;
+        }
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args);
         let path = format!("{}:{}", tools.display(), std::env::var("PATH").unwrap_or_default());
         cmd.env("PATH", path);
-        for e in c.env.iter().flatten() {
-            let field = e.value_from.as_ref().and_then(|v| v.field_ref.as_ref()).map(|f| f.field_path.as_str());
-            match (e.value.as_deref(), field) {
-                (Some(v), _) => cmd.env(&e.name, v),
-                (None, Some("metadata.name")) => cmd.env(&e.name, &pod_name),
-                _ => continue,
-            };
-        }
+        cmd.envs(env.iter().map(|(k, v)| (k, v)));
         let out = cmd.output().await.map_err(|e| format!("init container {}: {e}", c.name))?;
         if !out.status.success() {
             return Err(format!(
@@ -132,6 +141,27 @@ async fn run_init_containers(sts: &StatefulSet, volume: &Path, tools: &Path) -> 
         }
     }
     Ok(())
+}
+
+/// `etcd-backup restore --k=v ...` through the library, with etcd and etcdctl from `tools`.
+async fn restore_in_process(args: &[String], tools: &Path) -> Result<(), String> {
+    let (sub, flags) = args.split_first().ok_or("etcd-backup without a subcommand")?;
+    if sub != "restore" {
+        return Err(format!("etcd-backup {sub} is not an init step"));
+    }
+    let get = |name: &str| flags.iter().find_map(|a| a.strip_prefix(&format!("--{name}="))).map(str::to_string);
+    let need = |name: &str| get(name).ok_or_else(|| format!("etcd-backup restore without --{name}"));
+    let options = etcd_backup::restore::Options {
+        store: PathBuf::from(need("store")?),
+        data_dir: PathBuf::from(need("data-dir")?),
+        name: need("name")?,
+        initial_cluster: need("initial-cluster")?,
+        initial_advertise_peer_urls: need("initial-advertise-peer-urls")?,
+        final_snapshot: get("final-snapshot"),
+        etcd: tools.join("etcd"),
+        etcdctl: tools.join("etcdctl"),
+    };
+    etcd_backup::restore::run(&options).await.map(drop).map_err(|e| e.to_string())
 }
 
 impl EtcdStandIn {
