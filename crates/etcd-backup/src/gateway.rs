@@ -101,6 +101,9 @@ impl Etcd {
     /// temporary etcd).
     pub async fn new(endpoint: &str, server_name: &str, tls: Option<&EtcdClientTls>) -> Result<Self, GatewayError> {
         let fail = |reason: String| GatewayError::Client { endpoint: endpoint.to_string(), reason };
+        if tls.is_none() && !endpoint.starts_with("http://127.0.0.1:") {
+            return Err(fail("without TLS only a loopback http:// endpoint is allowed".into()));
+        }
         let b64s = |s: &str| b64(s.as_bytes());
         let kubeconfig = Kubeconfig {
             clusters: vec![NamedCluster {
@@ -140,6 +143,12 @@ impl Etcd {
         // Snapshots and watches are long streams; every caller bounds its own waits.
         config.read_timeout = None;
         config.connect_timeout = Some(std::time::Duration::from_secs(5));
+        if tls.is_none() {
+            // Plain HTTP on loopback never uses TLS, but without a CA of its own the client would
+            // still load the system's CA certificates, which the image does not have: an empty
+            // trust store (nothing could be verified against it, and nothing needs to be).
+            config.root_cert = Some(Vec::new());
+        }
         let client = kube::Client::try_from(config).map_err(|e| fail(e.to_string()))?;
         Ok(Self { client, endpoint: endpoint.to_string() })
     }

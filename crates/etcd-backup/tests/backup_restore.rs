@@ -42,8 +42,9 @@ fn options(store: &Path, data_dir: &Path) -> restore::Options {
         store: store.to_path_buf(),
         data_dir: data_dir.to_path_buf(),
         name: "etcd-main-0".into(),
-        initial_cluster: "etcd-main-0=http://127.0.0.1:2380".into(),
-        initial_advertise_peer_urls: "http://127.0.0.1:2380".into(),
+        // As gardenlet passes them: the member's https peer URL, which the restore never listens on.
+        initial_cluster: "etcd-main-0=https://etcd-main-0.etcd-main-peer.shoot--dev--demo.svc:2380".into(),
+        initial_advertise_peer_urls: "https://etcd-main-0.etcd-main-peer.shoot--dev--demo.svc:2380".into(),
         final_snapshot: None,
         etcd,
         etcdctl,

@@ -35,8 +35,8 @@ fn start_writer(
             let cm: ConfigMap =
                 serde_json::from_value(serde_json::json!({"metadata": {"name": name}, "data": {"i": i.to_string()}}))
                     .unwrap();
-            let write = tokio::time::timeout(Duration::from_secs(2), api.create(&PostParams::default(), &cm));
-            match write.await {
+            let params = PostParams::default();
+            match tokio::time::timeout(Duration::from_secs(2), api.create(&params, &cm)).await {
                 Ok(Ok(_)) => acked.lock().unwrap().push((name, Instant::now())),
                 _ => failed += 1,
             }
@@ -47,9 +47,21 @@ fn start_writer(
 }
 
 fn backup_files(s: &CaseShoot) -> Vec<String> {
-    let dir =
-        kubectl(&["-n", &s.seed_ns, "get", "backupentry", "-o", "jsonpath={.items[0].status.providerStatus.hostPath}"])
-            .unwrap_or_default();
+    // The extension BackupEntry (cluster-scoped) is named `<seed namespace>--<shoot UID>`.
+    let entries = kubectl(&[
+        "get",
+        "backupentries.extensions.gardener.cloud",
+        "-o",
+        r#"jsonpath={range .items[*]}{.metadata.name} {.status.providerStatus.hostPath}{"\n"}{end}"#,
+    ])
+    .unwrap_or_default();
+    let prefix = format!("{}--", s.seed_ns);
+    let dir = entries
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .find_map(|l| l.split_whitespace().nth(1))
+        .unwrap_or_default()
+        .to_string();
     let mut names: Vec<String> = std::fs::read_dir(dir.trim())
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
