@@ -2,6 +2,8 @@
 //! full snapshot and deltas while the API server writes, its last delta on shutdown, and a restore
 //! into an empty data directory gives back every key with its value and revision.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
+
 use etcd_backup::chain::Policy;
 use etcd_backup::gateway::Etcd;
 use etcd_backup::names::Kind;
