@@ -45,7 +45,11 @@ capabilities:
       fieldPath: metadata.namespace
 {{- end -}}
 
-{{/* Probes on the binary's HTTP port: /healthz (process alive) and /readyz (caches synced). */}}
+{{/* Probes on the binary's HTTP port: /healthz (process alive) and /readyz (caches synced).
+The liveness probe finds a hung process, not a busy host: with the default 1 s timeout and three
+failures, every replica of the controller-manager, gardenlet and scheduler was restarted at once
+on a saturated 2-core host (make e2e, 2026-11-28), which took the admission webhooks down and
+only added load. A process is restarted after a minute without an answer within 5 s. */}}
 {{- define "gardener.probes" -}}
 livenessProbe:
   httpGet:
@@ -53,12 +57,14 @@ livenessProbe:
     port: http
   initialDelaySeconds: 5
   periodSeconds: 10
-  failureThreshold: 3
+  timeoutSeconds: 5
+  failureThreshold: 6
 readinessProbe:
   httpGet:
     path: /readyz
     port: http
   periodSeconds: 2
+  timeoutSeconds: 3
   failureThreshold: 3
 {{- end -}}
 
