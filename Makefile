@@ -55,7 +55,7 @@ local-down:
 
 ## End-to-end tests: bring the local cluster up, test it, tear it down, check the host is as before.
 ## E2E_CONCURRENCY: how many cases run side by side in the first phase (docs/testing.md).
-E2E_CONCURRENCY ?= 4
+E2E_CONCURRENCY ?= 3
 e2e:
 	@E2E_CONCURRENCY=$(E2E_CONCURRENCY) hack/e2e.sh
 

@@ -4,7 +4,7 @@
 # the comparison run even when a test fails.
 #
 # The cases run in two phases (docs/testing.md):
-#   1. side by side, at most $E2E_CONCURRENCY at once (default 4): the cases that only use the
+#   1. side by side, at most $E2E_CONCURRENCY at once (default 3): the cases that only use the
 #      garden, each with its own names (conformance: the upstream suite's CI subset against a
 #      two-node shoot; local_cluster, shoot, contract, managed_seed);
 #   2. one at a time: the cases that change the garden itself (garden upgrades gardenlet and
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-E2E_CONCURRENCY="${E2E_CONCURRENCY:-4}"
+E2E_CONCURRENCY="${E2E_CONCURRENCY:-3}"
 log() { echo "e2e: $*" >&2; }
 times="$(mktemp)"
 trap 'rm -f "$times"' EXIT # until finish() takes over
