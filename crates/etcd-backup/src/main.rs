@@ -77,24 +77,8 @@ enum Command {
     },
     /// Rebuild a missing data directory from the store, then exit.
     Restore {
-        #[arg(long)]
-        store: PathBuf,
-        #[arg(long)]
-        data_dir: PathBuf,
-        /// The member's name and cluster (as etcd gets them).
-        #[arg(long)]
-        name: String,
-        #[arg(long)]
-        initial_cluster: String,
-        #[arg(long)]
-        initial_advertise_peer_urls: String,
-        /// A migration's final snapshot in the store, preferred while it exists.
-        #[arg(long)]
-        final_snapshot: Option<String>,
-        #[arg(long, default_value = "etcd")]
-        etcd: PathBuf,
-        #[arg(long, default_value = "etcdctl")]
-        etcdctl: PathBuf,
+        #[command(flatten)]
+        options: restore::Options,
         /// Where the outcome is written for the pod's status (the kubelet's termination message).
         #[arg(long, default_value = "/dev/termination-log")]
         termination_log: PathBuf,
@@ -208,27 +192,7 @@ async fn run(command: Command) -> Result<(), MainError> {
             let _ = server.await;
             Ok(())
         }
-        Command::Restore {
-            store,
-            data_dir,
-            name,
-            initial_cluster,
-            initial_advertise_peer_urls,
-            final_snapshot,
-            etcd,
-            etcdctl,
-            termination_log,
-        } => {
-            let options = restore::Options {
-                store,
-                data_dir,
-                name,
-                initial_cluster,
-                initial_advertise_peer_urls,
-                final_snapshot,
-                etcd,
-                etcdctl,
-            };
+        Command::Restore { options, termination_log } => {
             let outcome = restore::run(&options).await?;
             tracing::info!("{outcome}");
             // The message is for people; a read-only or absent file only loses it.

@@ -36,17 +36,27 @@ pub enum RestoreError {
     NotReady(Duration),
 }
 
-/// Everything the restore needs to know.
-#[derive(Debug, Clone)]
+/// Everything the restore needs to know (also the flags of `etcd-backup restore`).
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
+    /// The backup store (a directory).
+    #[arg(long)]
     pub store: PathBuf,
+    #[arg(long)]
     pub data_dir: PathBuf,
+    /// The member's name and cluster (as etcd gets them).
+    #[arg(long)]
     pub name: String,
+    #[arg(long)]
     pub initial_cluster: String,
+    #[arg(long)]
     pub initial_advertise_peer_urls: String,
     /// A migration's final snapshot in the store (a file name); preferred while it exists.
+    #[arg(long)]
     pub final_snapshot: Option<String>,
+    #[arg(long, default_value = "etcd")]
     pub etcd: PathBuf,
+    #[arg(long, default_value = "etcdctl")]
     pub etcdctl: PathBuf,
 }
 

@@ -231,6 +231,10 @@ impl Snapshotter {
         let mut gc = tokio::time::interval(self.config.gc_period);
         deltas.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         gc.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The schedule's next tick is worked out once per tick, not for every watch message.
+        let full_timer = tokio::time::sleep(Duration::ZERO);
+        let mut full_timer = std::pin::pin!(full_timer);
+        let mut next_full = self.arm(full_timer.as_mut());
         'watching: loop {
             let watch = match self.etcd.watch(self.position + 1).await {
                 Ok(w) => w,
@@ -244,8 +248,6 @@ impl Snapshotter {
             };
             let mut watch = std::pin::pin!(watch);
             loop {
-                let next_full = self.config.full_schedule.next(now_unix()).unwrap_or(i64::MAX);
-                let until_full = Duration::from_secs(u64::try_from(next_full - now_unix()).unwrap_or(0).max(1));
                 tokio::select! {
                     _ = &mut shutdown => break 'watching,
                     message = watch.next() => match message {
@@ -260,11 +262,7 @@ impl Snapshotter {
                             }
                             continue 'watching;
                         }
-                        Some(Ok(WatchMessage::Canceled(reason))) => {
-                            self.health.failed("watching etcd", &std::io::Error::other(reason));
-                            continue 'watching;
-                        }
-                        Some(Err(reason)) => {
+                        Some(Ok(WatchMessage::Canceled(reason)) | Err(reason)) => {
                             self.health.failed("watching etcd", &std::io::Error::other(reason));
                             tokio::time::sleep(Duration::from_secs(1)).await;
                             continue 'watching;
@@ -282,10 +280,11 @@ impl Snapshotter {
                         }
                         self.health.refresh();
                     }
-                    _ = tokio::time::sleep(until_full) => {
+                    _ = &mut full_timer => {
                         if now_unix() >= next_full {
                             self.full_or_fail().await;
                         }
+                        next_full = self.arm(full_timer.as_mut());
                     }
                     _ = gc.tick() => self.collect_garbage().await,
                 }
@@ -294,6 +293,15 @@ impl Snapshotter {
         // SIGTERM: what etcd wrote since the last delta is stored before the pod goes.
         self.flush().await;
         tracing::info!(position = self.position, "stopped; every revision seen is stored");
+    }
+
+    /// Sets `timer` to the schedule's next tick and returns that tick (seconds since the epoch).
+    fn arm(&self, timer: std::pin::Pin<&mut tokio::time::Sleep>) -> i64 {
+        let now = now_unix();
+        let next = self.config.full_schedule.next(now).unwrap_or(i64::MAX);
+        let wait = Duration::from_secs(u64::try_from(next.saturating_sub(now)).unwrap_or(0).max(1));
+        timer.reset(tokio::time::Instant::now() + wait);
+        next
     }
 
     async fn full_or_fail(&mut self) {

@@ -46,6 +46,11 @@ fn start_writer(
     })
 }
 
+/// A JSONPath of the shoot's etcd pod.
+fn etcd_pod(s: &CaseShoot, path: &str) -> Result<String, String> {
+    kubectl(&["-n", &s.seed_ns, "get", "pod", "etcd-main-0", "-o", &format!("jsonpath={path}")])
+}
+
 fn backup_files(s: &CaseShoot) -> Vec<String> {
     // The extension BackupEntry (cluster-scoped) is named `<seed namespace>--<shoot UID>`.
     let entries = kubectl(&[
@@ -103,33 +108,17 @@ async fn a_shoot_whose_etcd_volume_is_lost_comes_back_from_its_backups() {
             let claim =
                 kubectl(&["-n", &s.seed_ns, "get", "pvc", "data-etcd-main-0", "-o", "jsonpath={.metadata.uid}"])
                     .unwrap_or_default();
-            let phase = kubectl(&["-n", &s.seed_ns, "get", "pod", "etcd-main-0", "-o", "jsonpath={.status.phase}"])
-                .unwrap_or_default();
+            let phase = etcd_pod(&s, "{.status.phase}").unwrap_or_default();
             if claim.is_empty() && phase == "Pending" {
                 kubectl(&["-n", &s.seed_ns, "delete", "pod", "etcd-main-0", "--wait=false"])?;
                 return Ok(None);
             }
-            let ready = kubectl(&[
-                "-n",
-                &s.seed_ns,
-                "get",
-                "pod",
-                "etcd-main-0",
-                "-o",
-                "jsonpath={.status.containerStatuses[?(@.name==\"etcd\")].ready}",
-            ])?;
+            let ready = etcd_pod(&s, r#"{.status.containerStatuses[?(@.name=="etcd")].ready}"#)?;
             if claim.is_empty() || claim == old_claim || ready != "true" {
                 return Ok(None);
             }
-            let message = kubectl(&[
-                "-n",
-                &s.seed_ns,
-                "get",
-                "pod",
-                "etcd-main-0",
-                "-o",
-                "jsonpath={.status.initContainerStatuses[?(@.name==\"restore\")].state.terminated.message}",
-            ])?;
+            let message =
+                etcd_pod(&s, r#"{.status.initContainerStatuses[?(@.name=="restore")].state.terminated.message}"#)?;
             Ok(Some(message))
         })
         .await;
