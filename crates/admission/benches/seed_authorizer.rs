@@ -18,7 +18,7 @@
 mod args;
 
 use admission::seedauth::{Attributes, Decision, SeedGraph, decide, fixtures};
-use api::core::{ControllerInstallation, Project, SecretBinding, Shoot};
+use api::core::{BackupBucket, BackupEntry, ControllerInstallation, Project, SecretBinding, Shoot};
 use api::helpers::seed_identity;
 use api::operations::Bastion;
 use api::security::CredentialsBinding;
@@ -48,6 +48,8 @@ struct Stores {
     installations: Store<ControllerInstallation>,
     bastions: Store<Bastion>,
     projects: Store<Project>,
+    backup_buckets: Store<BackupBucket>,
+    backup_entries: Store<BackupEntry>,
     /// The objects' size as JSON.
     bytes: usize,
 }
@@ -77,6 +79,8 @@ impl Stores {
             installations: filled(&g.controller_installations, &mut bytes),
             bastions: filled(&g.bastions, &mut bytes),
             projects: filled(&g.projects, &mut bytes),
+            backup_buckets: filled(&g.backup_buckets, &mut bytes),
+            backup_entries: filled(&g.backup_entries, &mut bytes),
             bytes,
         }
     }
@@ -107,6 +111,12 @@ impl SeedGraph for Stores {
     }
     fn project(&self, name: &str) -> Option<Arc<Project>> {
         self.projects.get(&ObjectRef::new(name))
+    }
+    fn backup_bucket(&self, name: &str) -> Option<Arc<BackupBucket>> {
+        self.backup_buckets.get(&ObjectRef::new(name))
+    }
+    fn backup_entry(&self, namespace: &str, name: &str) -> Option<Arc<BackupEntry>> {
+        self.backup_entries.get(&ObjectRef::new(name).within(namespace))
     }
 }
 

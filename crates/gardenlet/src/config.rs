@@ -204,6 +204,12 @@ pub struct ControllerSettings {
     pub shoot_care_threshold_seconds: u64,
     /// Shoots the care controller checks at once.
     pub shoot_care_concurrent_syncs: u16,
+    /// How long the backups of a deleted shoot are kept (its garden BackupEntry stays until
+    /// then), in seconds; Gardener's `backupEntry.deletionGracePeriodHours` (default 0: deleted
+    /// with the shoot).
+    pub backup_entry_deletion_grace_period_seconds: u64,
+    /// Garden BackupEntries looked after at once.
+    pub backup_entry_concurrent_syncs: u16,
 }
 
 impl Default for ControllerSettings {
@@ -218,6 +224,8 @@ impl Default for ControllerSettings {
             shoot_care_period_seconds: 60,
             shoot_care_threshold_seconds: 60,
             shoot_care_concurrent_syncs: 5,
+            backup_entry_deletion_grace_period_seconds: 0,
+            backup_entry_concurrent_syncs: 5,
         }
     }
 }
@@ -229,6 +237,10 @@ impl ControllerSettings {
 
     pub fn shoot_care_threshold(&self) -> Duration {
         Duration::from_secs(self.shoot_care_threshold_seconds)
+    }
+
+    pub fn backup_entry_deletion_grace_period(&self) -> Duration {
+        Duration::from_secs(self.backup_entry_deletion_grace_period_seconds)
     }
 }
 

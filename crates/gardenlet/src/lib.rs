@@ -15,6 +15,7 @@
 //! | [`bastion`] | the Bastion controller: SSH access to a shoot's nodes |
 //! | [`metrics`] | gardenlet's metrics |
 
+pub mod backupentry;
 pub mod bastion;
 pub mod bootstrap;
 pub mod components;

@@ -1,7 +1,7 @@
 //! The gardenlet binary: `gardenlet --config <file>`.
 //!
 //! Registers the seed of the configuration file in the garden and runs the seed controller,
-//! the shoot controller, the ControllerInstallation controller, the Bastion controller, the ManagedSeed controller and the
+//! the shoot controller, the ControllerInstallation controller, the Bastion controller, the BackupEntry controller, the ManagedSeed controller and the
 //! ShootState sync, with `/healthz`, `/readyz` and `/metrics` on
 //! `--metrics-bind-address`, until SIGTERM or Ctrl+C. See `--help`.
 
@@ -118,16 +118,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             _ = stop => {}
         }
     });
-    let (install_garden, install_seed, install_name) = (garden.clone(), seed.clone(), config.seed.name.clone());
-    let install_concurrency = config.controllers.controller_installation_concurrent_syncs;
-    runner.add_task_with_readiness(move |stop, ready| {
-        gardenlet::installation::run(install_garden, install_seed, install_name, install_concurrency, stop, ready)
-    });
-    let (bastion_garden, bastion_seed, bastion_name) = (garden.clone(), seed.clone(), config.seed.name.clone());
-    let bastion_concurrency = config.controllers.bastion_concurrent_syncs;
-    runner.add_task_with_readiness(move |stop, ready| {
-        gardenlet::bastion::run(bastion_garden, bastion_seed, bastion_name, bastion_concurrency, stop, ready)
-    });
+    add_garden_object_controllers(&mut runner, &config, &garden, &seed);
     let managed_seed_ctx = gardenlet::managedseed::Context {
         seed_name: config.seed.name.clone(),
         garden: garden.clone(),
@@ -191,4 +182,34 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => Ok(()),
     }
+}
+
+/// The controllers of garden objects that name this seed: ControllerInstallations, Bastions and
+/// BackupEntries.
+fn add_garden_object_controllers(
+    runner: &mut runtime::runner::Runner,
+    config: &GardenletConfig,
+    garden: &kube::Client,
+    seed: &kube::Client,
+) {
+    let (install_garden, install_seed, install_name) = (garden.clone(), seed.clone(), config.seed.name.clone());
+    let install_concurrency = config.controllers.controller_installation_concurrent_syncs;
+    runner.add_task_with_readiness(move |stop, ready| {
+        gardenlet::installation::run(install_garden, install_seed, install_name, install_concurrency, stop, ready)
+    });
+    let (bastion_garden, bastion_seed, bastion_name) = (garden.clone(), seed.clone(), config.seed.name.clone());
+    let bastion_concurrency = config.controllers.bastion_concurrent_syncs;
+    runner.add_task_with_readiness(move |stop, ready| {
+        gardenlet::bastion::run(bastion_garden, bastion_seed, bastion_name, bastion_concurrency, stop, ready)
+    });
+    let backup_entries = gardenlet::backupentry::Context {
+        seed_name: config.seed.name.clone(),
+        garden: garden.clone(),
+        seed: seed.clone(),
+        grace: config.controllers.backup_entry_deletion_grace_period(),
+    };
+    let backup_entry_concurrency = config.controllers.backup_entry_concurrent_syncs;
+    runner.add_task_with_readiness(move |stop, ready| {
+        gardenlet::backupentry::run(backup_entries, backup_entry_concurrency, stop, ready)
+    });
 }

@@ -100,6 +100,7 @@ async fn harness_with(wait_timeout: Duration) -> Harness {
         spawn_controller::<ext::BackupEntry>(client.clone(), &["local"], TestActuator::new()),
     ];
     tasks.push(Simulator::new().spawn(client.clone()));
+    let backup_client = gardenlet.clone();
     let controller = ShootController {
         garden: gardenlet.clone(),
         seed: gardenlet,
@@ -110,6 +111,7 @@ async fn harness_with(wait_timeout: Duration) -> Harness {
         caches: Default::default(),
     };
     tasks.push(tokio::spawn(controller.run(std::future::pending())));
+    tasks.push(support::backup_entries(backup_client.clone(), backup_client, "local"));
     Harness { _env: env, client, tasks }
 }
 
@@ -183,6 +185,12 @@ async fn a_stuck_deletion_is_forced_and_leaves_nothing_behind() {
     );
     let entries = Api::<ext::BackupEntry>::all(h.client.clone()).list(&ListParams::default()).await.unwrap();
     assert!(entries.items.is_empty(), "BackupEntry left behind: {:?}", entries.items.len());
+    let garden_entries = Api::<api::core::BackupEntry>::all(h.client.clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !garden_entries.list(&ListParams::default()).await.unwrap().items.is_empty() {
+        assert!(Instant::now() < deadline, "the garden BackupEntry was not released");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
     for kind_left in [
         Api::<ext::Infrastructure>::all(h.client.clone()).list(&ListParams::default()).await.unwrap().items.len(),
         Api::<ext::Worker>::all(h.client.clone()).list(&ListParams::default()).await.unwrap().items.len(),

@@ -121,8 +121,19 @@ impl SeedSide {
             gardenlet::shootstate_sync::SAFE_SIZE_BYTES,
             self.config.seed.name.clone(),
         );
+        let entries = gardenlet::backupentry::run(
+            gardenlet::backupentry::Context {
+                seed_name: self.config.seed.name.clone(),
+                garden: garden.clone(),
+                seed: self.seed_sa.clone(),
+                grace: Duration::ZERO,
+            },
+            2,
+            std::future::pending(),
+            Default::default(),
+        );
         self.gardenlet = Some(tokio::spawn(async move {
-            tokio::join!(controller.run(std::future::pending()), sync);
+            tokio::join!(controller.run(std::future::pending()), sync, entries);
         }));
     }
 

@@ -146,9 +146,21 @@ async fn a_seed_with_backup_gets_its_bucket_and_reports_it() {
     .await
     .expect("BackupBucketsReady turns True");
 
-    let (seed_rv, bucket_rv) = (
+    // The garden's BackupBucket of the same name reports it, naming the seed.
+    let garden_buckets: Api<api::core::BackupBucket> = Api::all(client.clone());
+    let garden_bucket = garden_buckets.get(&uid).await.expect("the garden bucket is named after the Seed's UID");
+    assert_eq!(garden_bucket.spec.seed_name(), Some("local"));
+    assert_eq!(garden_bucket.spec.provider.type_, "local");
+    assert_eq!(
+        garden_bucket.status.and_then(|s| s.last_operation).map(|o| o.state),
+        Some(api::common::LastOperationState::Succeeded),
+        "the garden bucket mirrors the extension bucket's status"
+    );
+
+    let (seed_rv, bucket_rv, garden_bucket_rv) = (
         seeds.get("local").await.unwrap().metadata.resource_version,
         buckets.get(&uid).await.unwrap().metadata.resource_version,
+        garden_buckets.get(&uid).await.unwrap().metadata.resource_version,
     );
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(seeds.get("local").await.unwrap().metadata.resource_version, seed_rv, "no Seed write without a change");
@@ -156,6 +168,11 @@ async fn a_seed_with_backup_gets_its_bucket_and_reports_it() {
         buckets.get(&uid).await.unwrap().metadata.resource_version,
         bucket_rv,
         "no bucket write without a change"
+    );
+    assert_eq!(
+        garden_buckets.get(&uid).await.unwrap().metadata.resource_version,
+        garden_bucket_rv,
+        "no garden bucket write without a change"
     );
 
     // The Seed is deleted (held by a finalizer, as a ManagedSeed holds it): its bucket goes, so
@@ -170,6 +187,13 @@ async fn a_seed_with_backup_gets_its_bucket_and_reports_it() {
     })
     .await
     .expect("the bucket is deleted with the Seed");
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while garden_buckets.get_opt(&uid).await.unwrap().is_some() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the garden bucket is deleted with the Seed");
     let release = serde_json::json!({"metadata": {"finalizers": null}});
     seeds.patch("local", &PatchParams::default(), &Patch::Merge(&release)).await.unwrap();
 

@@ -122,7 +122,18 @@ impl Harness {
             metrics: None,
             caches: self.caches.clone(),
         };
-        tokio::spawn(controller.run(std::future::pending()))
+        let entries = support::backup_entries(self.gardenlet.clone(), self.gardenlet.clone(), &self.config.seed.name);
+        tokio::spawn(async move {
+            // Aborting gardenlet's task ends both controllers.
+            struct AbortOnDrop(tokio::task::JoinHandle<()>);
+            impl Drop for AbortOnDrop {
+                fn drop(&mut self) {
+                    self.0.abort();
+                }
+            }
+            let _entries = AbortOnDrop(entries);
+            controller.run(std::future::pending()).await
+        })
     }
 
     /// Starts gardenlet, creates the shoot and waits until its creation succeeded (`timeout`);
@@ -268,6 +279,21 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
         ),
         Ok(())
     );
+    // The garden's BackupEntry: in the project namespace, owned by the Shoot, reporting the
+    // extension entry's operation and the seed.
+    let garden_entry =
+        Api::<api::core::BackupEntry>::namespaced(h.client.clone(), "garden-dev").get(&entry_name).await.unwrap();
+    assert_eq!(garden_entry.spec.bucket_name, entry.spec.bucket_name);
+    assert_eq!(garden_entry.spec.seed_name(), Some("local"));
+    assert_eq!(garden_entry.spec.shoot_ref.as_ref().map(|r| r.name.as_str()), Some("demo"));
+    let garden_status = garden_entry.status.clone().unwrap_or_default();
+    assert_eq!(garden_status.seed_name.as_deref(), Some("local"));
+    assert_eq!(
+        garden_status.last_operation.map(|o| o.state),
+        Some(api::common::LastOperationState::Succeeded),
+        "{:#?}",
+        garden_entry.status
+    );
     // The extension registered as BeforeKubeAPIServer was done before the kube-apiserver
     // Deployment was created; the default one only after it.
     let before = Api::<ext::Extension>::namespaced(h.client.clone(), ns).get("local-ext-before").await.unwrap();
@@ -370,6 +396,13 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
         Api::<ShootState>::namespaced(h.client.clone(), "garden-dev").get_opt("demo").await.unwrap().is_none(),
         "ShootState left behind"
     );
+    // Without a grace period the BackupEntry controller deletes the backups right after.
+    let garden_entries = Api::<api::core::BackupEntry>::namespaced(h.client.clone(), "garden-dev");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while garden_entries.get_opt(&entry_name).await.unwrap().is_some() {
+        assert!(Instant::now() < deadline, "the garden BackupEntry was not released");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
     assert!(
         Api::<ext::BackupEntry>::all(h.client.clone()).get_opt(&entry_name).await.unwrap().is_none(),
         "BackupEntry left behind"

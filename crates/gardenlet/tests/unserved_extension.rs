@@ -91,6 +91,7 @@ async fn harness() -> Harness {
         spawn_controller::<ext::BackupEntry>(client.clone(), &["local"], TestActuator::new()),
     ];
     tasks.push(Simulator::new().spawn(client.clone()));
+    let backup_client = gardenlet.clone();
     let controller = ShootController {
         garden: gardenlet.clone(),
         seed: gardenlet,
@@ -101,6 +102,7 @@ async fn harness() -> Harness {
         caches: Default::default(),
     };
     tasks.push(tokio::spawn(controller.run(std::future::pending())));
+    tasks.push(support::backup_entries(backup_client.clone(), backup_client, "local"));
     Harness { _env: env, client, tasks }
 }
 

@@ -2,7 +2,8 @@
 //! deleted while a client writes ConfigMaps comes back by itself, restored from its full
 //! snapshot and the delta snapshots after it, with every acknowledged write that is older than
 //! one delta period (and, since the sidecar stores its last delta when the pod stops, in practice
-//! every acknowledged write).
+//! every acknowledged write). The deleted shoot's backups are kept for the deletion grace
+//! period, then deleted.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
@@ -52,21 +53,7 @@ fn etcd_pod(s: &CaseShoot, path: &str) -> Result<String, String> {
 }
 
 fn backup_files(s: &CaseShoot) -> Vec<String> {
-    // The extension BackupEntry (cluster-scoped) is named `<seed namespace>--<shoot UID>`.
-    let entries = kubectl(&[
-        "get",
-        "backupentries.extensions.gardener.cloud",
-        "-o",
-        r#"jsonpath={range .items[*]}{.metadata.name} {.status.providerStatus.hostPath}{"\n"}{end}"#,
-    ])
-    .unwrap_or_default();
-    let prefix = format!("{}--", s.seed_ns);
-    let dir = entries
-        .lines()
-        .filter(|l| l.starts_with(&prefix))
-        .find_map(|l| l.split_whitespace().nth(1))
-        .unwrap_or_default()
-        .to_string();
+    let dir = backup_dir(s);
     let mut names: Vec<String> = std::fs::read_dir(dir.trim())
         .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
         .unwrap_or_default();
@@ -154,5 +141,70 @@ async fn a_shoot_whose_etcd_volume_is_lost_comes_back_from_its_backups() {
         lost.iter().filter(|(_, at)| loss.saturating_duration_since(*at) > DELTA_PERIOD).collect();
     assert!(guaranteed.is_empty(), "writes older than one delta period were lost: {guaranteed:?}");
     assert!(acked_before_loss > 50, "the writer wrote before the loss ({acked_before_loss})");
+
+    // The shoot goes; its backups stay for the deletion grace period (GARDEN_GRACE), reported by
+    // its garden BackupEntry, then go with it.
+    let dir = backup_dir(&s);
+    let entry = garden_entry(&s).expect("the shoot has a garden BackupEntry");
+    assert!(entry.ends_with(" local"), "the garden entry names the seed in its status: {entry}");
     s.delete().await;
+    let deleted = Instant::now();
+    let (kept, _) = s
+        .wait("the garden BackupEntry says the backups are kept", STEP_TIMEOUT, || async {
+            let entry = garden_entry(&s)
+                .ok_or_else(|| "the garden BackupEntry is gone before its grace period ended".to_string())?;
+            Ok(entry.contains(" Delete Pending ").then_some(entry))
+        })
+        .await;
+    let files = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+    assert!(files > 0, "the backups in {dir} are kept after the shoot's deletion");
+    eprintln!("after the shoot's deletion: {kept} ({files} files in {dir})");
+    let ((), gone) = s
+        .wait("the garden BackupEntry and its backups are gone after the grace period", STEP_TIMEOUT, || async {
+            Ok((garden_entry(&s).is_none() && !std::path::Path::new(&dir).exists()).then_some(()))
+        })
+        .await;
+    eprintln!("backups deleted {:?} after the shoot was gone ({gone:?} waited)", deleted.elapsed());
+    assert!(
+        deleted.elapsed() >= GARDEN_GRACE - Duration::from_secs(5),
+        "the backups went before the grace period ended ({:?})",
+        deleted.elapsed()
+    );
+}
+
+/// The local garden's deletion grace period of BackupEntries (hack/local-values/gardenlet.yaml).
+const GARDEN_GRACE: Duration = Duration::from_secs(60);
+
+/// The directory of the shoot's backups, from its extension BackupEntry (cluster-scoped, named
+/// `<seed namespace>--<shoot UID>`).
+fn backup_dir(s: &CaseShoot) -> String {
+    let entries = kubectl(&[
+        "get",
+        "backupentries.extensions.gardener.cloud",
+        "-o",
+        r#"jsonpath={range .items[*]}{.metadata.name} {.status.providerStatus.hostPath}{"\n"}{end}"#,
+    ])
+    .unwrap_or_default();
+    let prefix = format!("{}--", s.seed_ns);
+    entries
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .find_map(|l| l.split_whitespace().nth(1))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The shoot's garden BackupEntry as `<name> <lastOperation type> <state> <status.seedName>`.
+fn garden_entry(s: &CaseShoot) -> Option<String> {
+    let entries = kubectl(&[
+        "-n",
+        e2e::shoot::PROJECT_NS,
+        "get",
+        "backupentries.core.gardener.cloud",
+        "-o",
+        r#"jsonpath={range .items[*]}{.metadata.name} {.status.lastOperation.type} {.status.lastOperation.state} {.status.seedName}{"\n"}{end}"#,
+    ])
+    .ok()?;
+    let prefix = format!("{}--", s.seed_ns);
+    entries.lines().find(|l| l.starts_with(&prefix)).map(str::to_string)
 }

@@ -48,6 +48,8 @@ enum Kind {
     Namespace,
     ManagedSeed,
     Bastion,
+    BackupBucket,
+    BackupEntry,
     Lease,
     ServiceAccount,
     Rbac,
@@ -122,6 +124,15 @@ fn rule_for(group: &str, resource: &str) -> Option<Rule> {
         ("operations.gardener.cloud", "bastions") => Rule {
             subresources: &[STATUS],
             ..rule(Bastion, &["list", "watch", "create"], &[], &["get", "patch", "update"])
+        },
+        // Create: only with the seed's own name in spec.seedName, by SeedRestriction.
+        (CORE, "backupbuckets") => Rule {
+            subresources: &[STATUS],
+            ..rule(BackupBucket, &["list", "watch", "create"], &[], &["get", "patch", "update", "delete"])
+        },
+        (CORE, "backupentries") => Rule {
+            subresources: &[STATUS],
+            ..rule(BackupEntry, &["list", "watch", "create"], &[], &["get", "patch", "update", "delete"])
         },
         ("coordination.k8s.io", "leases") => rule(Lease, &["create"], &[], &["get", "patch", "update"]),
         ("" | "events.k8s.io", "events") => rule(Unrelated, &["create", "patch"], &[], &[]),
@@ -218,6 +229,8 @@ fn access(g: &dyn SeedGraph, seed: &str, kind: Kind, attrs: &Attributes) -> Acce
         Kind::Namespace => read(rel::namespace(g, seed, name)),
         Kind::ManagedSeed => write(rel::managed_seed(g, seed, ns, name)),
         Kind::Bastion => write(rel::bastion(g, seed, ns, name)),
+        Kind::BackupBucket => write(rel::backup_bucket(g, seed, name)),
+        Kind::BackupEntry => write(rel::backup_entry(g, seed, ns, name)),
         Kind::Lease => write(rel::lease(seed, ns, name)),
         Kind::ServiceAccount => write(rel::service_account(g, seed, ns, name)),
         Kind::Rbac => write(rel::rbac(g, seed, Some(ns), name)),

@@ -1,9 +1,11 @@
 //! Example gardens for the seed authorizer's tests and benchmark: seeds with shoots, their
-//! bindings, ManagedSeeds, ControllerInstallations and Bastions.
+//! bindings, ManagedSeeds, ControllerInstallations, Bastions, BackupBuckets and BackupEntries.
 
 use super::graph::StaticGraph;
 use api::common::{LocalObjectReference, ObjectReference, SecretReference};
-use api::core::{ControllerInstallation, Project, SecretBinding, Shoot, ShootStatus};
+use api::core::{
+    BackupBucket, BackupEntry, BackupEntryStatus, ControllerInstallation, Project, SecretBinding, Shoot, ShootStatus,
+};
 use api::operations::Bastion;
 use api::security::CredentialsBinding;
 use api::seedmanagement::{ManagedSeed, ShootReference};
@@ -59,6 +61,29 @@ pub fn bastion(namespace: &str, name: &str, shoot: &str) -> Bastion {
     b
 }
 
+/// The BackupBucket `name` of `seed`.
+pub fn backup_bucket(name: &str, seed: &str) -> BackupBucket {
+    let mut b = BackupBucket::new(name, Default::default());
+    b.spec.seed_name = Some(seed.into());
+    b
+}
+
+/// BackupEntry `namespace/name` of shoot `shoot`, with `spec.seedName` and `status.seedName`.
+pub fn backup_entry(
+    namespace: &str,
+    name: &str,
+    spec_seed: &str,
+    status_seed: Option<&str>,
+    shoot: &str,
+) -> BackupEntry {
+    let mut e = BackupEntry::new(name, Default::default());
+    e.metadata.namespace = Some(namespace.into());
+    e.spec.seed_name = Some(spec_seed.into());
+    e.spec.shoot_ref = Some(ObjectReference { name: shoot.into(), ..Default::default() });
+    e.status = Some(BackupEntryStatus { seed_name: status_seed.map(Into::into), ..Default::default() });
+    e
+}
+
 pub fn project(name: &str, namespace: &str) -> Project {
     let mut p = Project::new(name, Default::default());
     p.spec.namespace = Some(namespace.into());
@@ -67,7 +92,7 @@ pub fn project(name: &str, namespace: &str) -> Project {
 
 /// `shoots` shoots spread over `seeds` seeds `seed-0`… in `projects` project namespaces
 /// `garden-p0`…, each with its SecretBinding, plus one ControllerInstallation and one Bastion
-/// per seed (the benchmark's garden).
+/// per seed and one BackupBucket per seed, one BackupEntry per shoot (the benchmark's garden).
 pub fn garden(seeds: usize, shoots: usize, projects: usize) -> StaticGraph {
     let mut g = StaticGraph::default();
     for p in 0..projects {
@@ -82,9 +107,11 @@ pub fn garden(seeds: usize, shoots: usize, projects: usize) -> StaticGraph {
             None,
             &format!("{name}-credentials"),
         )));
+        g.backup_entries.push(Arc::new(backup_entry(&ns, &format!("{name}--{i}"), &seed, Some(&seed), &name)));
     }
     for s in 0..seeds {
         g.controller_installations.push(Arc::new(controller_installation(&format!("ci-{s}"), &format!("seed-{s}"))));
+        g.backup_buckets.push(Arc::new(backup_bucket(&format!("uid-{s}"), &format!("seed-{s}"))));
         g.bastions.push(Arc::new(bastion("garden-p0", &format!("b{s}"), &format!("s{s}"))));
     }
     g

@@ -4,7 +4,7 @@
 //! there is nothing to keep in step). The server backs it with its caches
 //! ([`crate::server::caches`]); tests and benchmarks with [`StaticGraph`].
 
-use api::core::{ControllerInstallation, Project, SecretBinding, Shoot};
+use api::core::{BackupBucket, BackupEntry, ControllerInstallation, Project, SecretBinding, Shoot};
 use api::operations::Bastion;
 use api::security::CredentialsBinding;
 use api::seedmanagement::ManagedSeed;
@@ -22,6 +22,8 @@ pub trait SeedGraph: Send + Sync {
     fn controller_installation(&self, name: &str) -> Option<Arc<ControllerInstallation>>;
     fn bastion(&self, namespace: &str, name: &str) -> Option<Arc<Bastion>>;
     fn project(&self, name: &str) -> Option<Arc<Project>>;
+    fn backup_bucket(&self, name: &str) -> Option<Arc<BackupBucket>>;
+    fn backup_entry(&self, namespace: &str, name: &str) -> Option<Arc<BackupEntry>>;
 }
 
 /// A graph without objects: every object is unrelated to every seed.
@@ -53,6 +55,12 @@ impl SeedGraph for EmptyGraph {
     fn project(&self, _: &str) -> Option<Arc<Project>> {
         None
     }
+    fn backup_bucket(&self, _: &str) -> Option<Arc<BackupBucket>> {
+        None
+    }
+    fn backup_entry(&self, _: &str, _: &str) -> Option<Arc<BackupEntry>> {
+        None
+    }
 }
 
 /// A [`SeedGraph`] over fixed lists (tests, benchmarks).
@@ -65,6 +73,8 @@ pub struct StaticGraph {
     pub controller_installations: Vec<Arc<ControllerInstallation>>,
     pub bastions: Vec<Arc<Bastion>>,
     pub projects: Vec<Arc<Project>>,
+    pub backup_buckets: Vec<Arc<BackupBucket>>,
+    pub backup_entries: Vec<Arc<BackupEntry>>,
 }
 
 fn find<K: ResourceExt>(list: &[Arc<K>], namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
@@ -95,5 +105,11 @@ impl SeedGraph for StaticGraph {
     }
     fn project(&self, name: &str) -> Option<Arc<Project>> {
         find(&self.projects, None, name)
+    }
+    fn backup_bucket(&self, name: &str) -> Option<Arc<BackupBucket>> {
+        find(&self.backup_buckets, None, name)
+    }
+    fn backup_entry(&self, namespace: &str, name: &str) -> Option<Arc<BackupEntry>> {
+        find(&self.backup_entries, Some(namespace), name)
     }
 }

@@ -196,3 +196,19 @@ pub fn rbac(g: &dyn SeedGraph, seed: &str, namespace: Option<&str>, name: &str) 
     };
     managed.is_some_and(|ms| !ms.contains(':') && managed_seed(g, seed, GARDEN_NAMESPACE, ms))
 }
+
+/// BackupBucket `name`: the seed's own (`spec.seedName`).
+pub fn backup_bucket(g: &dyn SeedGraph, seed: &str, name: &str) -> bool {
+    g.backup_bucket(name).is_some_and(|b| b.spec.seed_name() == Some(seed))
+}
+
+/// BackupEntry `namespace/name`: kept by the seed (`spec.seedName`, or `status.seedName` while
+/// it moves to another seed), or the entry of a shoot on the seed (`spec.shootRef`, in the
+/// entry's namespace: the destination of a migration takes the entry over).
+pub fn backup_entry(g: &dyn SeedGraph, seed: &str, namespace: &str, name: &str) -> bool {
+    g.backup_entry(namespace, name).is_some_and(|e| {
+        e.spec.seed_name() == Some(seed)
+            || e.status.as_ref().and_then(|s| s.seed_name.as_deref()) == Some(seed)
+            || e.spec.shoot_ref.as_ref().is_some_and(|r| shoot(g, seed, namespace, &r.name))
+    })
+}

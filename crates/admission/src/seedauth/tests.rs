@@ -7,7 +7,8 @@ use std::sync::Arc;
 /// Seeds `a` and `b`: shoot `garden-p/sa` on `a` (SecretBinding to a Secret in namespace
 /// `creds`, an audit policy ConfigMap), `garden-p/sb` on `b` (CredentialsBinding),
 /// `garden-p/mig` migrating from `a` to `b`, `garden/host` on `a` registered by ManagedSeed
-/// `garden/ms1`.
+/// `garden/ms1`; BackupBuckets `uid-a` and `uid-b` of the two seeds; BackupEntries of `sa`, of
+/// `mig` (still kept on `a`) and of a deleted shoot `gone` on `a` (its deletion grace period).
 fn garden() -> StaticGraph {
     let mut sa = shoot("garden-p", "sa", Some("a"), Some("a"));
     let policy = serde_json::json!({"auditConfig": {"auditPolicy": {"configMapRef": {"name": "sa-audit"}}}});
@@ -31,6 +32,12 @@ fn garden() -> StaticGraph {
         ],
         bastions: vec![Arc::new(bastion("garden-p", "ba", "sa"))],
         projects: vec![Arc::new(project("p", "garden-p"))],
+        backup_buckets: vec![Arc::new(backup_bucket("uid-a", "a")), Arc::new(backup_bucket("uid-b", "b"))],
+        backup_entries: vec![
+            Arc::new(backup_entry("garden-p", "sa--1", "a", Some("a"), "sa")),
+            Arc::new(backup_entry("garden-p", "mig--3", "a", Some("a"), "mig")),
+            Arc::new(backup_entry("garden-p", "gone--4", "a", Some("a"), "gone")),
+        ],
     }
 }
 
@@ -96,6 +103,13 @@ const OWNED_BY_A: &[(&str, &str, &str, &str)] = &[
     ("bind", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:ms1:bootstrap"),
     ("patch", "roles.rbac.authorization.k8s.io", "garden", "gardener.cloud:system:gardenlet:ms1:leader-election"),
     ("create", "certificatesigningrequests/seedclient.certificates.k8s.io", "", "a"),
+    ("get", "backupbuckets.core.gardener.cloud", "", "uid-a"),
+    ("patch", "backupbuckets/status.core.gardener.cloud", "", "uid-a"),
+    ("delete", "backupbuckets.core.gardener.cloud", "", "uid-a"),
+    ("patch", "backupentries.core.gardener.cloud", "garden-p", "sa--1"),
+    ("patch", "backupentries/status.core.gardener.cloud", "garden-p", "sa--1"),
+    // The entry of a deleted shoot, kept for the deletion grace period.
+    ("patch", "backupentries.core.gardener.cloud", "garden-p", "gone--4"),
 ];
 
 /// Allowed for seed `b`, no opinion for `a`.
@@ -103,6 +117,7 @@ const OWNED_BY_B: &[(&str, &str, &str, &str)] = &[
     ("get", "credentialsbindings.security.gardener.cloud", "garden-p", "sb-cb"),
     ("get", "secrets", "garden-p", "sb-credentials"),
     ("patch", "controllerinstallations.core.gardener.cloud", "", "ci-b"),
+    ("patch", "backupbuckets.core.gardener.cloud", "", "uid-b"),
 ];
 
 /// Allowed for both seeds (the migrating shoot, and what every gardenlet's informers need).
@@ -133,6 +148,12 @@ const SHARED: &[(&str, &str, &str, &str)] = &[
     ("get", "seeds.core.gardener.cloud", "", "b"),
     // A ShootState whose Shoot is gone may be deleted.
     ("delete", "shootstates.core.gardener.cloud", "garden-p", "gone"),
+    // The entry of the migrating shoot: the source keeps it, the destination takes it over.
+    ("patch", "backupentries.core.gardener.cloud", "garden-p", "mig--3"),
+    ("update", "backupentries/status.core.gardener.cloud", "garden-p", "mig--3"),
+    ("create", "backupentries.core.gardener.cloud", "garden-p", ""),
+    ("create", "backupbuckets.core.gardener.cloud", "", ""),
+    ("watch", "backupentries.core.gardener.cloud", "", ""),
 ];
 
 /// No opinion for either seed.
@@ -155,6 +176,8 @@ const NOBODYS: &[(&str, &str, &str, &str)] = &[
     ("bind", "clusterroles.rbac.authorization.k8s.io", "", "gardener.cloud:system:gardenlet:a:bootstrap"),
     ("delete", "events", "garden-p", "e"),
     ("get", "backupbuckets.core.gardener.cloud", "", "a"),
+    ("get", "backupentries.core.gardener.cloud", "garden-p", "missing"),
+    ("patch", "backupentries/spec.core.gardener.cloud", "garden-p", "sa--1"),
 ];
 
 fn allowed(g: &StaticGraph, seed: &str, case: &(&str, &str, &str, &str)) -> bool {

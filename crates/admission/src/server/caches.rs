@@ -1,7 +1,7 @@
 //! Watch-fed caches of the objects the rules look up (CloudProfiles, NamespacedCloudProfiles,
 //! Seeds, Shoots, Projects, SecretBindings, CredentialsBindings, Quotas, ExposureClasses,
 //! ManagedSeeds, ControllerRegistrations, and Namespaces for their pod security level; for the
-//! seed authorizer also ControllerInstallations and Bastions), so that answering a request
+//! seed authorizer also ControllerInstallations, Bastions, BackupBuckets and BackupEntries), so that answering a request
 //! needs no API round trip. They back both the rules' [`Lookup`] and the seed authorizer's
 //! [`SeedGraph`]; Secrets are not watched (the authorizer relates them by the bindings'
 //! references).
@@ -9,8 +9,8 @@
 use crate::review::Lookup;
 use crate::seedauth::SeedGraph;
 use api::core::{
-    CloudProfile, ControllerInstallation, ControllerRegistration, ExposureClass, NamespacedCloudProfile, Project,
-    Quota, SecretBinding, Seed, Shoot,
+    BackupBucket, BackupEntry, CloudProfile, ControllerInstallation, ControllerRegistration, ExposureClass,
+    NamespacedCloudProfile, Project, Quota, SecretBinding, Seed, Shoot,
 };
 use api::operations::Bastion;
 use api::security::CredentialsBinding;
@@ -43,6 +43,8 @@ pub struct Caches {
     namespaces: Store<Namespace>,
     controller_installations: Store<ControllerInstallation>,
     bastions: Store<Bastion>,
+    backup_buckets: Store<BackupBucket>,
+    backup_entries: Store<BackupEntry>,
 }
 
 impl Debug for Caches {
@@ -90,7 +92,9 @@ impl Caches {
             controller_registrations: cache(Api::all(client.clone()), stop.clone()),
             namespaces: cache(Api::all(client.clone()), stop.clone()),
             controller_installations: cache(Api::all(client.clone()), stop.clone()),
-            bastions: cache(Api::all(client.clone()), stop),
+            bastions: cache(Api::all(client.clone()), stop.clone()),
+            backup_buckets: cache(Api::all(client.clone()), stop.clone()),
+            backup_entries: cache(Api::all(client.clone()), stop),
         }
     }
 
@@ -110,7 +114,9 @@ impl Caches {
             self.controller_registrations.wait_until_ready(),
             self.namespaces.wait_until_ready(),
             self.controller_installations.wait_until_ready(),
-            self.bastions.wait_until_ready()
+            self.bastions.wait_until_ready(),
+            self.backup_buckets.wait_until_ready(),
+            self.backup_entries.wait_until_ready()
         );
     }
 }
@@ -200,5 +206,13 @@ impl SeedGraph for Caches {
 
     fn project(&self, name: &str) -> Option<Arc<Project>> {
         self.projects.get(&ObjectRef::new(name))
+    }
+
+    fn backup_bucket(&self, name: &str) -> Option<Arc<BackupBucket>> {
+        self.backup_buckets.get(&ObjectRef::new(name))
+    }
+
+    fn backup_entry(&self, namespace: &str, name: &str) -> Option<Arc<BackupEntry>> {
+        self.backup_entries.get(&ObjectRef::new(name).within(namespace))
     }
 }

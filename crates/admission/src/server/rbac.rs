@@ -31,8 +31,11 @@ pub fn rules() -> Vec<PolicyRule> {
                 "exposureclasses",
                 // The extension types a Shoot or Seed may name (crate::extensions).
                 "controllerregistrations",
-                // The seed authorizer: which seed each installation is for (crate::seedauth).
+                // The seed authorizer: which seed each installation, bucket and entry is for
+                // (crate::seedauth).
                 "controllerinstallations",
+                "backupbuckets",
+                "backupentries",
             ],
             &["list", "watch"],
         ),

@@ -2,9 +2,11 @@
 //! (capacity, allocatable, `GardenletReady`, `BackupBucketsReady`) current, and renews a
 //! heartbeat Lease so the garden can tell a dead gardenlet from a quiet one. For a seed with a
 //! backup configuration it keeps the seed's extension BackupBucket (named after the Seed's UID,
-//! the bucket of every shoot's BackupEntry) in the seed cluster.
+//! the bucket of every shoot's BackupEntry) in the seed cluster, and the garden's BackupBucket
+//! of the same name that reports it ([`garden_bucket`]).
 
 pub mod decide;
+pub mod garden_bucket;
 
 use crate::config::SeedConfig;
 use api::common::Gardener;
@@ -126,6 +128,7 @@ impl SeedController {
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => return Err(self.err("deleting the seed's BackupBucket")(e)),
             }
+            garden_bucket::delete(&self.garden, uid).await.map_err(self.err("deleting the garden BackupBucket"))?;
             return Ok(None);
         }
         let (Some(client), Some(desired)) = (&self.seed, crate::shoot::objects::extensions::backup_bucket(seed)) else {
@@ -151,6 +154,7 @@ impl SeedController {
                     .map_err(self.err("applying the seed's BackupBucket"))?
             }
         };
+        garden_bucket::sync(&self.garden, seed, &current).await.map_err(self.err("writing the garden BackupBucket"))?;
         let ready = check_ready(&current.metadata, current.status.as_ref().map(|s| &s.default))
             .map_err(|why| format!("BackupBucket {name} {why}"));
         Ok(Some(ready))

@@ -108,12 +108,27 @@ async fn delete_shootstate(ctx: Arc<OperationContext>) -> Result<(), TaskError> 
     }
 }
 
-/// Deletes the shoot's extension BackupEntry (the provider keeps the data for its configured
-/// grace period).
-pub(crate) async fn delete_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+/// Deletes the shoot's extension BackupEntry in this seed and waits until it is gone (the
+/// provider deletes the data): a migration's source, once the destination has the data.
+pub(crate) async fn delete_extension_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let Some(uid) = ctx.shoot.metadata.uid.as_deref() else { return Ok(()) };
     let name = crate::shoot::objects::extensions::backup_entry_name(&ctx.values, uid);
     ctx.deployer.delete_and_wait::<api::extensions::BackupEntry>(None, &name).await.map_err(deploy_err)
+}
+
+/// Deletes the shoot's garden BackupEntry: the BackupEntry controller keeps the backups for
+/// the deletion grace period, then deletes the extension entry and with it the data
+/// ([`crate::backupentry`]). A shoot without a garden entry (created before there were any) has
+/// its extension entry deleted now.
+pub(crate) async fn delete_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
+    let Some(uid) = ctx.shoot.metadata.uid.as_deref() else { return Ok(()) };
+    let name = crate::shoot::objects::extensions::backup_entry_name(&ctx.values, uid);
+    let api: Api<api::core::BackupEntry> = Api::namespaced(ctx.garden.clone(), &ctx.values.garden_namespace);
+    match api.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => delete_extension_backup_entry(ctx).await,
+        Err(e) => Err(task_err(e)),
+    }
 }
 
 /// Builds the deletion flow for one shoot.

@@ -3,7 +3,8 @@
 //! flow cannot get past (an extension nobody serves any more, infrastructure credentials that no
 //! longer work), the cleanup of the extension objects is given up:
 //!
-//! 1. every extension object of the shoot (in its seed namespace, and its BackupEntry) is
+//! 1. the garden BackupEntry is deleted without its grace period; every extension object of
+//!    the shoot (in its seed namespace, and its BackupEntry) is
 //!    annotated with `confirmation.gardener.cloud/force-deletion=true`, which tells its
 //!    controller to drop its finalizer without cleaning up (`extension_sdk::controller`), and
 //!    deleted;
@@ -128,10 +129,16 @@ where
     force_delete(api, |_: &K| true, GRACE.min(ctx.wait_timeout)).await
 }
 
-/// The shoot's BackupEntry (cluster-scoped, named after the shoot).
+/// The shoot's BackupEntries: the garden's, deleted without a grace period (the BackupEntry
+/// controller releases it once the extension entry is gone), and the extension entry
+/// (cluster-scoped, named after the shoot), force-deleted like every extension object.
 async fn force_delete_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let Some(uid) = ctx.shoot.metadata.uid.as_deref() else { return Ok(()) };
     let name = crate::shoot::objects::extensions::backup_entry_name(&ctx.values, uid);
+    let garden: Api<api::core::BackupEntry> = Api::namespaced(ctx.garden.clone(), &ctx.values.garden_namespace);
+    let now = json!({"metadata": {"annotations": {crate::backupentry::decide::ANNOTATION_FORCE_DELETION: "true"}}});
+    ignore_not_found(garden.patch(&name, &PatchParams::default(), &Patch::Merge(&now)).await)?;
+    ignore_not_found(garden.delete(&name, &DeleteParams::background()).await)?;
     let api = BackupEntry::api(ctx.seed.clone(), None);
     force_delete(api, move |b: &BackupEntry| b.name_any() == name, GRACE.min(ctx.wait_timeout)).await
 }

@@ -18,7 +18,7 @@ use crate::components::{etcd, kube_apiserver, kube_controller_manager, kube_sche
 use crate::flow::{Flow, FlowBuilder, GraphError, TaskError};
 use crate::shoot::backup::{self, SnapshotRecord};
 use crate::shoot::flows::delete::{
-    delete_all, delete_backup_entry, delete_cluster, delete_control_plane, delete_etcd, delete_namespace,
+    delete_all, delete_cluster, delete_control_plane, delete_etcd, delete_extension_backup_entry, delete_namespace,
 };
 use crate::shoot::objects::extensions as ext;
 use crate::shoot::operation::apply::{deploy_err, t, task_err, wait_for};
@@ -276,7 +276,7 @@ async fn migrate_backup_entry(ctx: Arc<OperationContext>) -> Result<(), TaskErro
             .await
             .map_err(task_err)?;
     }
-    delete_backup_entry(ctx).await
+    delete_extension_backup_entry(ctx).await
 }
 
 async fn delete_migrated(ctx: Arc<OperationContext>) -> Result<(), TaskError> {

@@ -1,5 +1,6 @@
-//! The shoot's BackupEntry and the final etcd snapshot of a migration: checked before etcd starts from it, marked restored after.
+//! The shoot's BackupEntries (the garden's and the seed's extension entry) and the final etcd snapshot of a migration: checked before etcd starts from it, marked restored after.
 
+use crate::backupentry;
 use crate::components::etcd;
 use crate::flow::TaskError;
 use crate::shoot::backup;
@@ -26,7 +27,14 @@ pub(super) async fn deploy_backup_entry(ctx: Arc<OperationContext>) -> Result<()
     if let Some(record) = ctx.snapshot_record.as_ref().filter(|r| r.entry_name == entry.name_any()) {
         entry.spec.bucket_name = record.bucket_name.clone();
     }
+    // The garden's entry first (the record that outlives the shoot for the deletion grace
+    // period), then the seed's extension entry, then the garden entry's status from it.
+    let seed_name = ctx.config.seed.name.as_str();
+    let desired = backupentry::decide::desired(&ctx.shoot, seed_name, &entry.spec.bucket_name, &entry.name_any());
+    let garden_entry = backupentry::apply::apply(&ctx.garden, &desired).await.map_err(task_err)?;
     let ready = deploy_extension(&ctx, &entry).await?;
+    let status = backupentry::decide::status_from(&garden_entry, &ready, seed_name);
+    backupentry::apply::write_status(&ctx.garden, &garden_entry, status).await.map_err(task_err)?;
     ctx.found().backup_dir = backup::host_path(&ready);
     Ok(())
 }
