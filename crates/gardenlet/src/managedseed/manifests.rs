@@ -112,6 +112,8 @@ pub const RULES: &[Rule] = &[
     rule(Side::Garden, &[CORE], &["shootstates"], &["get", "create", "patch", "delete"]),
     rule(Side::Garden, &[CORE], &["internalsecrets"], &["get", "create", "patch"]),
     rule(Side::Garden, &[""], &["configmaps"], &["get", "create", "patch"]),
+    rule(Side::Garden, &[CORE], &["backupbuckets", "backupentries"], RW),
+    rule(Side::Garden, &[CORE], &["backupbuckets/status", "backupentries/status"], &["patch"]),
     rule(Side::Garden, &["operations.gardener.cloud"], &["bastions"], &["list", "watch", "patch"]),
     rule(Side::Garden, &["operations.gardener.cloud"], &["bastions/status"], &["patch"]),
     rule(Side::Garden, &[CORE], &["controllerregistrations", "controllerdeployments"], &["list", "watch"]),
