@@ -125,6 +125,18 @@ async fn a_shoot_whose_etcd_volume_is_lost_comes_back_from_its_backups() {
     let failed = writer.await.unwrap();
     eprintln!("the shoot's API served again {back_after:?} after the restore; {failed} writes failed meanwhile");
 
+    // The shoot's health says that etcd was restored, and from what (the care controller looks
+    // every minute).
+    let (health, _) = s
+        .wait("ControlPlaneHealthy reports the restore", STEP_TIMEOUT, || async {
+            let path = r#"jsonpath={.status.conditions[?(@.type=="ControlPlaneHealthy")].message}"#;
+            let message = kubectl(&["-n", e2e::shoot::PROJECT_NS, "get", "shoot", &s.name, "-o", path])?;
+            Ok(message.contains("was restored from its backups").then_some(message))
+        })
+        .await;
+    eprintln!("ControlPlaneHealthy: {health}");
+    assert!(health.contains(&message), "the condition names what the restore said: {health}");
+
     let api: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
     let present: std::collections::BTreeSet<String> =
         api.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|c| c.metadata.name).collect();

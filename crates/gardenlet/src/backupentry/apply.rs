@@ -28,13 +28,22 @@ fn err(what: &'static str, entry: &BackupEntry) -> impl FnOnce(kube::Error) -> A
 }
 
 /// Creates `desired` or brings the existing entry to it; returns the entry as stored.
+///
+/// Created first and read only when it exists: the seed authorizer relates an entry to a seed
+/// through the entry itself, so reading one that does not exist yet is refused (403), not
+/// answered with 404.
 pub async fn apply(garden: &kube::Client, desired: &BackupEntry) -> Result<BackupEntry, ApplyError> {
     let api: Api<BackupEntry> = Api::namespaced(garden.clone(), &desired.namespace().unwrap_or_default());
     let name = desired.name_any();
-    let Some(current) = api.get_opt(&name).await.map_err(err("reading", desired))? else {
-        tracing::info!(entry = %name, "creating the garden BackupEntry");
-        return api.create(&PostParams::default(), desired).await.map_err(err("creating", desired));
-    };
+    match api.create(&PostParams::default(), desired).await {
+        Ok(created) => {
+            tracing::info!(entry = %name, "created the garden BackupEntry");
+            return Ok(created);
+        }
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => return Err(err("creating", desired)(e)),
+    }
+    let current = api.get(&name).await.map_err(err("reading", desired))?;
     if current.metadata.deletion_timestamp.is_some() {
         return Err(ApplyError::Deleting { namespace: current.namespace().unwrap_or_default(), name });
     }

@@ -21,8 +21,8 @@ pub const PEER_SERVICE: &str = "etcd-main-peer";
 pub const CLIENT_PORT: i32 = 2379;
 pub const PEER_PORT: i32 = 2380;
 pub const METRICS_PORT: i32 = 2381;
-const APP: &str = "etcd-statefulset";
-const ROLE: &str = "main";
+pub const APP: &str = "etcd-statefulset";
+pub const ROLE: &str = "main";
 /// Where the data volume is mounted.
 const VOLUME: &str = "/var/etcd";
 const DATA_DIR: &str = "/var/etcd/data";

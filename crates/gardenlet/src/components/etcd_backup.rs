@@ -19,6 +19,9 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 pub const BACKUP_MOUNT: &str = "/var/etcd/backup";
 /// The sidecar's `/readyz` and `/metrics`.
 pub const BACKUP_PORT: i32 = 2382;
+/// The init container that restores a missing data directory; its termination message says
+/// what it restored from (the care controller reports it).
+pub const RESTORE_CONTAINER: &str = "restore";
 
 fn image(values: &ControlPlaneValues) -> String {
     Images::resolve(&values.images.etcd_backup, &values.kubernetes_version)
@@ -63,7 +66,7 @@ pub fn restore(
     peer: &str,
 ) -> Container {
     Container {
-        name: "restore".to_string(),
+        name: RESTORE_CONTAINER.to_string(),
         image: Some(image(values)),
         command: Some(vec!["etcd-backup".to_string(), "restore".to_string()]),
         args: Some(vec![

@@ -47,22 +47,30 @@ pub fn status_from(bucket: &BackupBucket, ext: &ExtensionBackupBucket) -> Backup
 
 /// Creates or updates the garden bucket of `seed` and mirrors `ext`'s status into it; writes
 /// only what changed.
+///
+/// Created first and read only when it exists: the seed authorizer relates a bucket to its seed
+/// by the bucket's `spec.seedName`, so a read of a bucket that does not exist yet is refused
+/// (403), not answered with 404. The status of a bucket created in this round is written in the
+/// next (the authorizer's cache learns of the bucket from its watch).
 pub async fn sync(garden: &kube::Client, seed: &Seed, ext: &ExtensionBackupBucket) -> Result<(), kube::Error> {
     let Some(desired) = desired(seed) else { return Ok(()) };
     let api: Api<BackupBucket> = Api::all(garden.clone());
     let name = desired.name_any();
-    let current = match api.get_opt(&name).await? {
-        None => {
-            tracing::info!(bucket = %name, "creating the garden BackupBucket");
-            api.create(&PostParams::default(), &desired).await?
+    match api.create(&PostParams::default(), &desired).await {
+        Ok(_) => {
+            tracing::info!(bucket = %name, "created the garden BackupBucket");
+            return Ok(());
         }
-        Some(current) if current.spec != desired.spec => {
-            tracing::info!(bucket = %name, "updating the garden BackupBucket");
-            let patch = serde_json::json!({ "spec": desired.spec, "metadata": {"resourceVersion": current.resource_version()} });
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?
-        }
-        Some(current) => current,
-    };
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => return Err(e),
+    }
+    let mut current = api.get(&name).await?;
+    if current.spec != desired.spec {
+        tracing::info!(bucket = %name, "updating the garden BackupBucket");
+        let patch =
+            serde_json::json!({ "spec": desired.spec, "metadata": {"resourceVersion": current.resource_version()} });
+        current = api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    }
     let status = status_from(&current, ext);
     if current.status.as_ref() != Some(&status) {
         let patch = serde_json::json!({ "status": status });
@@ -71,11 +79,13 @@ pub async fn sync(garden: &kube::Client, seed: &Seed, ext: &ExtensionBackupBucke
     Ok(())
 }
 
-/// Deletes the garden bucket named `uid` (the Seed goes).
+/// Deletes the garden bucket named `uid` (the Seed goes). A refusal counts as gone: the seed
+/// authorizer refuses what it relates to no seed, and a bucket that does not exist relates to
+/// none (the garden's garbage collector removes the bucket with the Seed in any case).
 pub async fn delete(garden: &kube::Client, uid: &str) -> Result<(), kube::Error> {
     match Api::<BackupBucket>::all(garden.clone()).delete(uid, &Default::default()).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => Ok(()),
         Err(e) => Err(e),
     }
 }

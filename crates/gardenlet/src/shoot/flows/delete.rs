@@ -126,7 +126,9 @@ pub(crate) async fn delete_backup_entry(ctx: Arc<OperationContext>) -> Result<()
     let api: Api<api::core::BackupEntry> = Api::namespaced(ctx.garden.clone(), &ctx.values.garden_namespace);
     match api.delete(&name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => delete_extension_backup_entry(ctx).await,
+        // Missing; through the seed authorizer a missing entry is refused (403) rather than not
+        // found, since only an existing entry relates to the seed.
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => delete_extension_backup_entry(ctx).await,
         Err(e) => Err(task_err(e)),
     }
 }

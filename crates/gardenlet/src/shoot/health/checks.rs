@@ -4,7 +4,10 @@
 //! every node. A hibernated shoot reports
 //! its conditions as healthy with reason `Hibernated`: being asleep is not a failure.
 
-use crate::components::{cluster_dns, etcd, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler};
+use crate::components::common::labels;
+use crate::components::{
+    cluster_dns, etcd, etcd_backup, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler,
+};
 use crate::shoot::health::care::cache::Workloads;
 use crate::shoot::operation::readiness as checks;
 use crate::shoot::status::conditions::Check;
@@ -13,7 +16,7 @@ use api::helpers::constants::conditions::{
     API_SERVER_AVAILABLE, CONTROL_PLANE_HEALTHY, EVERY_NODE_READY, SYSTEM_COMPONENTS_HEALTHY,
 };
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Api;
 use kube::api::ListParams;
@@ -113,9 +116,43 @@ async fn control_plane(seed: &kube::Client, namespace: &str, cached: Option<&Wor
         Ok(None) => problems.push(format!("{}: missing", etcd::NAME)),
         Err(e) => problems.push(format!("{}: {e}", etcd::NAME)),
     }
-    let message =
+    let pods = match cached {
+        Some(c) => c.etcd_pods(namespace).iter().map(|p| p.as_ref().clone()).collect(),
+        None => {
+            let selector = format!("{}={},{}={}", labels::APP, etcd::APP, labels::ROLE, etcd::ROLE);
+            let (api, params) =
+                (Api::<Pod>::namespaced(seed.clone(), namespace), ListParams::default().labels(&selector));
+            api.list(&params).await.map(|l| l.items).unwrap_or_default()
+        }
+    };
+    let mut message =
         if problems.is_empty() { "All control plane components are healthy.".to_string() } else { problems.join("; ") };
+    if let Some(note) = restore_note(&pods) {
+        message.push(' ');
+        message.push_str(&note);
+    }
     check(CONTROL_PLANE_HEALTHY, problems.is_empty(), "ControlPlaneRunning", "ControlPlaneUnhealthy", message)
+}
+
+/// What the running etcd pods say about a restore from backups: the `restore` init container's
+/// termination message when it restored (not when it found data or had no backup), with when.
+pub fn restore_note(pods: &[Pod]) -> Option<String> {
+    let notes: Vec<String> = pods
+        .iter()
+        .filter_map(|pod| {
+            let statuses = pod.status.as_ref()?.init_container_statuses.as_ref()?;
+            let restore = statuses.iter().find(|c| c.name == etcd_backup::RESTORE_CONTAINER)?;
+            let done = restore.state.as_ref()?.terminated.as_ref()?;
+            let message = done.message.as_deref().filter(|m| m.starts_with("restored from"))?;
+            let at = done.finished_at.as_ref().map(|t| format!(" at {}", t.0)).unwrap_or_default();
+            Some(format!(
+                "{} was restored from its backups{at}: {}.",
+                pod.metadata.name.as_deref().unwrap_or("etcd"),
+                message.trim()
+            ))
+        })
+        .collect();
+    (!notes.is_empty()).then(|| notes.join(" "))
 }
 
 /// Computes every condition (never fails: an unreachable API is itself the finding).
@@ -282,6 +319,31 @@ mod tests {
         let not_ready = nodes_check(&[node("True"), node("False")], 1);
         assert_eq!((not_ready.status, not_ready.reason.as_str()), (ConditionStatus::False, "NodesNotReady"));
         assert_eq!(nodes_check(&[], 0).status, ConditionStatus::True, "no pools, no nodes expected");
+    }
+
+    #[test]
+    fn a_restore_from_backups_is_reported_and_other_outcomes_are_not() {
+        let pod = |message: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "etcd-main-0"},
+                "status": {"initContainerStatuses": [
+                    {"name": "data-dir", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+                     "state": {"terminated": {"exitCode": 0}}},
+                    {"name": "restore", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+                     "state": {"terminated": {"exitCode": 0, "message": message, "finishedAt": "2026-11-28T10:00:00Z"}}},
+                ]},
+            }))
+            .unwrap()
+        };
+        let restored = "restored from Full-00000000-00000100-1795000000.db and 3 delta snapshots up to revision 180";
+        let note = restore_note(&[pod(restored)]).unwrap();
+        assert!(
+            note.starts_with("etcd-main-0 was restored from its backups at 2026-11-28T10:00:00Z: restored from Full-"),
+            "{note}"
+        );
+        assert_eq!(restore_note(&[pod("the data directory holds an etcd member; nothing restored")]), None);
+        assert_eq!(restore_note(&[pod("no data directory and no backup; etcd starts empty")]), None);
+        assert_eq!(restore_note(&[]), None);
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //!   each that selects `gardener.cloud/role=controlplane`; only what the health checks use is
 //!   kept (managed fields and pod templates are dropped on arrival, so 500 shoots' workloads
 //!   stay a few MiB);
+//! * the etcd pods (label-selected), reduced to their init containers' statuses: a restore from
+//!   backups is reported from the `restore` container's termination message;
 //! * a client for each shoot's API server, built from the admin kubeconfig Secret and reused
 //!   for [`CLIENT_TTL`], dropped early when the shoot's API server does not answer (the
 //!   kubeconfig may have changed, say by a CA rotation), so a Secret is read once per shoot
@@ -12,6 +14,7 @@
 use crate::components::common::labels;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use kube::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -27,6 +30,7 @@ pub const CLIENT_TTL: Duration = Duration::from_secs(600);
 pub struct Workloads {
     deployments: Store<Deployment>,
     statefulsets: Store<StatefulSet>,
+    etcd_pods: Store<Pod>,
 }
 
 impl std::fmt::Debug for Workloads {
@@ -34,6 +38,7 @@ impl std::fmt::Debug for Workloads {
         f.debug_struct("Workloads")
             .field("deployments", &self.deployments.len())
             .field("statefulsets", &self.statefulsets.len())
+            .field("etcd_pods", &self.etcd_pods.len())
             .finish()
     }
 }
@@ -68,16 +73,42 @@ impl Workloads {
         )
         .default_backoff()
         .for_each(|_| futures::future::ready(()));
+        let etcd_selector = format!(
+            "{}={},{}={}",
+            labels::APP,
+            crate::components::etcd::APP,
+            labels::ROLE,
+            crate::components::etcd::ROLE
+        );
+        let (etcd_pods, p_writer) = reflector::store();
+        let p_watch = reflector::reflector(
+            p_writer,
+            watcher(Api::<Pod>::all(seed.clone()), watcher::Config::default().labels(&etcd_selector)).modify(|p| {
+                p.metadata.managed_fields = None;
+                p.metadata.annotations = None;
+                p.spec = None;
+                p.status = p
+                    .status
+                    .take()
+                    .map(|s| PodStatus { init_container_statuses: s.init_container_statuses, ..Default::default() });
+            }),
+        )
+        .default_backoff()
+        .for_each(|_| futures::future::ready(()));
         let run = async move {
-            futures::join!(d_watch, s_watch);
+            futures::join!(d_watch, s_watch, p_watch);
         };
-        (Self { deployments, statefulsets }, run)
+        (Self { deployments, statefulsets, etcd_pods }, run)
     }
 
     /// Waits until both watches have listed.
     pub async fn ready(&self) -> bool {
-        let (d, s) = futures::join!(self.deployments.wait_until_ready(), self.statefulsets.wait_until_ready());
-        d.is_ok() && s.is_ok()
+        let (d, s, p) = futures::join!(
+            self.deployments.wait_until_ready(),
+            self.statefulsets.wait_until_ready(),
+            self.etcd_pods.wait_until_ready()
+        );
+        d.is_ok() && s.is_ok() && p.is_ok()
     }
 
     pub fn deployment(&self, namespace: &str, name: &str) -> Option<Arc<Deployment>> {
@@ -86,6 +117,11 @@ impl Workloads {
 
     pub fn statefulset(&self, namespace: &str, name: &str) -> Option<Arc<StatefulSet>> {
         self.statefulsets.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    /// The etcd pods of `namespace` (their init containers' statuses only).
+    pub fn etcd_pods(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        self.etcd_pods.state().into_iter().filter(|p| p.metadata.namespace.as_deref() == Some(namespace)).collect()
     }
 }
 
