@@ -27,7 +27,8 @@ fn err(what: &'static str, entry: &BackupEntry) -> impl FnOnce(kube::Error) -> A
     move |source| ApplyError::Kube { what, namespace, name, source }
 }
 
-/// Creates `desired` or brings the existing entry to it; returns the entry as stored.
+/// Creates `desired` or brings the existing entry to it, keeping its bucket (the data is
+/// there); returns the entry as stored.
 ///
 /// Created first and read only when it exists: the seed authorizer relates an entry to a seed
 /// through the entry itself, so reading one that does not exist yet is refused (403), not
@@ -47,6 +48,7 @@ pub async fn apply(garden: &kube::Client, desired: &BackupEntry) -> Result<Backu
     if current.metadata.deletion_timestamp.is_some() {
         return Err(ApplyError::Deleting { namespace: current.namespace().unwrap_or_default(), name });
     }
+    let desired = &decide::keeping_bucket(&current, desired);
     if !decide::needs_apply(&current, desired) {
         return Ok(current);
     }

@@ -47,6 +47,17 @@ pub fn needs_apply(current: &BackupEntry, desired: &BackupEntry) -> bool {
     current.spec != desired.spec || !current.finalizers().iter().any(|f| f == FINALIZER_GARDENER)
 }
 
+/// `desired` with the bucket of the existing entry `current`: the backups stay where they are
+/// when the shoot moves to another seed (Gardener changes an entry's bucket only by a new
+/// entry).
+pub fn keeping_bucket(current: &BackupEntry, desired: &BackupEntry) -> BackupEntry {
+    let mut out = desired.clone();
+    if !current.spec.bucket_name.is_empty() {
+        out.spec.bucket_name = current.spec.bucket_name.clone();
+    }
+    out
+}
+
 /// The status of the garden entry once the seed's extension entry `ext` has been reconciled:
 /// its last operation and error, the garden entry's generation, the seed.
 pub fn status_from(entry: &BackupEntry, ext: &ExtensionBackupEntry, seed: &str) -> BackupEntryStatus {
@@ -144,6 +155,10 @@ mod tests {
         let mut moved = e.clone();
         moved.spec.seed_name = Some("other".into());
         assert!(needs_apply(&e, &moved), "a new seed is written");
+        let mut elsewhere = desired(&shoot(), "other-seed", "other-bucket", "shoot--dev--demo--uid-1");
+        elsewhere = keeping_bucket(&e, &elsewhere);
+        assert_eq!(elsewhere.spec.bucket_name, "bucket", "the bucket stays with the data");
+        assert_eq!(elsewhere.spec.seed_name(), Some("other-seed"));
         let mut released = e.clone();
         released.metadata.finalizers = None;
         assert!(needs_apply(&released, &e), "a missing finalizer is written");

@@ -32,6 +32,9 @@ pub(super) async fn deploy_backup_entry(ctx: Arc<OperationContext>) -> Result<()
     let seed_name = ctx.config.seed.name.as_str();
     let desired = backupentry::decide::desired(&ctx.shoot, seed_name, &entry.spec.bucket_name, &entry.name_any());
     let garden_entry = backupentry::apply::apply(&ctx.garden, &desired).await.map_err(task_err)?;
+    // The garden entry keeps the bucket the data is in, also when the shoot moved to another
+    // seed without a final snapshot (the source seed was lost): its backups are found there.
+    entry.spec.bucket_name = garden_entry.spec.bucket_name.clone();
     let ready = deploy_extension(&ctx, &entry).await?;
     let status = backupentry::decide::status_from(&garden_entry, &ready, seed_name);
     backupentry::apply::write_status(&ctx.garden, &garden_entry, status).await.map_err(task_err)?;
