@@ -63,6 +63,29 @@ async fn the_chart_rbac_serves_admission_and_no_rule_can_go() {
     })
     .await;
 
+    // The seed authorizer's caches list and watch BackupBuckets and BackupEntries; writing them
+    // is the seeds' business, not the controller-manager's.
+    let groups = ["system:serviceaccounts", "system:serviceaccounts:garden"];
+    let may = |verb: &'static str, resource: &'static str| {
+        let admin = admin.clone();
+        async move {
+            testenv::access::may(&admin, SA_USER, &groups, verb, ("core.gardener.cloud", resource, "", ""))
+                .await
+                .unwrap()
+        }
+    };
+    for (verb, resource, allowed) in [
+        ("watch", "backupentries", true),
+        ("list", "backupbuckets", true),
+        ("get", "backupentries", false),
+        ("patch", "backupentries", false),
+        ("delete", "backupentries", false),
+        ("create", "backupbuckets", false),
+        ("delete", "backupbuckets", false),
+    ] {
+        assert_eq!(may(verb, resource).await, allowed, "{verb} {resource}");
+    }
+
     let role_uid = Api::<ClusterRole>::all(admin.clone()).get(ROLE).await.unwrap().uid().unwrap();
     let validating = Api::<ValidatingWebhookConfiguration>::all(admin.clone());
     let mutating = Api::<MutatingWebhookConfiguration>::all(admin.clone());

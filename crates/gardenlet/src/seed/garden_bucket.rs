@@ -48,23 +48,23 @@ pub fn status_from(bucket: &BackupBucket, ext: &ExtensionBackupBucket) -> Backup
 /// Creates or updates the garden bucket of `seed` and mirrors `ext`'s status into it; writes
 /// only what changed.
 ///
-/// Created first and read only when it exists: the seed authorizer relates a bucket to its seed
-/// by the bucket's `spec.seedName`, so a read of a bucket that does not exist yet is refused
-/// (403), not answered with 404. The status of a bucket created in this round is written in the
-/// next (the authorizer's cache learns of the bucket from its watch).
+/// Read first (one request per heartbeat once it exists). Through the seed authorizer, a bucket
+/// that does not exist yet is refused (403) rather than not found, since only an existing bucket
+/// names its seed: either answer leads to the creation. The status of a bucket created in this
+/// round is written in the next (the authorizer's cache learns of the bucket from its watch).
 pub async fn sync(garden: &kube::Client, seed: &Seed, ext: &ExtensionBackupBucket) -> Result<(), kube::Error> {
     let Some(desired) = desired(seed) else { return Ok(()) };
     let api: Api<BackupBucket> = Api::all(garden.clone());
     let name = desired.name_any();
-    match api.create(&PostParams::default(), &desired).await {
-        Ok(_) => {
-            tracing::info!(bucket = %name, "created the garden BackupBucket");
+    let mut current = match api.get(&name).await {
+        Ok(current) => current,
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+            tracing::info!(bucket = %name, "creating the garden BackupBucket");
+            api.create(&PostParams::default(), &desired).await?;
             return Ok(());
         }
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(e) => return Err(e),
-    }
-    let mut current = api.get(&name).await?;
+    };
     if current.spec != desired.spec {
         tracing::info!(bucket = %name, "updating the garden BackupBucket");
         let patch =
