@@ -217,8 +217,9 @@ pub fn objects(o: &Options) -> Vec<Value> {
                         "args": args(o),
                         "env": env,
                         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "initialDelaySeconds": 5, "periodSeconds": 10, "failureThreshold": 3},
-                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http", "scheme": "HTTP"}, "periodSeconds": 2, "failureThreshold": 3},
+                        // The chart's probes (`gardener.probes`): a minute of failures before a restart.
+                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "initialDelaySeconds": 5, "periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 6},
+                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http", "scheme": "HTTP"}, "periodSeconds": 2, "timeoutSeconds": 3, "failureThreshold": 3},
                         "resources": {"requests": {"cpu": "20m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}},
                         "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}},
                         "volumeMounts": mounts,

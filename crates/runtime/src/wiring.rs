@@ -252,14 +252,20 @@ impl Wiring {
         ReconcilerFut::Error: std::error::Error + Send + 'static,
     {
         let name = self.name;
-        controller
+        let store = controller.store();
+        let run = controller
             .with_config(kube::runtime::Config::default().concurrency(self.concurrency))
             .graceful_shutdown_on(self.stop.clone())
             .run(reconcile, error_policy, ctx)
             .for_each(move |result| {
                 log_result(name, result);
                 future::ready(())
-            })
+            });
+        let never_started = unstarted_at_stop(store, self.stop.clone());
+        async move {
+            futures::pin_mut!(run, never_started);
+            future::select(run, never_started).await;
+        }
     }
 
     /// Runs `controllers` (typically [`Self::drive`]n) until they end, with what runs
@@ -292,6 +298,26 @@ impl Wiring {
         let controller = self.drive(controller, reconcile, error_policy, ctx);
         self.run_with(controller).await;
     }
+}
+
+/// Resolves at `stop` if the controller over `store` has not started reconciling by then (its
+/// initial list was not complete), and never otherwise.
+///
+/// kube-runtime holds a controller's runner until its store is ready, and keeps holding it
+/// after a graceful shutdown ended the queue: a stop that comes before the first list completes
+/// (a controller that started late, a slow API server) would wait for a store that is never
+/// filled. Nothing can be in flight then, so such a controller simply ends. A controller that
+/// did start ends through kube-runtime's graceful shutdown, its running reconciles finished.
+pub async fn unstarted_at_stop<K>(store: Store<K>, stop: impl Future<Output = ()>)
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    stop.await;
+    if store.wait_until_ready().now_or_never().is_none() {
+        return;
+    }
+    future::pending::<()>().await
 }
 
 /// The watch events of `K` with kube-runtime's default backoff after errors. Not awaited by any

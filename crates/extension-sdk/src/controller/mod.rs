@@ -14,7 +14,7 @@ use crate::actuator::Actuator;
 use crate::kinds::ExtensionResource;
 use crate::metrics::Metrics;
 use api::extensions::{Cluster, ExtensionClass};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::api::ListParams;
 use kube::core::DeserializeGuard;
 use kube::runtime::reflector::ObjectRef;
@@ -171,7 +171,7 @@ impl<K: ExtensionResource, A: Actuator<K>> ExtensionController<K, A> {
         ready: Arc<AtomicBool>,
     ) {
         let ctx = self.ctx;
-        let mut shutdown = Box::pin(shutdown);
+        let mut shutdown = shutdown.boxed().shared();
         if !wait_for_crd::<K>(&ctx.client, &mut shutdown).await {
             return;
         }
@@ -195,16 +195,18 @@ impl<K: ExtensionResource, A: Actuator<K>> ExtensionController<K, A> {
         let readiness = runtime::cache::flag_when_synced(store.clone(), ready.clone());
         let kind = ctx.kind.clone();
         tracing::info!(kind = %kind, types = ?ctx.config.types, mode = ?ctx.config.mode, "starting extension controller");
-        controller
-            .graceful_shutdown_on(shutdown)
+        let run = controller
+            .graceful_shutdown_on(shutdown.clone())
             .run(reconcile::reconcile, reconcile::error_policy, ctx)
             .for_each(|result| {
                 if let Err(e) = result {
                     tracing::debug!(kind = %kind, error = %runtime::events::error_chain(&e), "controller stream");
                 }
                 futures::future::ready(())
-            })
-            .await;
+            });
+        let never_started = runtime::wiring::unstarted_at_stop(store, shutdown);
+        futures::pin_mut!(run, never_started);
+        futures::future::select(run, never_started).await;
         readiness.abort();
         ready.store(false, Ordering::Release);
         tracing::info!(kind = %kind, "extension controller stopped");

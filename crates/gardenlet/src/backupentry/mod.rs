@@ -50,14 +50,7 @@ pub async fn run(
     stop: impl std::future::Future<Output = ()> + Send + Sync + 'static,
     ready: Arc<AtomicBool>,
 ) {
-    let stop = futures::FutureExt::shared(stop);
-    let mut wiring = Wiring::new("backupentry", ctx.garden.clone(), stop.clone(), ready).concurrency(concurrency);
+    let mut wiring = Wiring::new("backupentry", ctx.garden.clone(), stop, ready).concurrency(concurrency);
     let entries = wiring.controller("backupentries", wiring.all::<BackupEntry>(), watcher::Config::default());
-    // Ends at `stop` without waiting for the controller's graceful shutdown: on a busy host it
-    // outlasted the runner's 30 s grace (gardenlet's binary test), and every step here is
-    // idempotent, so a reconcile cut short is done again by the next leader.
-    tokio::select! {
-        () = wiring.run(entries, reconcile::reconcile, reconcile::error_policy, Arc::new(ctx)) => {}
-        () = stop => {}
-    }
+    wiring.run(entries, reconcile::reconcile, reconcile::error_policy, Arc::new(ctx)).await;
 }
