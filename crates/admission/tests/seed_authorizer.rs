@@ -80,11 +80,11 @@ async fn garden<F: std::future::Future<Output = ()>>(setup: impl FnOnce(Client) 
             "--authorization-webhook-cache-authorized-ttl=0s".into(),
             "--authorization-webhook-cache-unauthorized-ttl=0s".into(),
         ],
+        crds: api::crds::all(),
         ..Default::default()
     };
     let env = TestEnv::start_with(options).await.unwrap_or_else(|e| panic!("starting the test control plane: {e}"));
     let admin = env.client().await.unwrap();
-    testenv::install_crds(&admin, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e}"));
     for name in [NS, SERVER_NS, "creds"] {
         let ns = Namespace { metadata: meta(name, None), ..Default::default() };
         Api::<Namespace>::all(admin.clone()).create(&PostParams::default(), &ns).await.unwrap();

@@ -13,9 +13,10 @@ use support::*;
 use testenv::TestEnv;
 
 async fn env_with_crds() -> (TestEnv, kube::Client) {
-    let env = TestEnv::start().await.unwrap_or_else(|e| panic!("starting the test control plane: {e}"));
+    let env = TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..Default::default() })
+        .await
+        .unwrap_or_else(|e| panic!("starting the test control plane: {e}"));
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e}"));
     for ns in ["garden-dev", "shoot--dev--demo"] {
         ensure_namespace(&client, ns).await;
     }

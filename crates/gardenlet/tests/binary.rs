@@ -13,9 +13,10 @@ use testenv::binary::{Binary, free_address, http_get};
 
 #[tokio::test]
 async fn main_registers_the_seed_leads_and_releases_the_lease_on_sigterm() {
-    let env = testenv::TestEnv::start().await.expect("a test API server");
+    let env = testenv::TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..Default::default() })
+        .await
+        .expect("a test API server");
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden"}})).unwrap();
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
 

@@ -102,12 +102,12 @@ async fn bootstraps_reuses_and_renews_the_garden_certificate() {
     let env = testenv::TestEnv::start_with(testenv::Options {
         controller_manager: true,
         controllers: Some(vec!["csrsigning".into()]),
+        crds: api::crds::all(),
         ..Default::default()
     })
     .await
     .unwrap();
     let admin = env.client().await.unwrap();
-    testenv::install_crds(&admin, &api::crds::all()).await.unwrap();
     support::chart::gardenlet_client(&env, CONFIG).await;
     // The chart's ServiceAccount may ask for its own seed's certificate only, and the seed's
     // user gets nothing from the chart (the seed authorizer judges it).

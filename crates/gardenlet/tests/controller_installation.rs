@@ -107,11 +107,14 @@ where
 
 #[tokio::test]
 async fn installs_keeps_in_step_reports_and_uninstalls() {
-    let env = testenv::TestEnv::start_with(testenv::Options { controller_manager: true, ..Default::default() })
-        .await
-        .unwrap();
+    let env = testenv::TestEnv::start_with(testenv::Options {
+        controller_manager: true,
+        crds: api::crds::all(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     let admin = env.client().await.unwrap();
-    testenv::install_crds(&admin, &api::crds::all()).await.unwrap();
     let gardenlet = support::chart::gardenlet_client(&env, CONFIG).await;
 
     // It asks for a privileged namespace, as provider-local does (pod security, docs/admission.md).

@@ -65,9 +65,11 @@ async fn harness() -> Harness {
 
 /// The harness with gardenlet's wait bound `wait_timeout`.
 async fn harness_with(wait_timeout: Duration) -> Harness {
-    let env = testenv::TestEnv::start_with(support::simulator::seed_options()).await.unwrap();
+    let env =
+        testenv::TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..support::simulator::seed_options() })
+            .await
+            .unwrap();
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
     let creds: Secret = serde_json::from_value(

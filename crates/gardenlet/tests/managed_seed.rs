@@ -74,6 +74,7 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
             "garbagecollector".into(),
             "csrsigning".into(),
         ]),
+        crds: api::crds::all(),
         ..Default::default()
     })
     .await
@@ -81,7 +82,6 @@ async fn deploys_gardenlet_into_the_shoot_registers_the_seed_and_removes_it_when
     let shoot_env = testenv::TestEnv::start().await.unwrap();
     let admin = garden_env.client().await.unwrap();
     let shoot_admin = shoot_env.client().await.unwrap();
-    testenv::install_crds(&admin, &api::crds::all()).await.unwrap();
     let gardenlet = support::chart::gardenlet_client(&garden_env, CONFIG).await;
 
     // The chart and the managed gardenlet's permissions are the same rules.

@@ -66,9 +66,13 @@ impl SeedSide {
     /// into the garden as well (namespace `garden-<seed>`), and gardenlet acts as those
     /// ServiceAccounts.
     async fn start(name: &str, garden: Option<&testenv::TestEnv>, backup_root: &std::path::Path) -> Self {
-        let env = testenv::TestEnv::start_with(support::simulator::seed_options()).await.unwrap();
+        let env = testenv::TestEnv::start_with(testenv::Options {
+            crds: api::crds::all(),
+            ..support::simulator::seed_options()
+        })
+        .await
+        .unwrap();
         let client = env.client().await.unwrap();
-        testenv::install_crds(&client, &api::crds::all()).await.unwrap();
         let config = config(name);
         let yaml = config_yaml(name);
         let seed_sa = support::chart::gardenlet_client(&env, &yaml).await;

@@ -19,9 +19,9 @@ const CONFIG: &str = "seed:\n  name: local\n  labels:\n    seed.gardener.cloud/p
 
 #[tokio::test]
 async fn registers_the_seed_and_keeps_it_alive_without_needless_writes() {
-    let env = testenv::TestEnv::start().await.unwrap();
+    let env =
+        testenv::TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..Default::default() }).await.unwrap();
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let config: GardenletConfig = serde_yaml::from_str(CONFIG).unwrap();
     let gardener = Gardener { id: "test".into(), name: "gardenlet-test".into(), version: "0.1.0".into() };
     let gardenlet = support::chart::gardenlet_client(&env, CONFIG).await;
@@ -90,9 +90,9 @@ async fn registers_the_seed_and_keeps_it_alive_without_needless_writes() {
 /// bucket is deleted with the Seed.
 #[tokio::test]
 async fn a_seed_with_backup_gets_its_bucket_and_reports_it() {
-    let env = testenv::TestEnv::start().await.unwrap();
+    let env =
+        testenv::TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..Default::default() }).await.unwrap();
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let with_backup = format!(
         "{CONFIG}    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\n"
     );

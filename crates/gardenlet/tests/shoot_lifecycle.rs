@@ -58,9 +58,11 @@ impl Drop for Harness {
 }
 
 async fn harness() -> Harness {
-    let env = testenv::TestEnv::start_with(support::simulator::seed_options()).await.unwrap();
+    let env =
+        testenv::TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..support::simulator::seed_options() })
+            .await
+            .unwrap();
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
     // The shoot's credentials, through a CredentialsBinding as current Gardener users write it.

@@ -18,9 +18,9 @@ const CONFIG: &str = "seed:\n  name: local\n  spec:\n    provider:\n      type: 
 
 /// The control plane, the admin client, and gardenlet's (its chart's ServiceAccount).
 async fn setup() -> (testenv::TestEnv, kube::Client, kube::Client) {
-    let env = testenv::TestEnv::start().await.unwrap();
+    let env =
+        testenv::TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..Default::default() }).await.unwrap();
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     for ns in ["garden-dev", "shoot--dev--demo"] {
         let n: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": ns}})).unwrap();
         Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &n).await.unwrap();

@@ -56,9 +56,11 @@ impl Harness {
 /// The garden and seed, SDK controllers for every kind but Network, the workload simulator, and
 /// gardenlet's shoot controller with the old ten-minute wait bound.
 async fn harness() -> Harness {
-    let env = testenv::TestEnv::start_with(support::simulator::seed_options()).await.unwrap();
+    let env =
+        testenv::TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..support::simulator::seed_options() })
+            .await
+            .unwrap();
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let ns: Namespace = serde_json::from_value(serde_json::json!({"metadata": {"name": "garden-dev"}})).unwrap();
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
     let creds: Secret = serde_json::from_value(

@@ -11,9 +11,10 @@ use testenv::binary::{Binary, free_address, http_get};
 
 #[tokio::test]
 async fn main_becomes_ready_leads_and_releases_the_lease_on_sigterm() {
-    let env = testenv::TestEnv::start().await.expect("a test API server");
+    let env = testenv::TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..Default::default() })
+        .await
+        .expect("a test API server");
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap();
     let addr = free_address().unwrap();
     let args: Vec<String> = vec![
         format!("--kubeconfig={}", env.kubeconfig_path().display()),

@@ -18,6 +18,7 @@ mod crds;
 pub mod helm;
 pub mod poll;
 mod process;
+mod snapshot;
 
 pub use assets::{Assets, SETUP_COMMAND};
 pub use crds::{install_crds, is_established, wait_established};
@@ -27,6 +28,7 @@ pub use process::ProcessGuard as Process;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use certs::Material;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use process::ProcessGuard;
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
@@ -70,6 +72,8 @@ pub enum Error {
 /// cloud.
 const DEFAULT_CONTROLLERS: &str = "*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service,-attachdetach,-persistentvolume-binder,-persistentvolume-expander,-pvc-protection,-pv-protection,-ttl,-bootstrapsigner,-tokencleaner";
 
+/// The service range of a test API server unless its options set another.
+const SERVICE_RANGE: &str = "10.0.0.0/24";
 /// How long startup may take before it is reported as a failure.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(120);
 /// Attempts when a freshly picked port was taken by a parallel test in the meantime.
@@ -87,6 +91,42 @@ pub struct Options {
     /// Extra kube-apiserver flags (`--name=value`); an `--authorization-mode` replaces the
     /// default `RBAC`.
     pub extra_apiserver_args: Vec<String>,
+    /// CRDs the control plane starts with, `Established`, before kube-controller-manager or
+    /// anything else runs. The first environment with a given set installs them and keeps an
+    /// etcd snapshot; later ones start from it (much cheaper for kube-apiserver: see
+    /// `snapshot.rs`). Not with an `--encryption-provider-config`: that environment installs
+    /// them.
+    pub crds: Vec<CustomResourceDefinition>,
+}
+
+/// Deletes the authentication ConfigMap restored from the snapshot: kube-apiserver merges its
+/// client CA into the one it finds, so it would go on trusting the CA of the environment that
+/// took the snapshot. It writes the ConfigMap again with its own CA only.
+async fn forget_the_snapshots_ca(client: &kube::Client) -> Result<(), Error> {
+    let config_maps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(client.clone(), "kube-system");
+    match config_maps.delete("extension-apiserver-authentication", &Default::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(source) => Err(Error::Kube { what: "deleting the restored authentication ConfigMap".into(), source }),
+    }
+}
+
+/// The snapshot that `options.crds` may start from (see [`Options::crds`]).
+fn crd_snapshot(assets: &Assets, options: &Options) -> Option<snapshot::Snapshot> {
+    let encrypted = options.extra_apiserver_args.iter().any(|a| a.starts_with("--encryption-provider-config"));
+    if options.crds.is_empty() || encrypted {
+        return None;
+    }
+    // What the API server stores at bootstrap depends on the service range (the `kubernetes`
+    // Service's address, the range allocation); the other flags tests pass do not change it.
+    let service_range = options
+        .extra_apiserver_args
+        .iter()
+        .rev()
+        .find_map(|a| a.strip_prefix("--service-cluster-ip-range="))
+        .unwrap_or(SERVICE_RANGE);
+    snapshot::Snapshot::for_crds(assets, &options.crds, service_range)
 }
 
 /// A running etcd + kube-apiserver (+ kube-controller-manager).
@@ -102,6 +142,7 @@ pub struct TestEnv {
     kubeconfig: Kubeconfig,
     kubeconfig_path: PathBuf,
     ca_pem: String,
+    from_snapshot: bool,
     dir: tempfile::TempDir,
 }
 
@@ -137,8 +178,11 @@ impl TestEnv {
         let etcd_client = free_port(host)?;
         let etcd_peer = free_port(host)?;
         let etcd_url = format!("http://{host}:{etcd_client}");
+        let snapshot = crd_snapshot(assets, options);
+        let data_dir = dir.path().join("etcd");
+        let restored = snapshot.as_ref().is_some_and(|s| s.restore(&data_dir, &format!("http://{host}:{etcd_peer}")));
         let etcd_args = vec![
-            format!("--data-dir={}", dir.path().join("etcd").display()),
+            format!("--data-dir={}", data_dir.display()),
             format!("--listen-client-urls={etcd_url}"),
             format!("--advertise-client-urls={etcd_url}"),
             format!("--listen-peer-urls=http://{host}:{etcd_peer}"),
@@ -161,7 +205,7 @@ impl TestEnv {
             format!("--tls-cert-file={}", files.serving_cert.display()),
             format!("--tls-private-key-file={}", files.serving_key.display()),
             format!("--client-ca-file={}", files.ca_cert.display()),
-            "--service-cluster-ip-range=10.0.0.0/24".into(),
+            format!("--service-cluster-ip-range={SERVICE_RANGE}"),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
             format!("--service-account-key-file={}", files.sa_public.display()),
             format!("--service-account-signing-key-file={}", files.sa_private.display()),
@@ -190,6 +234,16 @@ impl TestEnv {
 
         let client = client_from(&kubeconfig).await?;
         wait_ready(&client, &mut etcd, &mut apiserver).await?;
+        if restored {
+            let names: Vec<String> = options.crds.iter().filter_map(|c| c.metadata.name.clone()).collect();
+            wait_established(&client, &names).await?;
+            forget_the_snapshots_ca(&client).await?;
+        } else if !options.crds.is_empty() {
+            install_crds(&client, &options.crds).await?;
+            if let Some(snapshot) = &snapshot {
+                snapshot.save(&etcd_url);
+            }
+        }
 
         let controller_manager = if options.controller_manager {
             let mut args = vec![
@@ -233,8 +287,14 @@ impl TestEnv {
             kubeconfig,
             kubeconfig_path,
             ca_pem: material.ca_cert.clone(),
+            from_snapshot: restored,
             dir,
         })
+    }
+
+    /// Whether etcd started from the snapshot of [`Options::crds`] (else they were installed).
+    pub fn started_from_snapshot(&self) -> bool {
+        self.from_snapshot
     }
 
     /// A new client with admin (`system:masters`) credentials.

@@ -88,3 +88,52 @@ fn missing_binaries_name_the_setup_command() {
     let err = testenv::Assets::from_dir(empty.path()).unwrap_err().to_string();
     assert!(err.contains("etcd not found") && err.contains("hack/setup-envtest.sh"), "{err}");
 }
+
+/// A CRD of this harness's own (not the system's), so the test does not depend on `api`.
+#[allow(clippy::unwrap_used)] // a test helper: a malformed fixture should fail the test loudly
+fn widget_crd() -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "widgets.snapshot.testenv.example"},
+        "spec": {
+            "group": "snapshot.testenv.example",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_second_environment_with_the_same_crds_starts_from_the_snapshot_and_serves_them() {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let options = Options { crds: vec![widget_crd()], ..Default::default() };
+    // The first one installs the CRD (and keeps the snapshot) unless an earlier run left it.
+    let first = TestEnv::start_with(options.clone()).await.unwrap();
+    drop(first);
+    let env = TestEnv::start_with(options).await.unwrap();
+    assert!(env.started_from_snapshot(), "the second environment installed the CRDs again");
+    let client = env.client().await.unwrap();
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("snapshot.testenv.example", "v1", "Widget"));
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &resource);
+    let widget: DynamicObject =
+        serde_json::from_value(serde_json::json!({"apiVersion": "snapshot.testenv.example/v1", "kind": "Widget",
+            "metadata": {"name": "w"}, "spec": {"size": 3}}))
+        .unwrap();
+    widgets.create(&PostParams::default(), &widget).await.unwrap();
+    assert_eq!(widgets.get("w").await.unwrap().data["spec"]["size"], 3);
+    // What the first API server stored about its PKI (the client CA in the authentication
+    // ConfigMap) is replaced by this one's: another environment's CA would be trusted otherwise.
+    let config_maps: Api<ConfigMap> = Api::namespaced(client, "kube-system");
+    let started = Instant::now();
+    loop {
+        let current = config_maps.get_opt("extension-apiserver-authentication").await.unwrap();
+        let ca = current.and_then(|c| c.data).and_then(|d| d.get("client-ca-file").cloned()).unwrap_or_default();
+        if ca.trim() == env.ca_pem().trim() {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the authentication ConfigMap holds another CA:\n{ca}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -47,9 +47,9 @@ pub const SA_USER: &str = "system:serviceaccount:garden:gardener-controller-mana
 /// the control-plane chart (its RBAC; its pods stay pending without nodes).
 pub async fn garden_with(options: testenv::Options) -> (TestEnv, Client) {
     init_tracing();
+    let options = testenv::Options { crds: api::crds::all(), ..options };
     let env = TestEnv::start_with(options).await.unwrap_or_else(|e| panic!("starting the test control plane: {e}"));
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e}"));
     let values = serde_json::json!({
         "crds": {"enabled": false},
         "scheduler": {"enabled": false},

@@ -25,13 +25,10 @@ impl fmt::Debug for TestCluster {
 impl TestCluster {
     /// Starts etcd and kube-apiserver and installs every CRD of `api`.
     pub async fn start() -> Result<Self, ConformanceError> {
-        let env = testenv::TestEnv::start()
+        let env = testenv::TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..Default::default() })
             .await
             .map_err(|e| err("setup", format!("starting the test control plane: {e}")))?;
         let client = env.client().await.map_err(|e| err("setup", e))?;
-        testenv::install_crds(&client, &api::crds::all())
-            .await
-            .map_err(|e| err("setup", format!("installing CRDs: {e}")))?;
         Ok(Self { env, client })
     }
 

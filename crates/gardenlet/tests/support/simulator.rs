@@ -49,6 +49,7 @@ pub fn seed_options() -> testenv::Options {
         controller_manager: true,
         controllers: Some(vec!["namespace".into(), "garbagecollector".into()]),
         extra_apiserver_args: vec![loopback_service_range()],
+        ..Default::default()
     }
 }
 

@@ -36,9 +36,10 @@ pub async fn garden() -> (TestEnv, Client) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("scheduler=info"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
-    let env = TestEnv::start().await.unwrap_or_else(|e| panic!("starting the test control plane: {e}"));
+    let env = TestEnv::start_with(testenv::Options { crds: api::crds::all(), ..Default::default() })
+        .await
+        .unwrap_or_else(|e| panic!("starting the test control plane: {e}"));
     let client = env.client().await.unwrap();
-    testenv::install_crds(&client, &api::crds::all()).await.unwrap_or_else(|e| panic!("installing CRDs: {e}"));
     let ns = Namespace { metadata: ObjectMeta { name: Some(NS.into()), ..Default::default() }, ..Default::default() };
     Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.unwrap();
     let mut profile = CloudProfile::new("local", Default::default());
