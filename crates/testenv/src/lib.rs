@@ -99,6 +99,30 @@ pub struct Options {
     pub crds: Vec<CustomResourceDefinition>,
 }
 
+/// `crds` served: waited for when etcd was `restored` from the snapshot, else installed (and
+/// saved as `snapshot`, when there is one).
+async fn crds_served(
+    client: &kube::Client,
+    crds: &[CustomResourceDefinition],
+    restored: bool,
+    snapshot: Option<&snapshot::Snapshot>,
+    etcd_url: &str,
+) -> Result<(), Error> {
+    if crds.is_empty() {
+        return Ok(());
+    }
+    if restored {
+        let names: Vec<String> = crds.iter().filter_map(|c| c.metadata.name.clone()).collect();
+        wait_established(client, &names).await?;
+        return forget_the_snapshots_ca(client).await;
+    }
+    install_crds(client, crds).await?;
+    if let Some(snapshot) = snapshot {
+        snapshot.save(etcd_url);
+    }
+    Ok(())
+}
+
 /// Deletes the authentication ConfigMap restored from the snapshot: kube-apiserver merges its
 /// client CA into the one it finds, so it would go on trusting the CA of the environment that
 /// took the snapshot. It writes the ConfigMap again with its own CA only.
@@ -234,16 +258,7 @@ impl TestEnv {
 
         let client = client_from(&kubeconfig).await?;
         wait_ready(&client, &mut etcd, &mut apiserver).await?;
-        if restored {
-            let names: Vec<String> = options.crds.iter().filter_map(|c| c.metadata.name.clone()).collect();
-            wait_established(&client, &names).await?;
-            forget_the_snapshots_ca(&client).await?;
-        } else if !options.crds.is_empty() {
-            install_crds(&client, &options.crds).await?;
-            if let Some(snapshot) = &snapshot {
-                snapshot.save(&etcd_url);
-            }
-        }
+        crds_served(&client, &options.crds, restored, snapshot.as_ref(), &etcd_url).await?;
 
         let controller_manager = if options.controller_manager {
             let mut args = vec![
