@@ -261,11 +261,7 @@ impl Wiring {
                 log_result(name, result);
                 future::ready(())
             });
-        let never_started = unstarted_at_stop(store, self.stop.clone());
-        async move {
-            futures::pin_mut!(run, never_started);
-            future::select(run, never_started).await;
-        }
+        until_done_or_unstarted_at_stop(run, store, self.stop.clone())
     }
 
     /// Runs `controllers` (typically [`Self::drive`]n) until they end, with what runs
@@ -308,7 +304,7 @@ impl Wiring {
 /// (a controller that started late, a slow API server) would wait for a store that is never
 /// filled. Nothing can be in flight then, so such a controller simply ends. A controller that
 /// did start ends through kube-runtime's graceful shutdown, its running reconciles finished.
-pub async fn unstarted_at_stop<K>(store: Store<K>, stop: impl Future<Output = ()>)
+async fn unstarted_at_stop<K>(store: Store<K>, stop: impl Future<Output = ()>)
 where
     K: Resource + Clone + 'static,
     K::DynamicType: Eq + Hash + Clone,
@@ -318,6 +314,21 @@ where
         return;
     }
     future::pending::<()>().await
+}
+
+/// Runs `run` (a controller over `store`) until it ends, or until `stop` if the controller has
+/// not started reconciling by then ([`unstarted_at_stop`]).
+pub async fn until_done_or_unstarted_at_stop<K>(
+    run: impl Future<Output = ()>,
+    store: Store<K>,
+    stop: impl Future<Output = ()>,
+) where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    let never_started = unstarted_at_stop(store, stop);
+    futures::pin_mut!(run, never_started);
+    future::select(run, never_started).await;
 }
 
 /// The watch events of `K` with kube-runtime's default backoff after errors. Not awaited by any

@@ -204,9 +204,7 @@ impl<K: ExtensionResource, A: Actuator<K>> ExtensionController<K, A> {
                 }
                 futures::future::ready(())
             });
-        let never_started = runtime::wiring::unstarted_at_stop(store, shutdown);
-        futures::pin_mut!(run, never_started);
-        futures::future::select(run, never_started).await;
+        runtime::wiring::until_done_or_unstarted_at_stop(run, store, shutdown).await;
         readiness.abort();
         ready.store(false, Ordering::Release);
         tracing::info!(kind = %kind, "extension controller stopped");
