@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
+pub mod garden;
 pub mod shoot;
 
 use k8s_openapi::api::core::v1::{Namespace, Pod};

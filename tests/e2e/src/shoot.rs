@@ -5,6 +5,7 @@
 //! shoot (also when the case panics), so a failure leaves nothing behind for the host
 //! comparison at the end of `make e2e`.
 
+use crate::garden::{Garden, NAMESPACE, SHOOT};
 use crate::{kubectl, repo_root};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -28,6 +29,8 @@ pub struct CaseShoot {
     /// The namespace of its machines (provider-local's Pods).
     pub machine_ns: String,
     deleted: bool,
+    /// The garden's API server for the polls, connected on first use (on the case's runtime).
+    garden: tokio::sync::OnceCell<Garden>,
 }
 
 impl CaseShoot {
@@ -43,18 +46,30 @@ impl CaseShoot {
         let name = shoot["metadata"]["name"].as_str().unwrap_or_default().to_string();
         crate::apply(PROJECT_NS, &serde_yaml::to_string(&shoot).expect("the shoot as YAML"));
         let seed_ns = format!("shoot--{PROJECT}--{name}");
-        Self { machine_ns: format!("{seed_ns}--machines"), seed_ns, name, deleted: false }
+        Self {
+            machine_ns: format!("{seed_ns}--machines"),
+            seed_ns,
+            name,
+            deleted: false,
+            garden: tokio::sync::OnceCell::new(),
+        }
     }
 
-    /// A JSONPath of the Shoot object.
-    pub fn field(&self, path: &str) -> Result<String, String> {
-        kubectl(&["-n", PROJECT_NS, "get", "shoot", &self.name, "-o", &format!("jsonpath={path}")])
+    /// The garden, through one client (crate::garden: a kubectl per poll costs much more).
+    pub async fn garden(&self) -> &Garden {
+        self.garden.get_or_init(Garden::connect).await
+    }
+
+    /// A kubectl JSONPath template of the Shoot object.
+    pub async fn field(&self, path: &str) -> Result<String, String> {
+        self.garden().await.field(&SHOOT, Some(PROJECT_NS), &self.name, path).await
     }
 
     /// What an operator needs to see when a step fails: the shoot's status, the pods and last
     /// events of its namespaces in the seed, its Worker and its machine's log.
     pub fn diagnosis(&self) -> String {
-        let status = self.field("{.status}").unwrap_or_else(|e| e);
+        let status =
+            kubectl(&["-n", PROJECT_NS, "get", "shoot", &self.name, "-o", "jsonpath={.status}"]).unwrap_or_else(|e| e);
         let mut out = format!("shoot {} status: {status}\n", self.name);
         for ns in [&self.seed_ns, &self.machine_ns] {
             let pods = kubectl(&["-n", ns, "get", "pods,pvc", "-o", "wide"]).unwrap_or_else(|e| e);
@@ -101,7 +116,7 @@ impl CaseShoot {
     pub async fn created(&self) -> Duration {
         let ((), took) = self
             .wait("the shoot's creation succeeds", CREATE_TIMEOUT, || async {
-                let op = self.field("{.status.lastOperation.type}/{.status.lastOperation.state}")?;
+                let op = self.field("{.status.lastOperation.type}/{.status.lastOperation.state}").await?;
                 assert!(!op.ends_with("/Failed"), "shoot {}: lastOperation {op}\n{}", self.name, self.diagnosis());
                 Ok((op == "Create/Succeeded").then_some(()))
             })
@@ -191,12 +206,12 @@ impl CaseShoot {
     pub async fn wait_gone(&self) -> Duration {
         let ((), deleted) = self
             .wait("the shoot is gone", DELETE_TIMEOUT, || async {
-                gone(&["-n", PROJECT_NS, "get", "shoot", &self.name, "-o", "name"])
+                self.garden().await.gone(&SHOOT, Some(PROJECT_NS), &self.name).await
             })
             .await;
         for ns in [self.seed_ns.clone(), self.machine_ns.clone()] {
             self.wait(&format!("namespace {ns} is gone"), STEP_TIMEOUT, || async {
-                gone(&["get", "namespace", &ns, "-o", "name"])
+                self.garden().await.gone(&NAMESPACE, None, &ns).await
             })
             .await;
         }
@@ -214,15 +229,6 @@ pub fn manifest(case: &str, node_octet: u8, edit: impl FnOnce(&mut serde_json::V
     shoot["spec"]["networking"]["nodes"] = format!("10.{node_octet}.0.0/16").into();
     edit(&mut shoot);
     shoot
-}
-
-/// `Some(())` once the object kubectl reads is NotFound.
-fn gone(args: &[&str]) -> Result<Option<()>, String> {
-    match kubectl(args) {
-        Ok(_) => Ok(None),
-        Err(e) if e.contains("NotFound") => Ok(Some(())),
-        Err(e) => Err(e),
-    }
 }
 
 impl Drop for CaseShoot {

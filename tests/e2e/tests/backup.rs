@@ -48,8 +48,8 @@ fn start_writer(
 }
 
 /// A JSONPath of the shoot's etcd pod.
-fn etcd_pod(s: &CaseShoot, path: &str) -> Result<String, String> {
-    kubectl(&["-n", &s.seed_ns, "get", "pod", "etcd-main-0", "-o", &format!("jsonpath={path}")])
+async fn etcd_pod(s: &CaseShoot, path: &str) -> Result<String, String> {
+    s.garden().await.field(&e2e::garden::POD, Some(&s.seed_ns), "etcd-main-0", path).await
 }
 
 fn backup_files(s: &CaseShoot) -> Vec<String> {
@@ -95,17 +95,18 @@ async fn a_shoot_whose_etcd_volume_is_lost_comes_back_from_its_backups() {
             let claim =
                 kubectl(&["-n", &s.seed_ns, "get", "pvc", "data-etcd-main-0", "-o", "jsonpath={.metadata.uid}"])
                     .unwrap_or_default();
-            let phase = etcd_pod(&s, "{.status.phase}").unwrap_or_default();
+            let phase = etcd_pod(&s, "{.status.phase}").await.unwrap_or_default();
             if claim.is_empty() && phase == "Pending" {
                 kubectl(&["-n", &s.seed_ns, "delete", "pod", "etcd-main-0", "--wait=false"])?;
                 return Ok(None);
             }
-            let ready = etcd_pod(&s, r#"{.status.containerStatuses[?(@.name=="etcd")].ready}"#)?;
+            let ready = etcd_pod(&s, r#"{.status.containerStatuses[?(@.name=="etcd")].ready}"#).await?;
             if claim.is_empty() || claim == old_claim || ready != "true" {
                 return Ok(None);
             }
             let message =
-                etcd_pod(&s, r#"{.status.initContainerStatuses[?(@.name=="restore")].state.terminated.message}"#)?;
+                etcd_pod(&s, r#"{.status.initContainerStatuses[?(@.name=="restore")].state.terminated.message}"#)
+                    .await?;
             Ok(Some(message))
         })
         .await;
@@ -129,8 +130,7 @@ async fn a_shoot_whose_etcd_volume_is_lost_comes_back_from_its_backups() {
     // every minute).
     let (health, _) = s
         .wait("ControlPlaneHealthy reports the restore", STEP_TIMEOUT, || async {
-            let path = r#"jsonpath={.status.conditions[?(@.type=="ControlPlaneHealthy")].message}"#;
-            let message = kubectl(&["-n", e2e::shoot::PROJECT_NS, "get", "shoot", &s.name, "-o", path])?;
+            let message = s.field(r#"{.status.conditions[?(@.type=="ControlPlaneHealthy")].message}"#).await?;
             Ok(message.contains("was restored from its backups").then_some(message))
         })
         .await;

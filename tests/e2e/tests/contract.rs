@@ -94,8 +94,8 @@ async fn a_shoot_whose_extension_nobody_serves_fails_within_a_minute_and_is_dele
     let applied = Instant::now();
     let (description, _) = s
         .wait("the creation fails naming the unserved extension", STEP_TIMEOUT, || async {
-            let op = s.field("{.status.lastOperation.state}")?;
-            let description = s.field("{.status.lastOperation.description}")?;
+            let op = s.field("{.status.lastOperation.state}").await?;
+            let description = s.field("{.status.lastOperation.description}").await?;
             Ok((op == "Failed").then_some(description))
         })
         .await;
@@ -103,7 +103,7 @@ async fn a_shoot_whose_extension_nobody_serves_fails_within_a_minute_and_is_dele
     for part in ["Extension", TYPE, "no ControllerRegistration serves"] {
         assert!(description.contains(part), "the failure does not name {part:?}: {description}");
     }
-    let codes = s.field("{.status.lastErrors[*].codes}").unwrap();
+    let codes = s.field("{.status.lastErrors[*].codes}").await.unwrap();
     assert!(codes.contains("ERR_CONFIGURATION_PROBLEM"), "error codes: {codes}");
     let deleted_in = s.delete().await;
     println!("failed {failed_after:?} after the registration was removed; deleted in {deleted_in:?}");
@@ -120,7 +120,7 @@ async fn a_stuck_deletion_is_forced_and_leaves_nothing_behind() {
     let mut s = workerless_with_unserved_extension("forced", 29, TYPE);
     kubectl(&["delete", "controllerregistration", TYPE, "--wait=true"]).unwrap();
     s.wait("the creation fails on the unserved extension", STEP_TIMEOUT, || async {
-        Ok((s.field("{.status.lastOperation.state}")? == "Failed").then_some(()))
+        Ok((s.field("{.status.lastOperation.state}").await? == "Failed").then_some(()))
     })
     .await;
     // Someone else's finalizer holds the Extension object: the normal deletion waits for it.
@@ -151,7 +151,7 @@ async fn a_stuck_deletion_is_forced_and_leaves_nothing_behind() {
     .unwrap();
     s.start_deletion();
     s.wait("the deletion waits for the held Extension", STEP_TIMEOUT, || async {
-        let op = s.field("{.status.lastOperation.type}")?;
+        let op = s.field("{.status.lastOperation.type}").await?;
         let deleting = kubectl(&[
             "-n",
             &s.seed_ns,

@@ -17,6 +17,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
+use e2e::garden::{BlockingGarden, Kind, LEASE, MANAGED_SEED, SEED, SHOOT};
 use e2e::{kubectl, repo_root};
 use std::time::{Duration, Instant};
 
@@ -163,19 +164,29 @@ fn field(args: &[&str]) -> Result<String, String> {
     kubectl(args).map(|s| s.trim().to_string())
 }
 
-/// A shoot's `{seedName} {lastOperation.type} {lastOperation.state}`.
-fn last_operation(namespace: &str, name: &str) -> Result<String, String> {
-    let path = "jsonpath={.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}";
-    field(&["-n", namespace, "get", "shoot", name, "-o", path])
+/// The garden for the polls (e2e::garden: one connection instead of a kubectl per poll).
+fn garden() -> &'static BlockingGarden {
+    static GARDEN: std::sync::OnceLock<BlockingGarden> = std::sync::OnceLock::new();
+    GARDEN.get_or_init(BlockingGarden::connect)
 }
 
-fn condition(kind_args: &[&str], type_: &str) -> Result<String, String> {
-    let mut args = kind_args.to_vec();
+/// A shoot's `{seedName} {lastOperation.type} {lastOperation.state}`.
+fn last_operation(namespace: &str, name: &str) -> Result<String, String> {
+    let path = "{.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}";
+    garden().field(&SHOOT, Some(namespace), name, path).map(|s| s.trim().to_string())
+}
+
+/// `Some(())` once the object is gone.
+fn gone_object(kind: &Kind, namespace: Option<&str>, name: &str) -> Result<Option<()>, String> {
+    garden().gone(kind, namespace, name)
+}
+
+/// A condition of an object: `{status} {reason}: {message}`.
+fn condition((kind, namespace, name): (&Kind, Option<&str>, &str), type_: &str) -> Result<String, String> {
     let path = format!(
-        "jsonpath={{.status.conditions[?(@.type==\"{type_}\")].status}} {{.status.conditions[?(@.type==\"{type_}\")].reason}}: {{.status.conditions[?(@.type==\"{type_}\")].message}}"
+        "{{.status.conditions[?(@.type==\"{type_}\")].status}} {{.status.conditions[?(@.type==\"{type_}\")].reason}}: {{.status.conditions[?(@.type==\"{type_}\")].message}}"
     );
-    args.extend(["-o", &path]);
-    field(&args)
+    garden().field(kind, namespace, name, &path).map(|s| s.trim().to_string())
 }
 
 fn gone(args: &[&str]) -> Result<Option<()>, String> {
@@ -208,14 +219,14 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     });
     println!("shoot {NAME} created with a Ready node in {created:?}");
 
-    let ms = ["-n", NS, "get", "managedseed", NAME];
+    let ms = (&MANAGED_SEED, Some(NS), NAME);
     let (_, registered) = wait("SeedRegistered", Duration::from_secs(300), || {
-        let c = condition(&ms, "SeedRegistered")?;
+        let c = condition(ms, "SeedRegistered")?;
         Ok(c.starts_with("True").then_some(()))
     });
     println!("gardenlet deployed into the shoot and Seed {NAME} registered in {registered:?}");
-    assert!(condition(&ms, "ShootReconciled").unwrap().starts_with("True"));
-    assert!(condition(&["get", "seed", NAME], "GardenletReady").unwrap().starts_with("True"));
+    assert!(condition(ms, "ShootReconciled").unwrap().starts_with("True"));
+    assert!(condition((&SEED, None, NAME), "GardenletReady").unwrap().starts_with("True"));
     let pods = shoot_kubectl(&[
         "-n",
         "garden",
@@ -238,7 +249,7 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     );
     e2e::apply(HOSTED_NS, &hosted);
     let (seed, scheduled) = wait("the hosted shoot is scheduled", Duration::from_secs(120), || {
-        let seed = field(&["-n", HOSTED_NS, "get", "shoot", HOSTED, "-o", "jsonpath={.spec.seedName}"])?;
+        let seed = garden().field(&SHOOT, Some(HOSTED_NS), HOSTED, "{.spec.seedName}")?;
         Ok((!seed.is_empty()).then_some(seed))
     });
     assert_eq!(seed, NAME, "the only seed the shoot selects");
@@ -269,30 +280,26 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     // Deleting the ManagedSeed keeps the seed while a shoot uses it.
     kubectl(&["-n", NS, "delete", "managedseed", NAME, "--wait=false"]).unwrap();
     wait("SeedInUse", Duration::from_secs(120), || {
-        let c = condition(&ms, "SeedRegistered")?;
+        let c = condition(ms, "SeedRegistered")?;
         Ok(c.contains("SeedInUse").then_some(()))
     });
     assert!(kubectl(&["get", "seed", NAME]).is_ok(), "the seed stays while {HOSTED} uses it");
 
     let start = Instant::now();
     delete_shoot(HOSTED_NS, HOSTED);
-    let (_, _) = wait("the hosted shoot is deleted", Duration::from_secs(600), || {
-        gone(&["-n", HOSTED_NS, "get", "shoot", HOSTED, "--ignore-not-found", "-o", "name"])
-    });
+    let (_, _) =
+        wait("the hosted shoot is deleted", Duration::from_secs(600), || gone_object(&SHOOT, Some(HOSTED_NS), HOSTED));
     println!("shoot {HOSTED} deleted from the managed seed in {:?}", start.elapsed());
-    wait("the migrated shoot is deleted", Duration::from_secs(600), || {
-        gone(&["-n", HOSTED_NS, "get", "shoot", MOVER, "--ignore-not-found", "-o", "name"])
-    });
+    wait("the migrated shoot is deleted", Duration::from_secs(600), || gone_object(&SHOOT, Some(HOSTED_NS), MOVER));
     println!("shoot {MOVER} deleted from {NAME} in {:?}", start.elapsed());
     kubectl(&["-n", HOSTED_NS, "delete", "secretbinding,secret", "mover", "--ignore-not-found"]).unwrap();
-    let (_, released) = wait("the ManagedSeed is released", Duration::from_secs(300), || {
-        gone(&["-n", NS, "get", "managedseed", NAME, "--ignore-not-found", "-o", "name"])
-    });
+    let (_, released) =
+        wait("the ManagedSeed is released", Duration::from_secs(300), || gone_object(&MANAGED_SEED, Some(NS), NAME));
     println!("ManagedSeed released in {released:?} after its last shoot");
-    gone(&["get", "seed", NAME, "--ignore-not-found", "-o", "name"]).unwrap().unwrap();
+    gone_object(&SEED, None, NAME).unwrap().unwrap();
     // The seed's heartbeat Lease is owned by the Seed: the garden's garbage collector removes it.
     let (_, collected) = wait("the seed's heartbeat Lease is collected", Duration::from_secs(60), || {
-        gone(&["-n", "gardener-system-seed-lease", "get", "lease", NAME, "--ignore-not-found", "-o", "name"])
+        gone_object(&LEASE, Some("gardener-system-seed-lease"), NAME)
     });
     println!("the heartbeat Lease of seed {NAME} collected {collected:?} after the release");
     let installations =
@@ -309,9 +316,7 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
 
     let start = Instant::now();
     delete_shoot(NS, NAME);
-    wait("the managed seed's shoot is deleted", Duration::from_secs(600), || {
-        gone(&["-n", NS, "get", "shoot", NAME, "--ignore-not-found", "-o", "name"])
-    });
+    wait("the managed seed's shoot is deleted", Duration::from_secs(600), || gone_object(&SHOOT, Some(NS), NAME));
     println!("shoot {NAME} deleted in {:?}", start.elapsed());
 }
 
@@ -433,15 +438,8 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
     let op = |seed_and_op: &str| {
         let want = seed_and_op.to_string();
         move || {
-            let out = field(&[
-                "-n",
-                HOSTED_NS,
-                "get",
-                "shoot",
-                MOVER,
-                "-o",
-                "jsonpath={.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}|{.status.lastOperation.description}",
-            ])?;
+            let path = "{.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}|{.status.lastOperation.description}";
+            let out = garden().field(&SHOOT, Some(HOSTED_NS), MOVER, path)?;
             let (op, description) = out.split_once('|').unwrap_or((&out, ""));
             if op == want {
                 return Ok(Some(()));

@@ -125,7 +125,7 @@ async fn a_pod_reaches_a_service_by_ip_and_by_name(s: &CaseShoot, shoot: &Client
 /// answers (from the DNSRecord provider-local reconciled into its zone), and the shoot's API
 /// server behind the answered address proves that name in TLS.
 async fn the_advertised_name_resolves_and_serves_the_shoot(s: &CaseShoot) {
-    let url = s.field("{.status.advertisedAddresses[?(@.name==\"external\")].url}").unwrap();
+    let url = s.field("{.status.advertisedAddresses[?(@.name==\"external\")].url}").await.unwrap();
     let host = url.trim_start_matches("https://").split([':', '/']).next().unwrap_or_default().to_string();
     assert!(
         host.parse::<std::net::IpAddr>().is_err() && host.contains('.'),
@@ -140,7 +140,7 @@ async fn the_advertised_name_resolves_and_serves_the_shoot(s: &CaseShoot) {
             }
         })
         .await;
-    let service = s.field("{.status.advertisedAddresses[?(@.name==\"service\")].url}").unwrap();
+    let service = s.field("{.status.advertisedAddresses[?(@.name==\"service\")].url}").await.unwrap();
     assert_eq!(
         format!("https://{}", addresses[0]),
         service.trim_end_matches(":443"),
@@ -180,7 +180,7 @@ async fn namespaces_status(client: &Client) -> u16 {
 }
 
 /// The phases of the three rotations, and the last operation, as one string.
-fn rotation_state(s: &CaseShoot) -> Result<String, String> {
+async fn rotation_state(s: &CaseShoot) -> Result<String, String> {
     s.field(
         "{.status.credentials.rotation.certificateAuthorities.phase}/\
          {.status.credentials.rotation.serviceAccountKey.phase}/\
@@ -188,6 +188,7 @@ fn rotation_state(s: &CaseShoot) -> Result<String, String> {
          {.status.lastOperation.type}/{.status.lastOperation.state}/\
          {.metadata.annotations.gardener\\.cloud/operation}",
     )
+    .await
 }
 
 /// Annotates the shoot with `operation` and waits until every rotation reached `phase` in a
@@ -198,7 +199,7 @@ async fn rotate(s: &CaseShoot, operation: &str, phase: &str) -> Duration {
     let want = format!("{phase}/{phase}/{phase}/Reconcile/Succeeded/");
     let ((), took) = s
         .wait(&format!("{operation}: every rotation {phase}"), CREATE_TIMEOUT, || async {
-            let state = rotation_state(s)?;
+            let state = rotation_state(s).await?;
             assert!(!state.contains("/Reconcile/Failed/"), "{operation} failed: {state}\n{}", s.diagnosis());
             if state == want { Ok(Some(())) } else { Err(state) }
         })
@@ -375,9 +376,9 @@ fn node_ready(n: &Node) -> bool {
 }
 
 /// Created means usable: the Worker waits for its machines' Nodes, so every condition holds.
-fn every_condition_holds(s: &CaseShoot) {
+async fn every_condition_holds(s: &CaseShoot) {
     for condition in ["APIServerAvailable", "ControlPlaneHealthy", "EveryNodeReady", "SystemComponentsHealthy"] {
-        let status = s.field(&format!("{{.status.conditions[?(@.type==\"{condition}\")].status}}")).unwrap();
+        let status = s.field(&format!("{{.status.conditions[?(@.type==\"{condition}\")].status}}")).await.unwrap();
         assert_eq!(status, "True", "condition {condition} of the created shoot\n{}", s.diagnosis());
     }
 }
@@ -414,7 +415,7 @@ async fn a_shoot_gets_a_real_node_runs_workloads_and_is_deleted_without_leftover
     let mut s = CaseShoot::apply("use", 21);
     let created = s.created().await;
     eprintln!("shoot {} created after {created:?}", s.name);
-    every_condition_holds(&s);
+    every_condition_holds(&s).await;
 
     let shoot = s.ready_client().await;
     the_advertised_name_resolves_and_serves_the_shoot(&s).await;
@@ -473,7 +474,8 @@ async fn a_shoot_hibernates_keeps_its_data_and_wakes_up() {
     s.set_hibernation(true);
     let ((), hibernated) = s
         .wait("the shoot hibernates", CREATE_TIMEOUT, || async {
-            let state = s.field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
+            let state =
+                s.field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}").await?;
             let pods = kubectl(&["-n", &s.seed_ns, "get", "pods", "-o", "name"])?
                 + &kubectl(&["-n", &s.machine_ns, "get", "pods", "-o", "name"])?;
             Ok((state == "true/Reconcile/Succeeded" && pods.trim().is_empty()).then_some(()))
@@ -487,7 +489,8 @@ async fn a_shoot_hibernates_keeps_its_data_and_wakes_up() {
     s.set_hibernation(false);
     let (kept, woken) = s
         .wait("the shoot wakes up with its data and a Ready node", CREATE_TIMEOUT, || async {
-            let state = s.field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}")?;
+            let state =
+                s.field("{.status.hibernated}/{.status.lastOperation.type}/{.status.lastOperation.state}").await?;
             if state != "false/Reconcile/Succeeded" {
                 return Ok(None);
             }
@@ -531,7 +534,7 @@ async fn ssh_reaches_the_node_through_a_bastion_with_the_current_and_the_previou
     let mut s = CaseShoot::apply("ssh", 24);
     let created = s.created().await;
     eprintln!("shoot {} created after {created:?}", s.name);
-    let before = s.field("{.status.credentials.rotation.sshKeypair.lastCompletionTime}").unwrap();
+    let before = s.field("{.status.credentials.rotation.sshKeypair.lastCompletionTime}").await.unwrap();
     kubectl(&[
         "-n",
         PROJECT_NS,
@@ -544,11 +547,13 @@ async fn ssh_reaches_the_node_through_a_bastion_with_the_current_and_the_previou
     .unwrap();
     let (_, took) = s
         .wait("rotate-ssh-keypair: a new completion time in a successful reconcile", CREATE_TIMEOUT, || async {
-            let state = s.field(
-                "{.status.credentials.rotation.sshKeypair.lastCompletionTime}/\
+            let state = s
+                .field(
+                    "{.status.credentials.rotation.sshKeypair.lastCompletionTime}/\
                  {.status.lastOperation.type}/{.status.lastOperation.state}/\
                  {.metadata.annotations.gardener\\.cloud/operation}",
-            )?;
+                )
+                .await?;
             assert!(!state.contains("/Reconcile/Failed/"), "rotate-ssh-keypair failed: {state}\n{}", s.diagnosis());
             let done = state.ends_with("/Reconcile/Succeeded/") && !state.starts_with(&format!("{before}/"));
             if done { Ok(Some(())) } else { Err(state) }

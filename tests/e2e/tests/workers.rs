@@ -44,10 +44,9 @@ fn set_image_version(s: &CaseShoot, version: &str) {
 }
 
 /// The Worker's roll-out status of the shoot's first pool (`status.providerStatus.rollouts[0]`).
-fn rollout_status(s: &CaseShoot) -> serde_json::Value {
-    let raw = kubectl(&["-n", &s.seed_ns, "get", "workers", "-o", "json"]).unwrap_or_default();
-    let list: serde_json::Value = serde_json::from_str(&raw).unwrap_or_default();
-    list["items"][0]["status"]["providerStatus"]["rollouts"][0].clone()
+async fn rollout_status(s: &CaseShoot) -> serde_json::Value {
+    let workers = s.garden().await.list(&e2e::garden::WORKER, Some(&s.seed_ns)).await.unwrap_or_default();
+    workers.first().map(|w| w["status"]["providerStatus"]["rollouts"][0].clone()).unwrap_or_default()
 }
 
 /// The shoot's Nodes: name → (Ready, OS image).
@@ -210,7 +209,7 @@ async fn a_pool_rolls_to_a_new_image_version_without_a_failed_request() {
     let mut drain_ended: BTreeMap<String, String> = BTreeMap::new();
     loop {
         read_client_logs(&pods, &mut logs).await;
-        let status = rollout_status(&s);
+        let status = rollout_status(&s).await;
         let draining = status["draining"].as_array().map(|d| {
             d.iter().map(|x| x["machine"].as_str().unwrap_or_default().to_string()).collect::<Vec<_>>().join(",")
         });
@@ -316,7 +315,7 @@ async fn a_drain_blocked_by_a_budget_ends_at_the_drain_timeout_and_the_roll_out_
     let start = Instant::now();
     let (blocked, _) = s
         .wait("the Worker names the pod that blocks the drain", ROLLOUT_TIMEOUT, || async {
-            let status = rollout_status(&s);
+            let status = rollout_status(&s).await;
             let blocked = status["draining"][0]["blockedBy"][0].as_str().unwrap_or_default().to_string();
             Ok(blocked.contains(&format!("stuck/{pod}")).then_some((blocked, status)))
         })
@@ -326,7 +325,7 @@ async fn a_drain_blocked_by_a_budget_ends_at_the_drain_timeout_and_the_roll_out_
 
     let (forced, _) = s
         .wait("the drain ends at its timeout and the roll-out completes", ROLLOUT_TIMEOUT, || async {
-            let status = rollout_status(&s);
+            let status = rollout_status(&s).await;
             let now = nodes(&shoot).await?;
             let replaced = now.len() == 1 && now.iter().all(|(n, (r, i))| *r && i == NEW_IMAGE && !old.contains(n));
             Ok((replaced && status["settled"] == true).then(|| status["lastForcedDrain"].clone()))
