@@ -74,6 +74,7 @@ async fn main() {
     std::fs::create_dir(&store_dir).unwrap();
     let config = Config {
         full_schedule: Schedule::parse("0 0 1 1 *").unwrap(),
+        defrag_schedule: None,
         delta_period: Duration::from_secs(20),
         policy: Policy::LimitBased(7),
         gc_period: Duration::from_secs(60),

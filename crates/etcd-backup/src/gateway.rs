@@ -56,6 +56,15 @@ pub fn int(v: Option<&serde_json::Value>) -> Option<i64> {
 }
 
 /// `header.revision` of a gateway answer.
+/// The database's size (`Maintenance/Status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DbSize {
+    /// The file on disk.
+    pub file: i64,
+    /// The part of it that holds data; the rest is free pages a defragmentation gives back.
+    pub in_use: i64,
+}
+
 pub fn header_revision(v: &serde_json::Value) -> Option<i64> {
     int(v.get("header").and_then(|h| h.get("revision")))
 }
@@ -186,6 +195,21 @@ impl Etcd {
     pub async fn revision(&self) -> Result<i64, GatewayError> {
         let status = self.call("reading the status", "/v3/maintenance/status", serde_json::json!({})).await?;
         header_revision(&status).ok_or_else(|| self.answer("reading the status", "no header.revision"))
+    }
+
+    /// The database file's size and the part of it in use, in bytes (`Maintenance/Status`).
+    pub async fn db_size(&self) -> Result<DbSize, GatewayError> {
+        let status = self.call("reading the status", "/v3/maintenance/status", serde_json::json!({})).await?;
+        let file = int(status.get("dbSize").or_else(|| status.get("db_size")))
+            .ok_or_else(|| self.answer("reading the status", "no dbSize"))?;
+        let in_use = int(status.get("dbSizeInUse").or_else(|| status.get("db_size_in_use"))).unwrap_or(file);
+        Ok(DbSize { file, in_use })
+    }
+
+    /// Defragments the member (`Maintenance/Defragment`): etcd rewrites its database file
+    /// without the pages that compactions freed. The member answers no request meanwhile.
+    pub async fn defragment(&self) -> Result<(), GatewayError> {
+        self.call("defragmenting", "/v3/maintenance/defragment", serde_json::json!({})).await.map(drop)
     }
 
     /// How many keys exist (`KV/Range`, count only).

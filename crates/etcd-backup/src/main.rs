@@ -58,6 +58,9 @@ enum Command {
         /// When full snapshots are taken (5-field cron, UTC).
         #[arg(long, default_value = "0 0 * * *")]
         full_snapshot_schedule: String,
+        /// When etcd is defragmented (5-field cron, UTC); never without it.
+        #[arg(long)]
+        defragmentation_schedule: Option<String>,
         /// Seconds between delta snapshots.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3600))]
         delta_snapshot_period_seconds: u64,
@@ -103,8 +106,8 @@ enum MainError {
         #[source]
         source: std::io::Error,
     },
-    #[error("--full-snapshot-schedule: {0}")]
-    Schedule(String),
+    #[error("{0}: {1}")]
+    Schedule(&'static str, String),
     #[error("binding {address}")]
     Bind {
         address: SocketAddr,
@@ -135,6 +138,7 @@ async fn run(command: Command) -> Result<(), MainError> {
             key,
             store,
             full_snapshot_schedule,
+            defragmentation_schedule,
             delta_snapshot_period_seconds,
             garbage_collection_policy,
             max_backups,
@@ -144,7 +148,11 @@ async fn run(command: Command) -> Result<(), MainError> {
         } => {
             let tls = EtcdClientTls { ca: read(&cacert)?, cert: read(&cert)?, key: read(&key)? };
             let config = Config {
-                full_schedule: Schedule::parse(&full_snapshot_schedule).map_err(MainError::Schedule)?,
+                full_schedule: Schedule::parse(&full_snapshot_schedule)
+                    .map_err(|e| MainError::Schedule("--full-snapshot-schedule", e))?,
+                defrag_schedule: defragmentation_schedule
+                    .map(|s| Schedule::parse(&s).map_err(|e| MainError::Schedule("--defragmentation-schedule", e)))
+                    .transpose()?,
                 delta_period: Duration::from_secs(delta_snapshot_period_seconds),
                 policy: match garbage_collection_policy {
                     GcPolicy::Exponential => Policy::Exponential,
@@ -172,7 +180,7 @@ async fn run(command: Command) -> Result<(), MainError> {
                 tokio::spawn(runtime::runner::http::serve(listener, metrics.registry.clone(), readiness, async move {
                     let _ = server_stop.wait_for(|s| *s).await;
                 }));
-            tracing::info!(store = %store.display(), schedule = config.full_schedule.as_str(), delta_seconds = delta_snapshot_period_seconds, "backing up etcd");
+            tracing::info!(store = %store.display(), schedule = config.full_schedule.as_str(), defragmentation = config.defrag_schedule.as_ref().map(|s| s.as_str()), delta_seconds = delta_snapshot_period_seconds, "backing up etcd");
             let snapshotter = Snapshotter::new(
                 etcd,
                 Store::new(store),

@@ -11,6 +11,8 @@ pub struct Metrics {
     latest_size: IntGaugeVec,
     failures: IntCounterVec,
     collected: IntCounterVec,
+    defragmentations: IntCounterVec,
+    db_size: IntGaugeVec,
 }
 
 impl Metrics {
@@ -41,6 +43,22 @@ impl Metrics {
                 "Snapshots of a kind that could not be taken or stored.",
             )?,
             collected: counter("etcdbr_snapshot_gc_total", "Snapshots of a kind deleted by garbage collection.")?,
+            defragmentations: {
+                let c = IntCounterVec::new(
+                    Opts::new("etcdbr_defragmentation_total", "Scheduled defragmentations, by result."),
+                    &["succeeded"],
+                )?;
+                registry.register(Box::new(c.clone()))?;
+                c
+            },
+            db_size: {
+                let g = IntGaugeVec::new(
+                    Opts::new("etcdbr_db_size_bytes", "etcd's database after the last defragmentation."),
+                    &["part"],
+                )?;
+                registry.register(Box::new(g.clone()))?;
+                g
+            },
             registry,
         })
     }
@@ -58,5 +76,14 @@ impl Metrics {
 
     pub fn collected(&self, kind: Kind, n: usize) {
         self.collected.with_label_values(&[kind.as_str()]).inc_by(n as u64);
+    }
+
+    /// A scheduled defragmentation's outcome, and the database's size after a successful one.
+    pub fn defragmented(&self, after: Option<crate::gateway::DbSize>) {
+        self.defragmentations.with_label_values(&[if after.is_some() { "true" } else { "false" }]).inc();
+        if let Some(size) = after {
+            self.db_size.with_label_values(&["file"]).set(size.file);
+            self.db_size.with_label_values(&["in_use"]).set(size.in_use);
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The backup sidecar's loop: a full snapshot at start (when none is due-free in the store) and at
 //! every tick of the schedule, a delta snapshot of every revision since every `delta_period`, the
-//! last delta on SIGTERM, garbage collection, and a health flag that drops when storing has
-//! failed for longer than `failure_threshold`.
+//! last delta on SIGTERM, garbage collection, a defragmentation of etcd at every tick of its
+//! schedule, and a health flag that drops when storing has failed for longer than
+//! `failure_threshold`.
 
 use crate::chain::{self, Policy};
 use crate::delta::{self, Revision};
@@ -19,6 +20,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Config {
     pub full_schedule: Schedule,
+    /// When etcd is defragmented (etcd-backup-restore's `--defragmentation-schedule`); never
+    /// without one.
+    pub defrag_schedule: Option<Schedule>,
     pub delta_period: Duration,
     pub policy: Policy,
     pub gc_period: Duration,
@@ -234,7 +238,10 @@ impl Snapshotter {
         // The schedule's next tick is worked out once per tick, not for every watch message.
         let full_timer = tokio::time::sleep(Duration::ZERO);
         let mut full_timer = std::pin::pin!(full_timer);
-        let mut next_full = self.arm(full_timer.as_mut());
+        let mut next_full = arm(Some(&self.config.full_schedule), full_timer.as_mut());
+        let defrag_timer = tokio::time::sleep(Duration::ZERO);
+        let mut defrag_timer = std::pin::pin!(defrag_timer);
+        let mut next_defrag = arm(self.config.defrag_schedule.as_ref(), defrag_timer.as_mut());
         'watching: loop {
             let watch = match self.etcd.watch(self.position + 1).await {
                 Ok(w) => w,
@@ -284,7 +291,13 @@ impl Snapshotter {
                         if now_unix() >= next_full {
                             self.full_or_fail().await;
                         }
-                        next_full = self.arm(full_timer.as_mut());
+                        next_full = arm(Some(&self.config.full_schedule), full_timer.as_mut());
+                    }
+                    _ = &mut defrag_timer => {
+                        if now_unix() >= next_defrag {
+                            self.defragment().await;
+                        }
+                        next_defrag = arm(self.config.defrag_schedule.as_ref(), defrag_timer.as_mut());
                     }
                     _ = gc.tick() => self.collect_garbage().await,
                 }
@@ -295,13 +308,32 @@ impl Snapshotter {
         tracing::info!(position = self.position, "stopped; every revision seen is stored");
     }
 
-    /// Sets `timer` to the schedule's next tick and returns that tick (seconds since the epoch).
-    fn arm(&self, timer: std::pin::Pin<&mut tokio::time::Sleep>) -> i64 {
-        let now = now_unix();
-        let next = self.config.full_schedule.next(now).unwrap_or(i64::MAX);
-        let wait = Duration::from_secs(u64::try_from(next.saturating_sub(now)).unwrap_or(0).max(1));
-        timer.reset(tokio::time::Instant::now() + wait);
-        next
+    /// Defragments etcd. The data and its revisions stay as they are, so the chain of snapshots
+    /// goes on; a failure is logged and counted, and the next tick tries again.
+    async fn defragment(&mut self) {
+        let before = self.etcd.db_size().await.ok();
+        let started = Instant::now();
+        let result = async {
+            self.etcd.defragment().await?;
+            self.etcd.db_size().await
+        }
+        .await;
+        match result {
+            Ok(after) => {
+                tracing::info!(
+                    before_bytes = before.map(|b| b.file),
+                    after_bytes = after.file,
+                    in_use_bytes = after.in_use,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "defragmented etcd"
+                );
+                self.metrics.defragmented(Some(after));
+            }
+            Err(e) => {
+                tracing::warn!(error = %runtime::cli::report(&e), "defragmenting etcd failed; the next tick tries again");
+                self.metrics.defragmented(None);
+            }
+        }
     }
 
     async fn full_or_fail(&mut self) {
@@ -336,4 +368,15 @@ impl Snapshotter {
             }
         }
     }
+}
+
+/// Sets `timer` to the schedule's next tick and returns that tick (seconds since the epoch);
+/// without a schedule, to a time that never comes.
+fn arm(schedule: Option<&Schedule>, timer: std::pin::Pin<&mut tokio::time::Sleep>) -> i64 {
+    let now = now_unix();
+    let next = schedule.and_then(|s| s.next(now)).unwrap_or(i64::MAX);
+    // At most a year ahead: tokio's timers are bounded, and a timer that ends early only re-arms.
+    let wait = u64::try_from(next.saturating_sub(now)).unwrap_or(0).clamp(1, 365 * 86_400);
+    timer.reset(tokio::time::Instant::now() + Duration::from_secs(wait));
+    next
 }

@@ -24,6 +24,7 @@ fn config(delta: Duration) -> Config {
     Config {
         // Never during the test: the one full snapshot is the one at start.
         full_schedule: Schedule::parse("0 0 1 1 *").unwrap(),
+        defrag_schedule: None,
         delta_period: delta,
         policy: Policy::LimitBased(2),
         gc_period: Duration::from_secs(3600),
@@ -225,4 +226,88 @@ async fn without_backups_etcd_starts_empty_and_a_corrupt_delta_stops_the_restore
         other => panic!("not restored from the final snapshot: {other}"),
     }
     assert!(data_dir.join("member").is_dir());
+}
+
+/// The value of `etcdbr_defragmentation_total{succeeded="true"}`.
+fn defragmentations(metrics: &etcd_backup::metrics::Metrics) -> u64 {
+    metrics
+        .registry
+        .gather()
+        .iter()
+        .filter(|f| f.name() == "etcdbr_defragmentation_total")
+        .flat_map(|f| f.get_metric())
+        .filter(|m| m.get_label().iter().any(|l| l.name() == "succeeded" && l.value() == "true"))
+        .map(|m| m.get_counter().get_value() as u64)
+        .sum()
+}
+
+#[tokio::test]
+async fn a_scheduled_defragmentation_gives_back_the_free_pages_and_keeps_every_key() {
+    use etcd_backup::delta::Event;
+    let env = TestEnv::start().await.unwrap();
+    let etcd = Etcd::new(env.etcd_url(), "", None).await.unwrap();
+    // 8 MiB written and deleted again, and the history compacted: free pages in the file.
+    let value = vec![b'x'; 64 << 10];
+    for i in 0..128 {
+        etcd.apply(&[Event::Put { key: format!("/junk/{i}").into_bytes(), value: value.clone() }]).await.unwrap();
+    }
+    for i in 0..16 {
+        etcd.apply(&[Event::Put { key: format!("/kept/{i}").into_bytes(), value: format!("v{i}").into_bytes() }])
+            .await
+            .unwrap();
+    }
+    let mut last = 0;
+    for i in 0..128 {
+        last = etcd.apply(&[Event::Delete { key: format!("/junk/{i}").into_bytes() }]).await.unwrap();
+    }
+    // The API server writes on meanwhile (leases, events); the keys this test wrote are compared.
+    let kept = |dump: Vec<(Vec<u8>, Vec<u8>, i64)>| -> Vec<(Vec<u8>, Vec<u8>, i64)> {
+        dump.into_iter().filter(|(k, _, _)| k.starts_with(b"/kept/") || k.starts_with(b"/junk/")).collect()
+    };
+    let (_, etcdctl) = binaries();
+    let compacted = std::process::Command::new(etcdctl)
+        .args(["--endpoints", env.etcd_url(), "compact", &last.to_string(), "--physical"])
+        .env("ETCDCTL_API", "3")
+        .output()
+        .unwrap();
+    assert!(compacted.status.success(), "etcdctl compact: {}", String::from_utf8_lossy(&compacted.stderr));
+    let before = etcd.db_size().await.unwrap();
+    let keys_before = kept(etcd.dump().await.unwrap());
+    assert_eq!(keys_before.len(), 16, "the kept keys, none of the deleted ones");
+    assert!(before.file > 8 << 20, "the deleted values still fill the file: {before:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = etcd_backup::metrics::Metrics::new().unwrap();
+    // Every minute: the test waits for the first tick.
+    let config =
+        Config { defrag_schedule: Some(Schedule::parse("* * * * *").unwrap()), ..config(Duration::from_secs(1)) };
+    let snapshotter = Snapshotter::new(
+        etcd.clone(),
+        Store::new(dir.path()),
+        config,
+        metrics.clone(),
+        Health::new(Arc::new(AtomicBool::new(false)), Duration::from_secs(60)),
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(snapshotter.run(async move {
+        let _ = stopped.await;
+    }));
+    testenv::poll::until_some(
+        "a scheduled defragmentation",
+        Duration::from_secs(90),
+        Duration::from_millis(500),
+        || {
+            let metrics = metrics.clone();
+            async move { (defragmentations(&metrics) > 0).then_some(()) }
+        },
+    )
+    .await;
+    let _ = stop.send(());
+    run.await.unwrap();
+
+    let after = etcd.db_size().await.unwrap();
+    assert!(after.file < before.file - (4 << 20), "the file shrank: {before:?} -> {after:?}");
+    assert!(kept(etcd.dump().await.unwrap()) == keys_before, "every key, value and revision stays");
+    let text = prometheus::TextEncoder::new().encode_to_string(&metrics.registry.gather()).unwrap();
+    assert!(text.contains(&format!("etcdbr_db_size_bytes{{part=\"file\"}} {}", after.file)), "{text}");
 }

@@ -6,7 +6,7 @@
 
 use super::common::{self, ControlPlaneValues, Images, file, secrets};
 pub use super::etcd_backup_settings::{
-    EtcdBackup, EtcdBackupSettings, GarbageCollectionPolicy, full_snapshot_schedule,
+    EtcdBackup, EtcdBackupSettings, GarbageCollectionPolicy, defragmentation_schedule, full_snapshot_schedule,
 };
 use super::security::{self, limits};
 use k8s_openapi::api::core::v1::{
@@ -104,6 +104,7 @@ pub fn sidecar(values: &ControlPlaneValues, backup: &EtcdBackup, client_port: i3
             format!("--key={}", file(secrets::ETCD_SERVER, secrets::TLS_KEY)),
             format!("--store={BACKUP_MOUNT}"),
             format!("--full-snapshot-schedule={}", backup.full_snapshot_schedule),
+            format!("--defragmentation-schedule={}", backup.defragmentation_schedule),
             format!("--delta-snapshot-period-seconds={}", s.delta_snapshot_period_seconds),
             format!(
                 "--garbage-collection-policy={}",

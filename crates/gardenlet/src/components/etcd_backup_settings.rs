@@ -58,6 +58,8 @@ pub struct EtcdBackup {
     pub dir: String,
     pub settings: EtcdBackupSettings,
     pub full_snapshot_schedule: String,
+    /// When the sidecar defragments etcd.
+    pub defragmentation_schedule: String,
 }
 
 /// The daily full snapshot at the beginning of the shoot's maintenance window, as Gardener
@@ -65,6 +67,14 @@ pub struct EtcdBackup {
 pub fn full_snapshot_schedule(maintenance_begin: Option<i64>) -> String {
     let begin = maintenance_begin.unwrap_or(0).rem_euclid(86_400);
     format!("{} {} * * *", (begin / 60) % 60, begin / 3600)
+}
+
+/// etcd's defragmentation: every third day when the shoot's maintenance window begins, as
+/// Gardener schedules it (`%d %d */3 * *`); midnight UTC without a window. Defragmenting
+/// blocks etcd's writes for its duration, which the window is for.
+pub fn defragmentation_schedule(maintenance_begin: Option<i64>) -> String {
+    let begin = maintenance_begin.unwrap_or(0).rem_euclid(86_400);
+    format!("{} {} */3 * *", (begin / 60) % 60, begin / 3600)
 }
 
 #[cfg(test)]
@@ -76,6 +86,12 @@ mod tests {
         assert_eq!(full_snapshot_schedule(None), "0 0 * * *");
         assert_eq!(full_snapshot_schedule(Some(22 * 3600 + 30 * 60 + 15)), "30 22 * * *");
         assert_eq!(full_snapshot_schedule(Some(-3600)), "0 23 * * *");
+    }
+
+    #[test]
+    fn etcd_is_defragmented_every_third_day_when_the_maintenance_window_begins() {
+        assert_eq!(defragmentation_schedule(None), "0 0 */3 * *");
+        assert_eq!(defragmentation_schedule(Some(22 * 3600 + 30 * 60)), "30 22 */3 * *");
     }
 
     #[test]

@@ -209,6 +209,7 @@ fn with_a_backup_entry_etcd_restores_first_and_is_backed_up_by_a_sidecar_on_the_
         dir: "/var/lib/backup/bucket/entry".into(),
         settings: super::etcd_backup::EtcdBackupSettings { delta_snapshot_period_seconds: 5, ..Default::default() },
         full_snapshot_schedule: super::etcd_backup::full_snapshot_schedule(Some(22 * 3600)),
+        defragmentation_schedule: super::etcd_backup::defragmentation_schedule(Some(22 * 3600)),
     });
     let pod = etcd::statefulset(&v).spec.unwrap().template.spec.unwrap();
     let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
@@ -219,6 +220,7 @@ fn with_a_backup_entry_etcd_restores_first_and_is_backed_up_by_a_sidecar_on_the_
     assert_eq!(flag(args, "cert"), Some("/srv/kubernetes/etcd-server/tls.crt"));
     assert_eq!(flag(args, "store"), Some("/var/etcd/backup"));
     assert_eq!(flag(args, "full-snapshot-schedule"), Some("0 22 * * *"));
+    assert_eq!(flag(args, "defragmentation-schedule"), Some("0 22 */3 * *"));
     assert_eq!(flag(args, "delta-snapshot-period-seconds"), Some("5"));
     assert!(sidecar.readiness_probe.is_some(), "failing backups show in the pod's readiness");
     let writable: Vec<bool> = sidecar
