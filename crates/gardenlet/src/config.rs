@@ -414,4 +414,17 @@ mod tests {
         let err = serde_yaml::from_str::<GardenletConfig>(&unknown).unwrap_err().to_string();
         assert!(err.contains("seedNmae"), "{err}");
     }
+
+    /// The chart's values schema refuses unknown keys under `config.controllers`: every setting
+    /// gardenlet reads there must be in it, or operators cannot set it with Helm.
+    #[test]
+    fn the_chart_schema_offers_every_controller_setting() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../charts/gardener/gardenlet/values.schema.json");
+        let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let offered = &schema["properties"]["config"]["properties"]["controllers"]["properties"];
+        let settings = serde_json::to_value(ControllerSettings::default()).unwrap();
+        let missing: Vec<&String> =
+            settings.as_object().unwrap().keys().filter(|k| offered.get(k.as_str()).is_none()).collect();
+        assert!(missing.is_empty(), "{path} lacks config.controllers.{missing:?}");
+    }
 }

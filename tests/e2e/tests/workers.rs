@@ -158,6 +158,24 @@ fn workload(namespace: &str) -> serde_json::Value {
     ]})
 }
 
+/// The last lines of kube-proxy and the cluster DNS on every node of the shoot: what a failed
+/// request during a roll-out is explained by (a node's rules lagging behind the endpoints, a name
+/// server going away).
+async fn system_logs(shoot: &Client) -> String {
+    let pods: Api<Pod> = Api::namespaced(shoot.clone(), "kube-system");
+    let mut out = String::new();
+    for selector in ["k8s-app=kube-proxy", "k8s-app=kube-dns"] {
+        let Ok(list) = pods.list(&ListParams::default().labels(selector)).await else { continue };
+        for p in list.items {
+            let node = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+            let params = LogParams { tail_lines: Some(40), timestamps: true, ..LogParams::default() };
+            let log = pods.logs(&p.name_any(), &params).await.unwrap_or_else(|e| e.to_string());
+            out.push_str(&format!("==> {} on {node} <==\n{log}\n", p.name_any()));
+        }
+    }
+    out
+}
+
 /// Every client pod's log as last read, by pod name (a pod whose node is gone keeps its last
 /// read).
 async fn read_client_logs(pods: &Api<Pod>, logs: &mut BTreeMap<String, String>) {
@@ -261,7 +279,12 @@ async fn a_pool_rolls_to_a_new_image_version_without_a_failed_request() {
         warm_up.len(),
         going.len()
     );
-    assert!(failed.is_empty(), "requests failed during the roll-out: {failed:?}");
+    assert!(
+        failed.is_empty(),
+        "requests failed during the roll-out: {failed:?}\ndrain order and times:\n{}\n{}",
+        events.join("\n"),
+        system_logs(&shoot).await
+    );
     // At 200 ms per request, the clients asked throughout the roll-out, not a few times.
     assert!(ok as u64 >= took.as_secs() * 2, "only {ok} answered requests in {took:?}");
     assert!(events.len() >= 2, "each old machine was drained in turn: {events:?}");
