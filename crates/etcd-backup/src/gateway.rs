@@ -55,7 +55,6 @@ pub fn int(v: Option<&serde_json::Value>) -> Option<i64> {
     }
 }
 
-/// `header.revision` of a gateway answer.
 /// The database's size (`Maintenance/Status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DbSize {
@@ -65,6 +64,7 @@ pub struct DbSize {
     pub in_use: i64,
 }
 
+/// `header.revision` of a gateway answer.
 pub fn header_revision(v: &serde_json::Value) -> Option<i64> {
     int(v.get("header").and_then(|h| h.get("revision")))
 }
@@ -191,15 +191,19 @@ impl Etcd {
         GatewayError::Answer { what, endpoint: self.endpoint.clone(), reason: reason.into() }
     }
 
+    async fn status(&self) -> Result<serde_json::Value, GatewayError> {
+        self.call("reading the status", "/v3/maintenance/status", serde_json::json!({})).await
+    }
+
     /// The current revision (`Maintenance/Status`).
     pub async fn revision(&self) -> Result<i64, GatewayError> {
-        let status = self.call("reading the status", "/v3/maintenance/status", serde_json::json!({})).await?;
+        let status = self.status().await?;
         header_revision(&status).ok_or_else(|| self.answer("reading the status", "no header.revision"))
     }
 
     /// The database file's size and the part of it in use, in bytes (`Maintenance/Status`).
     pub async fn db_size(&self) -> Result<DbSize, GatewayError> {
-        let status = self.call("reading the status", "/v3/maintenance/status", serde_json::json!({})).await?;
+        let status = self.status().await?;
         let file = int(status.get("dbSize").or_else(|| status.get("db_size")))
             .ok_or_else(|| self.answer("reading the status", "no dbSize"))?;
         let in_use = int(status.get("dbSizeInUse").or_else(|| status.get("db_size_in_use"))).unwrap_or(file);

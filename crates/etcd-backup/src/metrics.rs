@@ -18,16 +18,18 @@ pub struct Metrics {
 impl Metrics {
     pub fn new() -> Result<Self, prometheus::Error> {
         let registry = Registry::new();
-        let gauge = |name: &str, help: &str| -> Result<IntGaugeVec, prometheus::Error> {
-            let g = IntGaugeVec::new(Opts::new(name, help), &["kind"])?;
+        let gauge_by = |label: &str, name: &str, help: &str| -> Result<IntGaugeVec, prometheus::Error> {
+            let g = IntGaugeVec::new(Opts::new(name, help), &[label])?;
             registry.register(Box::new(g.clone()))?;
             Ok(g)
         };
-        let counter = |name: &str, help: &str| -> Result<IntCounterVec, prometheus::Error> {
-            let c = IntCounterVec::new(Opts::new(name, help), &["kind"])?;
+        let counter_by = |label: &str, name: &str, help: &str| -> Result<IntCounterVec, prometheus::Error> {
+            let c = IntCounterVec::new(Opts::new(name, help), &[label])?;
             registry.register(Box::new(c.clone()))?;
             Ok(c)
         };
+        let gauge = |name: &str, help: &str| gauge_by("kind", name, help);
+        let counter = |name: &str, help: &str| counter_by("kind", name, help);
         Ok(Self {
             latest_timestamp: gauge(
                 "etcdbr_snapshot_latest_timestamp",
@@ -43,22 +45,12 @@ impl Metrics {
                 "Snapshots of a kind that could not be taken or stored.",
             )?,
             collected: counter("etcdbr_snapshot_gc_total", "Snapshots of a kind deleted by garbage collection.")?,
-            defragmentations: {
-                let c = IntCounterVec::new(
-                    Opts::new("etcdbr_defragmentation_total", "Scheduled defragmentations, by result."),
-                    &["succeeded"],
-                )?;
-                registry.register(Box::new(c.clone()))?;
-                c
-            },
-            db_size: {
-                let g = IntGaugeVec::new(
-                    Opts::new("etcdbr_db_size_bytes", "etcd's database after the last defragmentation."),
-                    &["part"],
-                )?;
-                registry.register(Box::new(g.clone()))?;
-                g
-            },
+            defragmentations: counter_by(
+                "succeeded",
+                "etcdbr_defragmentation_total",
+                "Scheduled defragmentations, by result.",
+            )?,
+            db_size: gauge_by("part", "etcdbr_db_size_bytes", "etcd's database after the last defragmentation.")?,
             registry,
         })
     }

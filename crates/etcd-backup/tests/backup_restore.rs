@@ -32,6 +32,15 @@ fn config(delta: Duration) -> Config {
     }
 }
 
+/// Runs the sidecar's loop until the returned sender is used (or dropped).
+fn spawn(snapshotter: Snapshotter) -> (tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(snapshotter.run(async move {
+        let _ = stopped.await;
+    }));
+    (stop, run)
+}
+
 fn binaries() -> (PathBuf, PathBuf) {
     let assets = testenv::Assets::from_env().unwrap();
     let etcdctl = assets.etcd.with_file_name("etcdctl");
@@ -116,10 +125,7 @@ async fn a_restore_from_a_full_snapshot_and_deltas_gives_back_every_key_at_its_r
         metrics.clone(),
         Health::new(healthy.clone(), Duration::from_secs(60)),
     );
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(snapshotter.run(async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn(snapshotter);
     let store = Store::new(&store_dir);
     testenv::poll::until_some(
         "the full snapshot at start",
@@ -288,10 +294,7 @@ async fn a_scheduled_defragmentation_gives_back_the_free_pages_and_keeps_every_k
         metrics.clone(),
         Health::new(Arc::new(AtomicBool::new(false)), Duration::from_secs(60)),
     );
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(snapshotter.run(async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn(snapshotter);
     testenv::poll::until_some(
         "a scheduled defragmentation",
         Duration::from_secs(90),
