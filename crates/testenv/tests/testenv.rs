@@ -137,3 +137,28 @@ async fn a_second_environment_with_the_same_crds_starts_from_the_snapshot_and_se
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// Whether the API server serves `group/version` (its discovery document answers).
+async fn serves(client: &kube::Client, group_version: &str) -> bool {
+    let request = http::Request::get(format!("/apis/{group_version}")).body(Vec::new()).unwrap();
+    client.request_text(request).await.is_ok()
+}
+
+#[tokio::test]
+async fn beta_versions_with_a_ga_version_are_not_served_and_a_test_can_serve_one_again() {
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client().await.unwrap();
+    assert!(!serves(&client, "rbac.authorization.k8s.io/v1beta1").await);
+    assert!(!serves(&client, "extensions/v1beta1").await);
+    assert!(serves(&client, "rbac.authorization.k8s.io/v1").await);
+    // PodDisruptionBudget has no other version in 1.20.
+    assert!(serves(&client, "policy/v1beta1").await);
+    drop(env);
+
+    let options =
+        Options { extra_apiserver_args: vec!["--runtime-config=batch/v1beta1=true".into()], ..Options::default() };
+    let env = TestEnv::start_with(options).await.unwrap();
+    let client = env.client().await.unwrap();
+    assert!(serves(&client, "batch/v1beta1").await, "a test's own --runtime-config adds to the default");
+    assert!(!serves(&client, "extensions/v1beta1").await);
+}
