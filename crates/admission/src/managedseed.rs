@@ -85,6 +85,17 @@ pub fn gardenlet(spec: &ManagedSeedSpec, sp: &Path, errs: &mut ErrorList) {
         let value = serde_json::to_value(mode).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         errs.push(FieldError::unsupported(sp.child("gardenlet").child("bootstrap"), &value, &["ServiceAccount"]));
     }
+    // Counts of the Deployment (zero replicas stops the seed's gardenlet, as an operator may).
+    if let Some(deployment) = &gardenlet.deployment {
+        let dp = sp.child("gardenlet").child("deployment");
+        for (field, value) in
+            [("replicaCount", deployment.replica_count), ("revisionHistoryLimit", deployment.revision_history_limit)]
+        {
+            if let Some(n) = value.filter(|n| *n < 0) {
+                errs.push(FieldError::invalid(dp.child(field), &n.to_string(), "must be greater than or equal to 0"));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -137,6 +148,35 @@ mod tests {
                 |m| m.spec.gardenlet.as_mut().unwrap().bootstrap = Some(Bootstrap::None),
                 true,
                 Some("spec.gardenlet.bootstrap: Unsupported value: \"None\""),
+            ),
+            (
+                "negative replicas",
+                |m| {
+                    let d = m.spec.gardenlet.as_mut().unwrap().deployment.get_or_insert_with(Default::default);
+                    d.replica_count = Some(-1);
+                },
+                true,
+                Some(
+                    "spec.gardenlet.deployment.replicaCount: Invalid value: \"-1\": must be greater than or equal to 0",
+                ),
+            ),
+            (
+                "negative history",
+                |m| {
+                    let d = m.spec.gardenlet.as_mut().unwrap().deployment.get_or_insert_with(Default::default);
+                    d.revision_history_limit = Some(-2);
+                },
+                true,
+                Some("spec.gardenlet.deployment.revisionHistoryLimit: Invalid value: \"-2\""),
+            ),
+            (
+                "stopped",
+                |m| {
+                    let d = m.spec.gardenlet.as_mut().unwrap().deployment.get_or_insert_with(Default::default);
+                    d.replica_count = Some(0);
+                },
+                true,
+                None,
             ),
             (
                 "service account",

@@ -139,6 +139,7 @@ async fn a_second_environment_with_the_same_crds_starts_from_the_snapshot_and_se
 }
 
 /// Whether the API server serves `group/version` (its discovery document answers).
+#[allow(clippy::unwrap_used)] // a test helper: a malformed request should fail the test loudly
 async fn serves(client: &kube::Client, group_version: &str) -> bool {
     let request = http::Request::get(format!("/apis/{group_version}")).body(Vec::new()).unwrap();
     client.request_text(request).await.is_ok()

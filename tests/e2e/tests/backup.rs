@@ -137,6 +137,45 @@ async fn a_shoot_whose_etcd_volume_is_lost_comes_back_from_its_backups() {
     eprintln!("ControlPlaneHealthy: {health}");
     assert!(health.contains(&message), "the condition names what the restore said: {health}");
 
+    // The care controller restarted the kube-apiserver pods that ran during the restore: their
+    // watch cache would wait for revisions a restore after an abrupt loss took back.
+    let restored_at: k8s_openapi::jiff::Timestamp =
+        etcd_pod(&s, r#"{.status.initContainerStatuses[?(@.name=="restore")].state.terminated.finishedAt}"#)
+            .await
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+    let (started, _) = s
+        .wait("kube-apiserver restarted after the restore", STEP_TIMEOUT, || async {
+            let pods = s.garden().await.list(&e2e::garden::POD, Some(&s.seed_ns)).await?;
+            let apiservers: Vec<(String, bool)> = pods
+                .iter()
+                .filter(|p| {
+                    p["metadata"]["labels"]["app"] == "kubernetes" && p["metadata"]["labels"]["role"] == "apiserver"
+                })
+                .map(|p| {
+                    let created = p["metadata"]["creationTimestamp"].as_str().unwrap_or_default().to_string();
+                    let ready = p["status"]["conditions"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+                    (created, ready)
+                })
+                .collect();
+            let after = |created: &str| created.parse::<k8s_openapi::jiff::Timestamp>().is_ok_and(|c| c >= restored_at);
+            let done = !apiservers.is_empty() && apiservers.iter().all(|(c, ready)| after(c) && *ready);
+            Ok(done.then_some(apiservers))
+        })
+        .await;
+    eprintln!("kube-apiserver pods after the restore (finished {restored_at}): {started:?}");
+    let ((), _) = s
+        .wait("the shoot's API server serves after its restart", STEP_TIMEOUT, || async {
+            let api: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
+            api.list(&ListParams::default().limit(1)).await.map_err(|e| e.to_string())?;
+            Ok(Some(()))
+        })
+        .await;
+
     let api: Api<ConfigMap> = Api::namespaced(shoot.clone(), "default");
     let present: std::collections::BTreeSet<String> =
         api.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|c| c.metadata.name).collect();

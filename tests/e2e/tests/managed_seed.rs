@@ -275,7 +275,8 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
     );
 
     a_seed_reaches_only_its_own_objects();
-    migrate_a_shoot_from_the_local_seed_to_the_managed_one();
+    let marker = migrate_a_shoot_from_the_local_seed_to_the_managed_one();
+    a_lost_seeds_shoot_is_restored_on_another_seed_from_its_backups(&marker);
 
     // Deleting the ManagedSeed keeps the seed while a shoot uses it.
     kubectl(&["-n", NS, "delete", "managedseed", NAME, "--wait=false"]).unwrap();
@@ -433,7 +434,7 @@ fn a_seed_reaches_only_its_own_objects() {
 /// migrated API server with the same UID and resourceVersion. Nothing of the shoot is left in
 /// the local seed. The shoot is workerless: the local machines would have to nest one more
 /// level to be its nodes on the managed seed.
-fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
+fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() -> String {
     const MOVER_NS: &str = "shoot--local--mover";
     let op = |seed_and_op: &str| {
         let want = seed_and_op.to_string();
@@ -502,6 +503,20 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
     let managed = ShootKubeconfig::issue("garden", NAME).unwrap();
     let forward = PortForward::start(&managed, MOVER_NS, "service/kube-apiserver", 443);
     let after = ShootKubeconfig::issue("local", MOVER).unwrap();
+    let server = format!("--server=https://127.0.0.1:{}", forward.port);
+    let tls_name = format!("--tls-server-name={}", mover_api_host());
+    let (read, _) = wait("the marker through the migrated API server", Duration::from_secs(120), || {
+        identity(&after, &[&server, &tls_name]).map(Some)
+    });
+    assert_eq!(read, written, "the marker kept its UID, resourceVersion and data");
+    println!("ConfigMap marker read back on {NAME}: {read}");
+    drop(forward);
+    read
+}
+
+/// The host name of the mover's API server (its external address), which its serving certificate
+/// names.
+fn mover_api_host() -> String {
     let external = field(&[
         "-n",
         HOSTED_NS,
@@ -512,15 +527,166 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() {
         "jsonpath={.status.advertisedAddresses[?(@.name==\"external\")].url}",
     ])
     .unwrap();
-    let host = external.trim_start_matches("https://").split([':', '/']).next().unwrap_or_default().to_string();
+    external.trim_start_matches("https://").split([':', '/']).next().unwrap_or_default().to_string()
+}
+
+/// The host directory of the mover's backups: `<backup store>/<bucket>/<entry>`, from its garden
+/// BackupEntry (provider-local's layout, docs/backup.md).
+fn mover_backup_dir() -> Result<std::path::PathBuf, String> {
+    let entries = field(&[
+        "-n",
+        HOSTED_NS,
+        "get",
+        "backupentries.core.gardener.cloud",
+        "-o",
+        r#"jsonpath={range .items[*]}{.metadata.name} {.spec.bucketName}{"\n"}{end}"#,
+    ])?;
+    let prefix = format!("shoot--local--{MOVER}--");
+    let (entry, bucket) = entries
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .find_map(|l| l.split_once(' '))
+        .ok_or_else(|| format!("no garden BackupEntry {prefix}*: {entries:?}"))?;
+    Ok(e2e::state_dir().join("backup").join(bucket).join(entry))
+}
+
+/// The last revision of the newest delta snapshot in `dir` (`Incr-<start>-<end>-<unix>.json`).
+fn newest_delta_end(dir: &std::path::Path) -> Option<i64> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rest = name.strip_prefix("Incr-")?.strip_suffix(".json")?.to_string();
+            rest.split('-').nth(1)?.parse::<i64>().ok()
+        })
+        .max()
+}
+
+/// GEP-17's bad case (docs/migration.md, "The bad case: the source is gone"): the seed that runs
+/// the mover is lost. A ConfigMap is written through the mover's API on `managed`, and the managed
+/// seed's backup sidecar stores it in a delta snapshot; then the seed stops: its gardenlet (the
+/// ManagedSeed's `replicaCount: 0`) and the mover's control plane in it (scaled to zero, as the
+/// loss of its machines would stop them, with nobody left to start them again). An operator moves
+/// the shoot to `local` with `force-restore`; there is no final snapshot (the one of the first move
+/// was consumed), so etcd comes back from the continuous backups, and both ConfigMaps, the marker
+/// from before the first move with its UID and resourceVersion, are read back through the API
+/// server on `local`. Then the lost seed's gardenlet comes back and leaves the shoot alone.
+fn a_lost_seeds_shoot_is_restored_on_another_seed_from_its_backups(marker: &str) {
+    const MOVER_NS: &str = "shoot--local--mover";
+    let managed = ShootKubeconfig::issue("garden", NAME).unwrap();
+    let forward = PortForward::start(&managed, MOVER_NS, "service/kube-apiserver", 443);
+    let mover = ShootKubeconfig::issue("local", MOVER).unwrap();
     let server = format!("--server=https://127.0.0.1:{}", forward.port);
-    let tls_name = format!("--tls-server-name={host}");
-    let (read, _) = wait("the marker through the migrated API server", Duration::from_secs(120), || {
-        identity(&after, &[&server, &tls_name]).map(Some)
+    let tls_name = format!("--tls-server-name={}", mover_api_host());
+    let (written, _) = wait("a ConfigMap written on the managed seed", Duration::from_secs(120), || {
+        let via = [server.as_str(), tls_name.as_str(), "-n", "default"];
+        let create = [&via[..], &["create", "configmap", "on-managed", "--from-literal=seed=managed"]].concat();
+        match mover.kubectl(&create) {
+            Err(e) if !e.contains("AlreadyExists") => return Err(e),
+            _ => {}
+        }
+        let jsonpath = "jsonpath={.metadata.uid} {.metadata.resourceVersion} {.data.seed}";
+        mover.kubectl(&[&via[..], &["get", "configmap", "on-managed", "-o", jsonpath]].concat()).map(Some)
     });
-    assert_eq!(read, written, "the marker kept its UID, resourceVersion and data");
-    println!("ConfigMap marker read back on {NAME}: {read}");
     drop(forward);
+    let revision: i64 = written.split_whitespace().nth(1).and_then(|r| r.parse().ok()).unwrap();
+    let dir = mover_backup_dir().unwrap();
+    let (_, stored) =
+        wait("a delta snapshot of the managed seed's etcd with the write", Duration::from_secs(120), || {
+            Ok(newest_delta_end(&dir).filter(|end| *end >= revision))
+        });
+    println!("ConfigMap on-managed (revision {revision}) in a delta snapshot in {} after {stored:?}", dir.display());
+
+    // The seed is lost: its gardenlet stops (the ManagedSeed, which deploys it, keeps it at zero),
+    // and so does the mover's control plane there.
+    let replicas = |n: i32| format!("{{\"spec\":{{\"gardenlet\":{{\"deployment\":{{\"replicaCount\":{n}}}}}}}}}");
+    kubectl(&["-n", NS, "patch", "managedseed", NAME, "--type=merge", "-p", &replicas(0)]).unwrap();
+    managed.kubectl(&["-n", MOVER_NS, "scale", "deployment,statefulset", "--all", "--replicas=0"]).unwrap();
+    let (_, stopped) =
+        wait("the lost seed's gardenlet and the mover's control plane stop", Duration::from_secs(180), || {
+            let gardenlet = managed.kubectl(&[
+                "-n",
+                "garden",
+                "get",
+                "pods",
+                "-l",
+                "app.kubernetes.io/name=gardenlet",
+                "-o",
+                "name",
+            ])?;
+            let control_plane = managed.kubectl(&["-n", MOVER_NS, "get", "pods", "-o", "name"])?;
+            Ok((gardenlet.trim().is_empty() && control_plane.trim().is_empty()).then_some(()))
+        });
+    println!("seed {NAME} lost (its gardenlet and {MOVER}'s control plane stopped) in {stopped:?}");
+
+    let start = Instant::now();
+    kubectl(&[
+        "-n",
+        HOSTED_NS,
+        "patch",
+        "shoot",
+        MOVER,
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"annotations":{"gardener.cloud/operation":"force-restore"}},"spec":{"seedName":"local"}}"#,
+    ])
+    .unwrap();
+    let (description, restored) = wait("the forced restore on local", Duration::from_secs(480), || {
+        let path = "{.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}|{.status.lastOperation.description}";
+        let out = garden().field(&SHOOT, Some(HOSTED_NS), MOVER, path)?;
+        let (op, description) = out.split_once('|').unwrap_or((&out, ""));
+        if op == "local Restore Succeeded" {
+            return Ok(Some(description.to_string()));
+        }
+        Err(format!("{op}: {description}"))
+    });
+    println!("shoot {MOVER} restored on local from its backups in {restored:?}: {description}");
+    assert!(
+        description.contains("was restored from its backups") && description.contains("restored from Full-"),
+        "the Restore's lastOperation names the snapshots etcd came back from: {description}"
+    );
+    let annotation =
+        garden().field(&SHOOT, Some(HOSTED_NS), MOVER, r#"{.metadata.annotations.gardener\.cloud/operation}"#);
+    assert_eq!(annotation.unwrap(), "", "the force-restore annotation is consumed");
+
+    let back = ShootKubeconfig::issue("local", MOVER).unwrap();
+    let identity = |name: &str, data: &str| {
+        back.kubectl(&[
+            "-n",
+            "default",
+            "get",
+            "configmap",
+            name,
+            "-o",
+            &format!("jsonpath={{.metadata.uid}} {{.metadata.resourceVersion}} {{.data.{data}}}"),
+        ])
+    };
+    let (read, _) = wait("the ConfigMaps through the API server on local", Duration::from_secs(120), || {
+        identity("on-managed", "seed").map(Some)
+    });
+    assert_eq!(read, written, "the write on the lost seed came back from its backups with its UID and resourceVersion");
+    assert_eq!(identity("marker", "written").unwrap(), marker, "the marker from before the first move is still there");
+    println!("ConfigMaps on-managed ({read}) and marker read back on local {:?} after the takeover", start.elapsed());
+
+    // The lost seed's gardenlet comes back (it must run to release the seed): neither the shoot's
+    // spec nor its status names its seed, so it leaves the mover's leftovers there as they are.
+    kubectl(&["-n", NS, "patch", "managedseed", NAME, "--type=merge", "-p", &replicas(1)]).unwrap();
+    let since = k8s_openapi::jiff::Timestamp::now();
+    wait("the managed seed's gardenlet is back (a heartbeat newer than its return)", Duration::from_secs(180), || {
+        let renewed = garden().field(&LEASE, Some("gardener-system-seed-lease"), NAME, "{.spec.renewTime}")?;
+        let renewed: k8s_openapi::jiff::Timestamp = renewed.trim().parse().map_err(|e| format!("{renewed:?}: {e}"))?;
+        Ok((renewed > since).then_some(()))
+    });
+    let left = managed
+        .kubectl(&["-n", MOVER_NS, "get", "deployment,statefulset", "-o", "jsonpath={.items[*].spec.replicas}"])
+        .unwrap();
+    assert!(left.split_whitespace().all(|r| r == "0"), "the old seed started nothing of the mover again: {left}");
+    assert_eq!(
+        garden().field(&SHOOT, Some(HOSTED_NS), MOVER, "{.status.seedName} {.status.lastOperation.type}").unwrap(),
+        "local Restore",
+        "the old seed wrote nothing to the shoot"
+    );
 
     // Deleted while the hosted shoot is deleted too; the seed is released once both are gone.
     delete_shoot(HOSTED_NS, MOVER);

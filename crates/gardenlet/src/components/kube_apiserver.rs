@@ -50,6 +50,11 @@ fn labels() -> BTreeMap<String, String> {
     component_labels(APP, ROLE)
 }
 
+/// The label selector of the kube-apiserver pods.
+pub fn pod_selector() -> String {
+    format!("{}={APP},{}={ROLE}", common::labels::APP, common::labels::ROLE)
+}
+
 /// The `kube-apiserver` Service. With the shoot's ExposureClass handler, the handler's
 /// load-balancer annotations and labels are added, and the handler is named in a label; the
 /// component's own labels win over a handler's label of the same key.

@@ -153,7 +153,7 @@ pub const RULES: &[Rule] = &[
     parent_only(rule(Side::Both, &[""], &["namespaces"], RW)),
     rule(Side::Both, &[""], &["secrets"], &["get", "list", "create", "patch", "delete"]),
     rule(Side::Seed, &[""], &["services"], RW),
-    rule(Side::Seed, &[""], &["pods"], &["list", "watch"]),
+    rule(Side::Seed, &[""], &["pods"], &["list", "watch", "delete"]),
     rule(Side::Seed, &["apps"], &["deployments", "statefulsets"], RW),
     rule(Side::Seed, &[EXT], EXTENSION_KINDS, RW),
     rule(Side::Seed, &[EXT], EXTENSION_STATUSES, &["patch"]),

@@ -118,12 +118,7 @@ async fn control_plane(seed: &kube::Client, namespace: &str, cached: Option<&Wor
     }
     let pods = match cached {
         Some(c) => c.etcd_pods(namespace).iter().map(|p| p.as_ref().clone()).collect(),
-        None => {
-            let selector = format!("{}={},{}={}", labels::APP, etcd::APP, labels::ROLE, etcd::ROLE);
-            let (api, params) =
-                (Api::<Pod>::namespaced(seed.clone(), namespace), ListParams::default().labels(&selector));
-            api.list(&params).await.map(|l| l.items).unwrap_or_default()
-        }
+        None => etcd_pods(seed, namespace).await,
     };
     let mut message =
         if problems.is_empty() { "All control plane components are healthy.".to_string() } else { problems.join("; ") };
@@ -132,6 +127,14 @@ async fn control_plane(seed: &kube::Client, namespace: &str, cached: Option<&Wor
         message.push_str(&note);
     }
     check(CONTROL_PLANE_HEALTHY, problems.is_empty(), "ControlPlaneRunning", "ControlPlaneUnhealthy", message)
+}
+
+/// The shoot's etcd pods in its seed namespace (none when they cannot be listed: the finding is
+/// then the StatefulSet's).
+pub async fn etcd_pods(seed: &kube::Client, namespace: &str) -> Vec<Pod> {
+    let selector = format!("{}={},{}={}", labels::APP, etcd::APP, labels::ROLE, etcd::ROLE);
+    let (api, params) = (Api::<Pod>::namespaced(seed.clone(), namespace), ListParams::default().labels(&selector));
+    api.list(&params).await.map(|l| l.items).unwrap_or_default()
 }
 
 /// What the running etcd pods say about a restore from backups: the `restore` init container's

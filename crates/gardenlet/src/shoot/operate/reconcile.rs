@@ -9,7 +9,9 @@ use crate::shoot::controller::cancel::Cancel;
 use crate::shoot::controller::{ShootController, ShootError, backoff_key, rollout};
 use crate::shoot::flows::{hibernate, reconcile};
 use crate::shoot::operation::context::OperationContext;
-use crate::shoot::status::last_operation::{Finished, finished, quiet_resync, reconcile_type, started, unchanged};
+use crate::shoot::status::last_operation::{
+    Finished, finished, naming_the_restore, quiet_resync, reconcile_type, started, unchanged,
+};
 use api::common::LastOperationType;
 use api::core::Shoot;
 use api::core::shoot::credentials::ShootCredentialsRotation;
@@ -243,7 +245,10 @@ impl ShootController {
     fn outcome_status(&self, shoot: &Shoot, type_: LastOperationType, ran: &Ran) -> (serde_json::Value, Finished) {
         let Ran { result, ctx, rotation } = ran;
         let retry_window = Duration::from_secs(self.config.controllers.shoot_retry_window_seconds);
-        let outcome = finished(type_, shoot.status.as_ref(), result, retry_window, &now());
+        let mut outcome = finished(type_, shoot.status.as_ref(), result, retry_window, &now());
+        if result.is_success() && type_ == LastOperationType::Restore {
+            naming_the_restore(&mut outcome.last_operation, ctx.found().etcd_restore.as_deref());
+        }
         let mut status = json!({
             "lastOperation": outcome.last_operation,
             "lastErrors": outcome.last_errors,

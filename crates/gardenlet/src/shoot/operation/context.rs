@@ -31,6 +31,9 @@ pub struct Found {
     pub conditions: Vec<crate::shoot::status::conditions::Check>,
     /// The backup entry's directory on the seed host (etcd restores from it).
     pub backup_dir: Option<String>,
+    /// What etcd's restore said, when a Restore operation found etcd restored from backups or a
+    /// final snapshot (`health::checks::restore_note`); its lastOperation names it.
+    pub etcd_restore: Option<String>,
 }
 
 /// What a Restore operation restores extension objects from: their states as the source seed

@@ -94,6 +94,15 @@ pub struct Finished {
     pub failed: bool,
 }
 
+/// A succeeded Restore says what etcd was restored from (`note`: the restore's own words, from
+/// the etcd pods), e.g. "... restored on this seed. etcd-main-0 was restored from its backups at
+/// <time>: restored from Full-... and 3 delta snapshots up to revision 812."
+pub fn naming_the_restore(last: &mut LastOperation, note: Option<&str>) {
+    if let Some(note) = note.map(str::trim).filter(|n| !n.is_empty()) {
+        last.description = format!("{} {note}", last.description);
+    }
+}
+
 /// Folds a flow result into the status: errors of failed tasks replace their earlier entries,
 /// entries of tasks that succeeded this time are dropped (the error cleaner), others stay.
 pub fn finished(
@@ -292,6 +301,18 @@ mod tests {
         }
         assert_eq!(reconcile_type(Some(&s), false), LastOperationType::Reconcile);
         assert_eq!(reconcile_type(Some(&s), true), LastOperationType::Restore, "forced takeover");
+    }
+
+    #[test]
+    fn a_succeeded_restore_names_what_etcd_was_restored_from() {
+        let mut last = op(LastOperationType::Restore, LastOperationState::Succeeded, 100, "Restored.".into(), &at(1));
+        naming_the_restore(&mut last, None);
+        assert_eq!(last.description, "Restored.", "nothing restored from backups: nothing added");
+        naming_the_restore(&mut last, Some("  "));
+        assert_eq!(last.description, "Restored.");
+        let note = "etcd-main-0 was restored from its backups at 2026-11-28T10:00:00Z: restored from Full-00000000-00000812-1764324000 and 2 delta snapshots up to revision 830.";
+        naming_the_restore(&mut last, Some(note));
+        assert_eq!(last.description, format!("Restored. {note}"));
     }
 
     #[test]

@@ -169,6 +169,10 @@ async fn conditions(ctx: &OperationContext) -> Vec<crate::shoot::status::conditi
 async fn check_health(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let conditions = conditions(&ctx).await;
     ctx.found().conditions = conditions;
+    if ctx.restore.is_some() && !ctx.values.hibernated {
+        let pods = health::etcd_pods(&ctx.seed, ctx.values.namespace()).await;
+        ctx.found().etcd_restore = health::restore_note(&pods);
+    }
     Ok(())
 }
 

@@ -10,8 +10,11 @@
 //! folded into the conditions by [`conditions`]. The seed side of a tick is read from watches and
 //! kept clients ([`cache`]), so a tick of an unchanged shoot costs the seed no request. The
 //! status is written only when a condition changed, with the resourceVersion that was read (a
-//! concurrent write wins; the next tick looks again). The clock is injectable.
+//! concurrent write wins; the next tick looks again). The clock is injectable. After etcd was
+//! restored from backups, the kube-apiserver pods that started before the restore are restarted
+//! once ([`after_restore`]).
 
+pub mod after_restore;
 pub mod cache;
 
 use crate::shoot::health::checks::{self, Inputs};
@@ -92,6 +95,8 @@ struct Running {
     settings: CareController,
     workloads: cache::Workloads,
     clients: cache::ShootClients,
+    /// The etcd restore each seed namespace's API servers were restarted after.
+    handled_restores: std::sync::Mutex<std::collections::HashMap<String, Time>>,
 }
 
 impl CareController {
@@ -99,7 +104,12 @@ impl CareController {
     pub async fn run(self, stop: impl Future<Output = ()> + Send) {
         let reader = self.shoots.shoots();
         let (workloads, watches) = cache::Workloads::start(&self.seed);
-        let this = Arc::new(Running { settings: self, workloads, clients: Default::default() });
+        let this = Arc::new(Running {
+            settings: self,
+            workloads,
+            clients: Default::default(),
+            handled_restores: Default::default(),
+        });
         let ticks = {
             let this = this.clone();
             async move {
@@ -113,8 +123,13 @@ impl CareController {
                     tick.tick().await;
                     let shoots: Vec<Arc<Shoot>> =
                         reader.state().into_iter().filter(|s| cared_for(s, &settings.seed_name)).collect();
-                    let namespaces = shoots.iter().filter_map(|s| s.status.as_ref()).map(|s| s.technical_id.as_str());
-                    this.clients.retain(&namespaces.collect());
+                    let namespaces: std::collections::HashSet<&str> =
+                        shoots.iter().filter_map(|s| s.status.as_ref()).map(|s| s.technical_id.as_str()).collect();
+                    this.clients.retain(&namespaces);
+                    this.handled_restores
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .retain(|n, _| namespaces.contains(n.as_str()));
                     futures::stream::iter(shoots)
                         .for_each_concurrent(settings.concurrency.max(1), |shoot| {
                             let this = this.clone();
@@ -143,6 +158,9 @@ impl Running {
         let Some(status) = shoot.status.as_ref() else { return Ok(false) };
         let namespace = status.technical_id.as_str();
         let settings = &self.settings;
+        if !status.hibernated {
+            self.restart_api_servers_after_a_restore(namespace).await;
+        }
         let inputs = Inputs {
             seed: &settings.seed,
             namespace,
@@ -176,6 +194,26 @@ impl Running {
             // Someone wrote in between: the cache brings the new version, the next tick looks again.
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
             Err(source) => Err(CareError::Write { shoot: shoot.name_any(), source }),
+        }
+    }
+
+    /// Restarts the API servers that started before etcd's latest restore, once per restore
+    /// ([`after_restore`]); a failure is logged and tried again at the next tick.
+    async fn restart_api_servers_after_a_restore(&self, namespace: &str) {
+        let Some(at) = after_restore::restored_at(&self.workloads.etcd_pods(namespace)) else { return };
+        let handled = |map: &std::collections::HashMap<String, Time>| map.get(namespace) == Some(&at);
+        if handled(&self.handled_restores.lock().unwrap_or_else(|e| e.into_inner())) {
+            return;
+        }
+        match after_restore::restart(&self.settings.seed, namespace, &at).await {
+            Ok(restarted) => {
+                if !restarted.is_empty() {
+                    tracing::info!(%namespace, pods = ?restarted, restored_at = %at.0, "restarted kube-apiserver after etcd's restore");
+                    self.clients.forget(namespace);
+                }
+                self.handled_restores.lock().unwrap_or_else(|e| e.into_inner()).insert(namespace.to_string(), at);
+            }
+            Err(e) => tracing::warn!(%namespace, error = %e, "restarting kube-apiserver after etcd's restore"),
         }
     }
 
