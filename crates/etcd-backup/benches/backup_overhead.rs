@@ -79,6 +79,8 @@ async fn main() {
         policy: Policy::LimitBased(7),
         gc_period: Duration::from_secs(60),
         failure_threshold: Duration::from_secs(600),
+        // gardenlet's default; the minute of writes stays below it.
+        compaction_revisions: 10_000,
     };
     let snapshotter = Snapshotter::new(
         etcd.clone(),

@@ -113,8 +113,25 @@ pub fn full_due(newest_full: Option<i64>, previous_tick: Option<i64>) -> bool {
     }
 }
 
+/// Snapshot compaction, as etcd-druid compacts: whether the deltas since the newest full
+/// snapshot cover so many revisions (`since_full`) that a restore would replay more than
+/// `threshold` of them (one transaction each); then a full snapshot is taken early, and the next
+/// restore starts from it. A threshold of 0 never compacts.
+pub fn compaction_due(since_full: u64, threshold: u64) -> bool {
+    threshold > 0 && since_full >= threshold
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn compaction_is_due_once_the_deltas_since_the_full_snapshot_reach_the_threshold() {
+        assert!(!compaction_due(9_999, 10_000));
+        assert!(compaction_due(10_000, 10_000));
+        assert!(compaction_due(50_000, 10_000));
+        assert!(!compaction_due(1_000_000, 0), "0 turns compaction off");
+    }
+
     use super::*;
 
     fn full(end: i64, unix: i64) -> Snapshot {

@@ -71,6 +71,10 @@ enum Command {
         max_backups: usize,
         #[arg(long, default_value_t = 60)]
         garbage_collection_period_seconds: u64,
+        /// A full snapshot is taken early once the deltas since the newest one cover this many
+        /// revisions (snapshot compaction: a restore replays at most about that many); 0 never.
+        #[arg(long, default_value_t = 10_000)]
+        compaction_revisions_threshold: u64,
         /// /readyz fails once storing snapshots has failed for this long.
         #[arg(long, default_value_t = 600)]
         failure_threshold_seconds: u64,
@@ -143,6 +147,7 @@ async fn run(command: Command) -> Result<(), MainError> {
             garbage_collection_policy,
             max_backups,
             garbage_collection_period_seconds,
+            compaction_revisions_threshold,
             failure_threshold_seconds,
             listen,
         } => {
@@ -160,6 +165,7 @@ async fn run(command: Command) -> Result<(), MainError> {
                 },
                 gc_period: Duration::from_secs(garbage_collection_period_seconds.max(1)),
                 failure_threshold: Duration::from_secs(failure_threshold_seconds),
+                compaction_revisions: compaction_revisions_threshold,
             };
             let etcd = Etcd::new(&endpoint, &server_name, Some(&tls)).await?;
             let metrics = etcd_backup::metrics::Metrics::new()?;

@@ -1,7 +1,9 @@
 //! The backup sidecar's loop: a full snapshot at start (when none is due-free in the store) and at
 //! every tick of the schedule, a delta snapshot of every revision since every `delta_period`, the
-//! last delta on SIGTERM, garbage collection, a defragmentation of etcd at every tick of its
-//! schedule, and a health flag that drops when storing has failed for longer than
+//! last delta on SIGTERM, an early full snapshot once the deltas since the last one cover
+//! `compaction_revisions` revisions (snapshot compaction: a restore replays at most about that
+//! many), garbage collection, a defragmentation of etcd at every tick of its schedule, and a
+//! health flag that drops when storing has failed for longer than
 //! `failure_threshold`.
 
 use crate::chain::{self, Policy};
@@ -27,6 +29,9 @@ pub struct Config {
     pub policy: Policy,
     pub gc_period: Duration,
     pub failure_threshold: Duration,
+    /// A full snapshot is taken once the deltas since the newest one cover this many revisions
+    /// (etcd-druid's compaction `eventsThreshold`); 0 never.
+    pub compaction_revisions: u64,
 }
 
 /// Deltas buffered beyond this many bytes (a store that keeps failing) are dropped, and the
@@ -84,6 +89,8 @@ pub struct Snapshotter {
     /// The last revision stored (by a full snapshot or a delta).
     position: i64,
     need_full: bool,
+    /// Revisions stored in deltas since the newest full snapshot.
+    since_full: u64,
 }
 
 impl std::fmt::Debug for Snapshotter {
@@ -107,6 +114,7 @@ impl Snapshotter {
             buffered_bytes: 0,
             position: 0,
             need_full: false,
+            since_full: 0,
         }
     }
 
@@ -138,6 +146,7 @@ impl Snapshotter {
         self.metrics.stored(Kind::Full, unix, taken.revision, taken.size);
         self.position = self.position.max(taken.revision);
         self.need_full = false;
+        self.since_full = 0;
         Ok(())
     }
 
@@ -153,6 +162,7 @@ impl Snapshotter {
             Ok(_) => {
                 tracing::debug!(file = %name.file_name(), revisions = self.buffer.len(), "stored a delta snapshot");
                 self.metrics.stored(Kind::Incr, name.unix, end, bytes.len() as u64);
+                self.since_full += self.buffer.len() as u64;
                 self.position = end;
                 self.buffer.clear();
                 self.buffered_bytes = 0;
@@ -207,6 +217,7 @@ impl Snapshotter {
             Some(c) if !due && c.gap_at.is_none() && c.end() <= current => {
                 tracing::info!(from = c.end() + 1, full = %c.full.file_name(), "continuing the store's chain");
                 self.position = c.end();
+                self.since_full = u64::try_from(c.end() - c.full.end).unwrap_or(0);
                 Ok(())
             }
             _ => self.full().await,
@@ -284,6 +295,10 @@ impl Snapshotter {
                             self.full_or_fail().await;
                         } else {
                             self.flush().await;
+                            if chain::compaction_due(self.since_full, self.config.compaction_revisions) {
+                                tracing::info!(revisions = self.since_full, threshold = self.config.compaction_revisions, "the deltas since the last full snapshot reached the compaction threshold; taking a full snapshot");
+                                self.full_or_fail().await;
+                            }
                         }
                         self.health.refresh();
                     }

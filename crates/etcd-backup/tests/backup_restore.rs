@@ -29,6 +29,7 @@ fn config(delta: Duration) -> Config {
         policy: Policy::LimitBased(2),
         gc_period: Duration::from_secs(3600),
         failure_threshold: Duration::from_secs(60),
+        compaction_revisions: 0,
     }
 }
 
@@ -190,6 +191,83 @@ async fn a_restore_from_a_full_snapshot_and_deltas_gives_back_every_key_at_its_r
     assert!(!dir.path().join("data.restore").exists(), "no scratch directory is left");
     // A data directory with a member is never touched again.
     assert_eq!(restore::run(&options(&store_dir, &data_dir)).await.unwrap(), Outcome::DataPresent);
+}
+
+/// Snapshot compaction (etcd-druid's): once the deltas since the newest full snapshot cover the
+/// threshold's revisions, the sidecar takes a full snapshot early, and a restore starts from it
+/// (replaying only the deltas after it) with every key back.
+#[tokio::test]
+async fn deltas_past_the_compaction_threshold_are_compacted_into_a_full_snapshot() {
+    let env = TestEnv::start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(env.client().await.unwrap(), "default");
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    let etcd = Etcd::new(env.etcd_url(), "", None).await.unwrap();
+    const THRESHOLD: u64 = 30;
+    let config = Config { compaction_revisions: THRESHOLD, ..config(Duration::from_millis(300)) };
+    let snapshotter = Snapshotter::new(
+        etcd.clone(),
+        Store::new(&store_dir),
+        config,
+        etcd_backup::metrics::Metrics::new().unwrap(),
+        Health::new(Arc::new(AtomicBool::new(true)), Duration::from_secs(60)),
+    );
+    let (stop, run) = spawn(snapshotter);
+    let store = Store::new(&store_dir);
+    let fulls = |all: &[etcd_backup::names::Snapshot]| all.iter().filter(|s| s.kind == Kind::Full).count();
+    testenv::poll::until_some(
+        "the full snapshot at start",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || {
+            let store = store.clone();
+            async move { (fulls(&store.list().await.unwrap()) == 1).then_some(()) }
+        },
+    )
+    .await;
+    // Well over the threshold's revisions, across several delta periods.
+    for i in 0..90 {
+        write(&api, &format!("w-{i:03}")).await;
+        if i % 10 == 9 {
+            tokio::time::sleep(Duration::from_millis(350)).await;
+        }
+    }
+    let compacted = testenv::poll::until_some(
+        "a full snapshot taken early by compaction",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || {
+            let store = store.clone();
+            async move {
+                let all = store.list().await.unwrap();
+                (fulls(&all) >= 2).then_some(all)
+            }
+        },
+    )
+    .await;
+    write(&api, "last").await;
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), run).await.unwrap().unwrap();
+    let all = store.list().await.unwrap();
+    let chain = etcd_backup::chain::restore_chain(&all).unwrap();
+    let replayed: i64 = chain.end() - chain.full.end;
+    assert!(
+        replayed < 2 * THRESHOLD as i64,
+        "the restore chain starts from a compacted full snapshot: {chain:?} (store after the first compaction: {compacted:?})"
+    );
+    let origin = etcd.dump().await.unwrap();
+    drop(env);
+
+    let data_dir = dir.path().join("data");
+    let outcome = restore::run(&options(&store_dir, &data_dir)).await.unwrap();
+    assert!(matches!(outcome, Outcome::Restored { gap_at: None, .. }), "{outcome}");
+    let (restored, _) = dump_dir(&data_dir).await;
+    let ours = |kvs: &[(Vec<u8>, Vec<u8>, i64)]| -> Vec<(Vec<u8>, Vec<u8>, i64)> {
+        kvs.iter().filter(|(k, _, _)| k.starts_with(b"/registry/configmaps/default/")).cloned().collect()
+    };
+    assert_eq!(ours(&restored).len(), 91, "every write is back");
+    assert!(ours(&restored) == ours(&origin), "with its value and revision");
 }
 
 #[tokio::test]

@@ -115,6 +115,7 @@ pub fn sidecar(values: &ControlPlaneValues, backup: &EtcdBackup, client_port: i3
             ),
             format!("--max-backups={}", s.max_backups),
             format!("--failure-threshold-seconds={}", s.failure_threshold_seconds),
+            format!("--compaction-revisions-threshold={}", s.compaction_revisions_threshold),
             format!("--listen=0.0.0.0:{BACKUP_PORT}"),
         ]),
         ports: Some(vec![ContainerPort {

@@ -16,6 +16,10 @@ pub struct EtcdBackupSettings {
     /// The sidecar turns unready (and with it the etcd pod) when storing snapshots has failed
     /// for this long.
     pub failure_threshold_seconds: u64,
+    /// Snapshot compaction: a full snapshot is taken early once the deltas since the newest one
+    /// cover this many revisions, so a restore replays at most about that many (0: never; the
+    /// daily full snapshot alone bounds the chain).
+    pub compaction_revisions_threshold: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,6 +35,7 @@ impl Default for EtcdBackupSettings {
             garbage_collection_policy: GarbageCollectionPolicy::Exponential,
             max_backups: 7,
             failure_threshold_seconds: 600,
+            compaction_revisions_threshold: 10_000,
         }
     }
 }
