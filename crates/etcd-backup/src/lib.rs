@@ -4,12 +4,15 @@
 //! * [`snapshotter`]: the sidecar in the etcd pod, storing full snapshots on a schedule and delta
 //!   snapshots of every revision in between into the shoot's backup entry, collecting garbage,
 //!   and serving metrics and a readiness signal;
+//! * [`defrag`]: etcd's scheduled defragmentation, in the sidecar and, for an etcd without
+//!   backups, as the sidecar's only job;
 //! * [`restore`]: the init container that rebuilds a missing data directory from them;
 //! * [`chain`], [`names`], [`delta`], [`schedule`]: the decisions and formats, as pure functions;
 //! * [`gateway`], [`snapshot`], [`store`]: etcd's v3 API over its HTTP gateway, full snapshots,
 //!   and the directory store.
 
 pub mod chain;
+pub mod defrag;
 pub mod delta;
 pub mod gateway;
 pub mod metrics;

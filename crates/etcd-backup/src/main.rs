@@ -52,9 +52,10 @@ enum Command {
         cert: PathBuf,
         #[arg(long)]
         key: PathBuf,
-        /// The backup store (a directory).
+        /// The backup store (a directory). Without one the sidecar only defragments etcd on
+        /// `--defragmentation-schedule` (an etcd without backups).
         #[arg(long)]
-        store: PathBuf,
+        store: Option<PathBuf>,
         /// When full snapshots are taken (5-field cron, UTC).
         #[arg(long, default_value = "0 0 * * *")]
         full_snapshot_schedule: String,
@@ -126,6 +127,8 @@ enum MainError {
     Metrics(#[from] prometheus::Error),
     #[error("waiting for SIGTERM")]
     Signal(#[source] std::io::Error),
+    #[error("without --store the sidecar only defragments etcd: --defragmentation-schedule is required")]
+    NothingToDo,
 }
 
 fn read(path: &PathBuf) -> Result<String, MainError> {
@@ -167,6 +170,9 @@ async fn run(command: Command) -> Result<(), MainError> {
                 failure_threshold: Duration::from_secs(failure_threshold_seconds),
                 compaction_revisions: compaction_revisions_threshold,
             };
+            if store.is_none() && config.defrag_schedule.is_none() {
+                return Err(MainError::NothingToDo);
+            }
             let etcd = Etcd::new(&endpoint, &server_name, Some(&tls)).await?;
             let metrics = etcd_backup::metrics::Metrics::new()?;
             let healthy = Arc::new(AtomicBool::new(true));
@@ -186,21 +192,25 @@ async fn run(command: Command) -> Result<(), MainError> {
                 tokio::spawn(runtime::runner::http::serve(listener, metrics.registry.clone(), readiness, async move {
                     let _ = server_stop.wait_for(|s| *s).await;
                 }));
-            tracing::info!(store = %store.display(), schedule = config.full_schedule.as_str(), defragmentation = config.defrag_schedule.as_ref().map(|s| s.as_str()), delta_seconds = delta_snapshot_period_seconds, "backing up etcd");
-            let snapshotter = Snapshotter::new(
-                etcd,
-                Store::new(store),
-                config.clone(),
-                metrics,
-                Health::new(healthy, config.failure_threshold),
-            );
             let mut stop = stop_rx;
             let shutdown = async move {
                 let _ = stop.wait_for(|s| *s).await;
             };
-            let run = tokio::spawn(snapshotter.run(shutdown));
+            let run = match store {
+                Some(store) => {
+                    tracing::info!(store = %store.display(), schedule = config.full_schedule.as_str(), defragmentation = config.defrag_schedule.as_ref().map(|s| s.as_str()), delta_seconds = delta_snapshot_period_seconds, "backing up etcd");
+                    let health = Health::new(healthy, config.failure_threshold);
+                    let snapshotter = Snapshotter::new(etcd, Store::new(store), config, metrics, health);
+                    tokio::spawn(snapshotter.run(shutdown))
+                }
+                None => {
+                    let schedule = config.defrag_schedule.ok_or(MainError::NothingToDo)?;
+                    tracing::info!(defragmentation = schedule.as_str(), "no backup store: defragmenting etcd only");
+                    tokio::spawn(etcd_backup::defrag::run(etcd, schedule, metrics, shutdown))
+                }
+            };
             let _ = term.recv().await;
-            tracing::info!("SIGTERM: storing the last delta snapshot");
+            tracing::info!("SIGTERM: storing the last delta snapshot (if backing up) and stopping");
             let _ = stop_tx.send(true);
             let _ = run.await;
             let _ = server.await;

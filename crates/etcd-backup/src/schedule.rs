@@ -34,6 +34,25 @@ impl Schedule {
     }
 }
 
+/// Now, in seconds since the epoch.
+pub fn now_unix() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Sets `timer` to the schedule's next tick and returns that tick (seconds since the epoch);
+/// without a schedule, to a time that never comes.
+pub fn arm(schedule: Option<&Schedule>, timer: std::pin::Pin<&mut tokio::time::Sleep>) -> i64 {
+    let now = now_unix();
+    let next = schedule.and_then(|s| s.next(now)).unwrap_or(i64::MAX);
+    // At most a year ahead: tokio's timers are bounded, and a timer that ends early only re-arms.
+    let wait = u64::try_from(next.saturating_sub(now)).unwrap_or(0).clamp(1, 365 * 86_400);
+    timer.reset(tokio::time::Instant::now() + std::time::Duration::from_secs(wait));
+    next
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

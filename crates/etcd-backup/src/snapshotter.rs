@@ -11,7 +11,7 @@ use crate::delta::{self, Revision};
 use crate::gateway::{Etcd, WatchMessage};
 use crate::metrics::Metrics;
 use crate::names::{Kind, Snapshot};
-use crate::schedule::Schedule;
+use crate::schedule::{Schedule, arm, now_unix};
 use crate::snapshot::{self, SnapshotError};
 use crate::store::Store;
 use futures::StreamExt;
@@ -37,13 +37,6 @@ pub struct Config {
 /// Deltas buffered beyond this many bytes (a store that keeps failing) are dropped, and the
 /// next successful write is a full snapshot instead.
 const BUFFER_LIMIT: usize = 64 << 20;
-
-fn now_unix() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
 
 /// Whether backups are healthy, for `/readyz`.
 #[derive(Debug)]
@@ -310,7 +303,7 @@ impl Snapshotter {
                     }
                     _ = &mut defrag_timer => {
                         if now_unix() >= next_defrag {
-                            self.defragment().await;
+                            crate::defrag::defragment(&self.etcd, &self.metrics).await;
                         }
                         next_defrag = arm(self.config.defrag_schedule.as_ref(), defrag_timer.as_mut());
                     }
@@ -321,34 +314,6 @@ impl Snapshotter {
         // SIGTERM: what etcd wrote since the last delta is stored before the pod goes.
         self.flush().await;
         tracing::info!(position = self.position, "stopped; every revision seen is stored");
-    }
-
-    /// Defragments etcd. The data and its revisions stay as they are, so the chain of snapshots
-    /// goes on; a failure is logged and counted, and the next tick tries again.
-    async fn defragment(&mut self) {
-        let before = self.etcd.db_size().await.ok();
-        let started = Instant::now();
-        let result = async {
-            self.etcd.defragment().await?;
-            self.etcd.db_size().await
-        }
-        .await;
-        match result {
-            Ok(after) => {
-                tracing::info!(
-                    before_bytes = before.map(|b| b.file),
-                    after_bytes = after.file,
-                    in_use_bytes = after.in_use,
-                    seconds = started.elapsed().as_secs_f64(),
-                    "defragmented etcd"
-                );
-                self.metrics.defragmented(Some(after));
-            }
-            Err(e) => {
-                tracing::warn!(error = %runtime::cli::report(&e), "defragmenting etcd failed; the next tick tries again");
-                self.metrics.defragmented(None);
-            }
-        }
     }
 
     async fn full_or_fail(&mut self) {
@@ -383,15 +348,4 @@ impl Snapshotter {
             }
         }
     }
-}
-
-/// Sets `timer` to the schedule's next tick and returns that tick (seconds since the epoch);
-/// without a schedule, to a time that never comes.
-fn arm(schedule: Option<&Schedule>, timer: std::pin::Pin<&mut tokio::time::Sleep>) -> i64 {
-    let now = now_unix();
-    let next = schedule.and_then(|s| s.next(now)).unwrap_or(i64::MAX);
-    // At most a year ahead: tokio's timers are bounded, and a timer that ends early only re-arms.
-    let wait = u64::try_from(next.saturating_sub(now)).unwrap_or(0).clamp(1, 365 * 86_400);
-    timer.reset(tokio::time::Instant::now() + Duration::from_secs(wait));
-    next
 }

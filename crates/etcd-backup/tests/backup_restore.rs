@@ -327,6 +327,18 @@ fn defragmentations(metrics: &etcd_backup::metrics::Metrics) -> u64 {
 
 #[tokio::test]
 async fn a_scheduled_defragmentation_gives_back_the_free_pages_and_keeps_every_key() {
+    scheduled_defragmentation(true).await;
+}
+
+/// An etcd without backups: the sidecar without a store only defragments, on the same schedule.
+#[tokio::test]
+async fn without_a_store_the_sidecar_still_defragments_on_its_schedule() {
+    scheduled_defragmentation(false).await;
+}
+
+/// A defragmentation at the first tick of an every-minute schedule, by the backup sidecar's loop
+/// (`with_store`) or by the defragmentation-only loop of a sidecar without a store.
+async fn scheduled_defragmentation(with_store: bool) {
     use etcd_backup::delta::Event;
     let env = TestEnv::start().await.unwrap();
     let etcd = Etcd::new(env.etcd_url(), "", None).await.unwrap();
@@ -363,16 +375,24 @@ async fn a_scheduled_defragmentation_gives_back_the_free_pages_and_keeps_every_k
     let dir = tempfile::tempdir().unwrap();
     let metrics = etcd_backup::metrics::Metrics::new().unwrap();
     // Every minute: the test waits for the first tick.
-    let config =
-        Config { defrag_schedule: Some(Schedule::parse("* * * * *").unwrap()), ..config(Duration::from_secs(1)) };
-    let snapshotter = Snapshotter::new(
-        etcd.clone(),
-        Store::new(dir.path()),
-        config,
-        metrics.clone(),
-        Health::new(Arc::new(AtomicBool::new(false)), Duration::from_secs(60)),
-    );
-    let (stop, run) = spawn(snapshotter);
+    let every_minute = Schedule::parse("* * * * *").unwrap();
+    let (stop, run) = if with_store {
+        let config = Config { defrag_schedule: Some(every_minute), ..config(Duration::from_secs(1)) };
+        let snapshotter = Snapshotter::new(
+            etcd.clone(),
+            Store::new(dir.path()),
+            config,
+            metrics.clone(),
+            Health::new(Arc::new(AtomicBool::new(false)), Duration::from_secs(60)),
+        );
+        spawn(snapshotter)
+    } else {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let run = tokio::spawn(etcd_backup::defrag::run(etcd.clone(), every_minute, metrics.clone(), async move {
+            let _ = stopped.await;
+        }));
+        (stop, run)
+    };
     testenv::poll::until_some(
         "a scheduled defragmentation",
         Duration::from_secs(90),
@@ -391,4 +411,6 @@ async fn a_scheduled_defragmentation_gives_back_the_free_pages_and_keeps_every_k
     assert!(kept(etcd.dump().await.unwrap()) == keys_before, "every key, value and revision stays");
     let text = prometheus::TextEncoder::new().encode_to_string(&metrics.registry.gather()).unwrap();
     assert!(text.contains(&format!("etcdbr_db_size_bytes{{part=\"file\"}} {}", after.file)), "{text}");
+    let stored = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(stored > 0, with_store, "only the sidecar with a store stores snapshots ({stored} files)");
 }

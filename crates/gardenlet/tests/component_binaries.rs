@@ -32,6 +32,7 @@ fn values(bin_packing: bool) -> ControlPlaneValues {
         },
         secret_checksums: BTreeMap::new(),
         etcd_backup: None,
+        etcd_defragmentation_schedule: "0 0 */3 * *".to_string(),
         requests_percent: 100,
     }
 }

@@ -292,7 +292,7 @@ fn a_shoot_becomes_a_seed_hosts_a_shoot_and_is_released_only_when_unused() {
         wait("the hosted shoot is deleted", Duration::from_secs(600), || gone_object(&SHOOT, Some(HOSTED_NS), HOSTED));
     println!("shoot {HOSTED} deleted from the managed seed in {:?}", start.elapsed());
     wait("the migrated shoot is deleted", Duration::from_secs(600), || gone_object(&SHOOT, Some(HOSTED_NS), MOVER));
-    println!("shoot {MOVER} deleted from {NAME} in {:?}", start.elapsed());
+    println!("shoot {MOVER} deleted (from local, where it runs after the takeover) in {:?}", start.elapsed());
     kubectl(&["-n", HOSTED_NS, "delete", "secretbinding,secret", "mover", "--ignore-not-found"]).unwrap();
     let (_, released) =
         wait("the ManagedSeed is released", Duration::from_secs(300), || gone_object(&MANAGED_SEED, Some(NS), NAME));
@@ -673,11 +673,17 @@ fn a_lost_seeds_shoot_is_restored_on_another_seed_from_its_backups(marker: &str)
     // spec nor its status names its seed, so it leaves the mover's leftovers there as they are.
     kubectl(&["-n", NS, "patch", "managedseed", NAME, "--type=merge", "-p", &replicas(1)]).unwrap();
     let since = k8s_openapi::jiff::Timestamp::now();
-    wait("the managed seed's gardenlet is back (a heartbeat newer than its return)", Duration::from_secs(180), || {
-        let renewed = garden().field(&LEASE, Some("gardener-system-seed-lease"), NAME, "{.spec.renewTime}")?;
-        let renewed: k8s_openapi::jiff::Timestamp = renewed.trim().parse().map_err(|e| format!("{renewed:?}: {e}"))?;
-        Ok((renewed > since).then_some(()))
-    });
+    let (_, back) = wait(
+        "the managed seed's gardenlet is back (a heartbeat newer than its return)",
+        Duration::from_secs(180),
+        || {
+            let renewed = garden().field(&LEASE, Some("gardener-system-seed-lease"), NAME, "{.spec.renewTime}")?;
+            let renewed: k8s_openapi::jiff::Timestamp =
+                renewed.trim().parse().map_err(|e| format!("{renewed:?}: {e}"))?;
+            Ok((renewed > since).then_some(()))
+        },
+    );
+    println!("the managed seed's gardenlet is back {back:?} after its ManagedSeed asked for it");
     let left = managed
         .kubectl(&["-n", MOVER_NS, "get", "deployment,statefulset", "-o", "jsonpath={.items[*].spec.replicas}"])
         .unwrap();

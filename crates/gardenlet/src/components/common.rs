@@ -98,6 +98,9 @@ pub struct ControlPlaneValues {
     /// The shoot's backup, when the seed has backups with a directory store: etcd is backed up
     /// there continuously and restored from there (a migration's final snapshot included).
     pub etcd_backup: Option<super::etcd_backup_settings::EtcdBackup>,
+    /// When etcd is defragmented (in the shoot's maintenance window): by the backup sidecar, or
+    /// without a backup by the same sidecar without a store.
+    pub etcd_defragmentation_schedule: String,
     /// The share of the default resource requests components ask for (percent, 1 to 100).
     pub requests_percent: u32,
 }

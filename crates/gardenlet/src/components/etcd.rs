@@ -125,6 +125,8 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
             init.push(etcd_backup::restore(values, data_mount(), DATA_DIR, FINAL_SNAPSHOT, &peer));
             spec.containers.push(etcd_backup::sidecar(values, backup, CLIENT_PORT));
             spec.volumes.get_or_insert_with(Vec::new).push(etcd_backup::volume(backup));
+        } else {
+            spec.containers.push(etcd_backup::maintenance_sidecar(values, CLIENT_PORT));
         }
         spec.init_containers = Some(init);
     }

@@ -2,7 +2,8 @@
 //! that rebuilds a missing data directory from the shoot's backup entry (the migration's final
 //! snapshot when one is pending, otherwise the newest full snapshot and its deltas), and the
 //! `backup` sidecar that stores full snapshots on the shoot's schedule and a delta of every
-//! revision in between. Both exist only when the shoot has a backup entry with a directory.
+//! revision in between. Both exist only when the shoot has a backup entry with a directory;
+//! without one the `maintenance` sidecar (the same binary without a store) only defragments etcd.
 
 use super::common::{self, ControlPlaneValues, Images, file, secrets};
 pub use super::etcd_backup_settings::{
@@ -86,38 +87,61 @@ pub fn restore(
 }
 
 /// The backup sidecar. It reaches etcd on loopback with the member's own certificate (a client
-/// certificate too, already in the pod) and writes to the store.
+/// certificate too, already in the pod) and writes to the store; it also defragments etcd.
 pub fn sidecar(values: &ControlPlaneValues, backup: &EtcdBackup, client_port: i32) -> Container {
     let s = &backup.settings;
+    let mut args = etcd_access(values, client_port);
+    args.extend([
+        format!("--store={BACKUP_MOUNT}"),
+        format!("--full-snapshot-schedule={}", backup.full_snapshot_schedule),
+        format!("--delta-snapshot-period-seconds={}", s.delta_snapshot_period_seconds),
+        format!(
+            "--garbage-collection-policy={}",
+            match s.garbage_collection_policy {
+                GarbageCollectionPolicy::Exponential => "exponential",
+                GarbageCollectionPolicy::LimitBased => "limit-based",
+            }
+        ),
+        format!("--max-backups={}", s.max_backups),
+        format!("--failure-threshold-seconds={}", s.failure_threshold_seconds),
+        format!("--compaction-revisions-threshold={}", s.compaction_revisions_threshold),
+    ]);
+    let mut container = serving(values, "backup", args);
+    container.volume_mounts.get_or_insert_with(Vec::new).push(backup_mount(false));
+    container
+}
+
+/// The sidecar of an etcd without backups: the same binary without a store, which only
+/// defragments etcd on the maintenance schedule (as etcd-druid's sidecar does without a store).
+pub fn maintenance_sidecar(values: &ControlPlaneValues, client_port: i32) -> Container {
+    serving(values, "maintenance", etcd_access(values, client_port))
+}
+
+/// The flags that reach etcd (on loopback, with the member's certificate) and schedule its
+/// defragmentation.
+fn etcd_access(values: &ControlPlaneValues, client_port: i32) -> Vec<String> {
+    vec![
+        format!("--endpoint=https://localhost:{client_port}"),
+        "--server-name=localhost".to_string(),
+        format!("--cacert={}", file(secrets::CA_ETCD_BUNDLE, secrets::BUNDLE)),
+        format!("--cert={}", file(secrets::ETCD_SERVER, secrets::TLS_CERT)),
+        format!("--key={}", file(secrets::ETCD_SERVER, secrets::TLS_KEY)),
+        format!("--defragmentation-schedule={}", values.etcd_defragmentation_schedule),
+        format!("--listen=0.0.0.0:{BACKUP_PORT}"),
+    ]
+}
+
+/// `etcd-backup serve` with `args`: its metrics port, readiness probe, resources and the
+/// certificates' mounts.
+fn serving(values: &ControlPlaneValues, name: &str, args: Vec<String>) -> Container {
     // The pod template has both secrets' volumes already (the etcd container mounts them).
     let (_, cert_mount) = common::secret_volume(secrets::ETCD_SERVER);
     let (_, ca_mount) = common::secret_volume(secrets::CA_ETCD_BUNDLE);
     Container {
-        name: "backup".to_string(),
+        name: name.to_string(),
         image: Some(image(values)),
         command: Some(vec!["etcd-backup".to_string(), "serve".to_string()]),
-        args: Some(vec![
-            format!("--endpoint=https://localhost:{client_port}"),
-            "--server-name=localhost".to_string(),
-            format!("--cacert={}", file(secrets::CA_ETCD_BUNDLE, secrets::BUNDLE)),
-            format!("--cert={}", file(secrets::ETCD_SERVER, secrets::TLS_CERT)),
-            format!("--key={}", file(secrets::ETCD_SERVER, secrets::TLS_KEY)),
-            format!("--store={BACKUP_MOUNT}"),
-            format!("--full-snapshot-schedule={}", backup.full_snapshot_schedule),
-            format!("--defragmentation-schedule={}", backup.defragmentation_schedule),
-            format!("--delta-snapshot-period-seconds={}", s.delta_snapshot_period_seconds),
-            format!(
-                "--garbage-collection-policy={}",
-                match s.garbage_collection_policy {
-                    GarbageCollectionPolicy::Exponential => "exponential",
-                    GarbageCollectionPolicy::LimitBased => "limit-based",
-                }
-            ),
-            format!("--max-backups={}", s.max_backups),
-            format!("--failure-threshold-seconds={}", s.failure_threshold_seconds),
-            format!("--compaction-revisions-threshold={}", s.compaction_revisions_threshold),
-            format!("--listen=0.0.0.0:{BACKUP_PORT}"),
-        ]),
+        args: Some(args),
         ports: Some(vec![ContainerPort {
             name: Some("backup".into()),
             container_port: BACKUP_PORT,
@@ -136,7 +160,7 @@ pub fn sidecar(values: &ControlPlaneValues, backup: &EtcdBackup, client_port: i3
         }),
         resources: Some(common::resources(values.requests_percent, 20, 32, limits::ETCD_BACKUP_MIB)),
         security_context: Some(security::container()),
-        volume_mounts: Some(vec![ca_mount, cert_mount, backup_mount(false)]),
+        volume_mounts: Some(vec![ca_mount, cert_mount]),
         ..Default::default()
     }
 }

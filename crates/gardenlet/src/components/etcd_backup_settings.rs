@@ -63,8 +63,6 @@ pub struct EtcdBackup {
     pub dir: String,
     pub settings: EtcdBackupSettings,
     pub full_snapshot_schedule: String,
-    /// When the sidecar defragments etcd.
-    pub defragmentation_schedule: String,
 }
 
 /// The daily full snapshot at the beginning of the shoot's maintenance window, as Gardener

@@ -30,6 +30,7 @@ pub(super) fn values() -> ControlPlaneValues {
         scheduler: Default::default(),
         secret_checksums: BTreeMap::from([("kube-apiserver".to_string(), "abc".to_string())]),
         etcd_backup: None,
+        etcd_defragmentation_schedule: "0 0 */3 * *".to_string(),
         requests_percent: 100,
     }
 }
@@ -209,8 +210,8 @@ fn with_a_backup_entry_etcd_restores_first_and_is_backed_up_by_a_sidecar_on_the_
         dir: "/var/lib/backup/bucket/entry".into(),
         settings: super::etcd_backup::EtcdBackupSettings { delta_snapshot_period_seconds: 5, ..Default::default() },
         full_snapshot_schedule: super::etcd_backup::full_snapshot_schedule(Some(22 * 3600)),
-        defragmentation_schedule: super::etcd_backup::defragmentation_schedule(Some(22 * 3600)),
     });
+    v.etcd_defragmentation_schedule = super::etcd_backup::defragmentation_schedule(Some(22 * 3600));
     let pod = etcd::statefulset(&v).spec.unwrap().template.spec.unwrap();
     let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["etcd", "backup"]);
@@ -243,9 +244,18 @@ fn with_a_backup_entry_etcd_restores_first_and_is_backed_up_by_a_sidecar_on_the_
     assert!(restore.volume_mounts.iter().flatten().any(|m| m.name == "backup" && m.read_only == Some(true)));
     let volume = pod.volumes.iter().flatten().find(|v| v.name == "backup").unwrap();
     assert_eq!(volume.host_path.as_ref().unwrap().path, "/var/lib/backup/bucket/entry");
-    // Without a backup entry: etcd alone, no restore.
+    // Without a backup entry: no restore, and a sidecar without a store that only defragments
+    // etcd on the maintenance schedule.
     let plain = etcd::statefulset(&values()).spec.unwrap().template.spec.unwrap();
-    assert_eq!(plain.containers.len(), 1);
+    let names: Vec<&str> = plain.containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["etcd", "maintenance"]);
+    let args = plain.containers[1].args.as_ref().unwrap();
+    assert_eq!(flag(args, "defragmentation-schedule"), Some("0 0 */3 * *"));
+    assert_eq!(flag(args, "endpoint"), Some("https://localhost:2379"));
+    assert_eq!(flag(args, "store"), None, "nothing is stored");
+    assert_eq!(flag(args, "full-snapshot-schedule"), None);
+    assert!(plain.containers[1].volume_mounts.iter().flatten().all(|m| m.name != "backup"));
+    assert!(plain.volumes.iter().flatten().all(|v| v.name != "backup"));
     assert!(!plain.init_containers.iter().flatten().any(|c| c.name == "restore"));
 }
 

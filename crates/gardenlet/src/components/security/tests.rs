@@ -20,7 +20,6 @@ fn values(backup: bool) -> ControlPlaneValues {
         dir: "/var/lib/backup/b/e".to_string(),
         settings: Default::default(),
         full_snapshot_schedule: "0 0 * * *".to_string(),
-        defragmentation_schedule: "0 0 */3 * *".to_string(),
     });
     values
 }

@@ -258,6 +258,9 @@ impl ShootValues {
             scheduler: self.scheduler.clone(),
             secret_checksums: Default::default(),
             etcd_backup: None,
+            etcd_defragmentation_schedule: crate::components::etcd_backup::defragmentation_schedule(
+                self.maintenance_begin,
+            ),
             requests_percent,
         }
     }

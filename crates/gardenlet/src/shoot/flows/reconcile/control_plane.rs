@@ -81,7 +81,6 @@ pub(crate) fn control_plane_values(ctx: &OperationContext) -> crate::components:
         dir,
         settings: ctx.config.etcd_backup.clone(),
         full_snapshot_schedule: etcd_backup::full_snapshot_schedule(ctx.values.maintenance_begin),
-        defragmentation_schedule: etcd_backup::defragmentation_schedule(ctx.values.maintenance_begin),
     });
     values
 }
