@@ -693,6 +693,7 @@ fn a_lost_seeds_shoot_is_restored_on_another_seed_from_its_backups(marker: &str)
         "local Restore",
         "the old seed wrote nothing to the shoot"
     );
+    clean_up_a_lost_seeds_leftovers(&managed, MOVER_NS, &format!("shoot--local--{MOVER}--"));
 
     // Deleted while the hosted shoot is deleted too; the seed is released once both are gone.
     delete_shoot(HOSTED_NS, MOVER);
@@ -708,4 +709,67 @@ fn mover_manifest() -> String {
     format!(
         "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: {MOVER}\n  namespace: {HOSTED_NS}\nspec:\n  seedName: local\n  cloudProfileName: local\n  secretBindingName: mover\n  region: local\n  kubernetes:\n    version: 1.20.2\n  networking:\n    services: 10.131.0.0/16\n  provider:\n    type: local\n"
     )
+}
+
+/// The extension kinds a shoot's namespace in a seed holds.
+const EXTENSION_KINDS: &str = "infrastructures.extensions.gardener.cloud,controlplanes.extensions.gardener.cloud,networks.extensions.gardener.cloud,dnsrecords.extensions.gardener.cloud,operatingsystemconfigs.extensions.gardener.cloud,workers.extensions.gardener.cloud,extensions.extensions.gardener.cloud,containerruntimes.extensions.gardener.cloud";
+
+/// What an operator does with a lost seed's leftovers once it is back (docs/migration.md,
+/// "Leftovers after a forced takeover"): every extension object of the shoot there, and its
+/// cluster-scoped BackupEntry (`entry_prefix`), is migrated first, so that its extension lets go
+/// of it and keeps what it stands for (the backups in the shared store above all, which the shoot's
+/// new seed writes now); only then are they deleted, with the namespace. Deleted without the
+/// migration, the old seed's provider would delete the live backups. Until they are gone, the old
+/// seed's extensions stay `Required`, and the seed cannot be released.
+fn clean_up_a_lost_seeds_leftovers(managed: &ShootKubeconfig, namespace: &str, entry_prefix: &str) {
+    let start = Instant::now();
+    let mut objects: Vec<Vec<String>> = managed
+        .kubectl(&["-n", namespace, "get", EXTENSION_KINDS, "-o", "name"])
+        .unwrap()
+        .lines()
+        .map(|name| vec!["-n".to_string(), namespace.to_string(), name.to_string()])
+        .collect();
+    let entries = managed.kubectl(&["get", "backupentries.extensions.gardener.cloud", "-o", "name"]).unwrap();
+    let entry = entries.lines().find(|n| n.contains(entry_prefix)).expect("the old seed's BackupEntry of the shoot");
+    objects.push(vec![entry.to_string()]);
+    for object in &objects {
+        let mut args: Vec<&str> = object.iter().map(String::as_str).collect();
+        args.splice(args.len() - 1..args.len() - 1, ["annotate"]);
+        args.extend(["gardener.cloud/operation=migrate", "--overwrite"]);
+        managed.kubectl(&args).unwrap();
+    }
+    let (_, migrated) = wait("the old seed's extensions let go of the leftovers", Duration::from_secs(180), || {
+        for object in &objects {
+            let mut args: Vec<&str> = object.iter().map(String::as_str).collect();
+            args.splice(args.len() - 1..args.len() - 1, ["get"]);
+            args.extend([
+                "-o",
+                "jsonpath={.status.lastOperation.type} {.status.lastOperation.state} {.metadata.finalizers}",
+            ]);
+            let state = managed.kubectl(&args)?;
+            if state.trim() != "Migrate Succeeded" {
+                return Err(format!("{}: {state:?}", object.join(" ")));
+            }
+        }
+        Ok(Some(()))
+    });
+    for object in &objects {
+        let mut args: Vec<&str> = object.iter().map(String::as_str).collect();
+        args.splice(args.len() - 1..args.len() - 1, ["delete"]);
+        args.push("--wait=false");
+        managed.kubectl(&args).unwrap();
+    }
+    managed.kubectl(&["delete", "clusters.extensions.gardener.cloud", namespace, "--ignore-not-found"]).unwrap();
+    managed.kubectl(&["delete", "namespace", namespace, "--wait=false"]).unwrap();
+    wait("the leftover namespace is gone", Duration::from_secs(180), || {
+        let left = managed.kubectl(&["get", "namespace", namespace, "--ignore-not-found", "-o", "name"])?;
+        Ok(left.trim().is_empty().then_some(()))
+    });
+    let dir = mover_backup_dir().unwrap();
+    assert!(newest_delta_end(&dir).is_some(), "the shoot's backups in {} are kept", dir.display());
+    println!(
+        "the lost seed's leftovers of {MOVER} migrated ({} objects, {migrated:?}) and removed {:?} after the start",
+        objects.len(),
+        start.elapsed()
+    );
 }
