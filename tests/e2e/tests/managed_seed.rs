@@ -436,21 +436,11 @@ fn a_seed_reaches_only_its_own_objects() {
 /// level to be its nodes on the managed seed.
 fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() -> String {
     const MOVER_NS: &str = "shoot--local--mover";
-    let op = |seed_and_op: &str| {
-        let want = seed_and_op.to_string();
-        move || {
-            let path = "{.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}|{.status.lastOperation.description}";
-            let out = garden().field(&SHOOT, Some(HOSTED_NS), MOVER, path)?;
-            let (op, description) = out.split_once('|').unwrap_or((&out, ""));
-            if op == want {
-                return Ok(Some(()));
-            }
-            // Not there yet: what the shoot reports is the wait's last word if it times out.
-            Err(format!("{op}: {description}"))
-        }
-    };
-    let (_, created) =
-        wait("the workerless shoot is created on local", Duration::from_secs(600), op("local Create Succeeded"));
+    let (_, created) = wait(
+        "the workerless shoot is created on local",
+        Duration::from_secs(600),
+        mover_reached("local Create Succeeded"),
+    );
     println!("shoot {MOVER} created on seed local in {created:?}");
 
     let before = ShootKubeconfig::issue("local", MOVER).unwrap();
@@ -489,8 +479,11 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() -> String {
         &format!("{{\"spec\":{{\"seedName\":\"{NAME}\"}}}}"),
     ])
     .unwrap();
-    let (_, migrated) =
-        wait("the migration to the managed seed", Duration::from_secs(480), op(&format!("{NAME} Restore Succeeded")));
+    let (_, migrated) = wait(
+        "the migration to the managed seed",
+        Duration::from_secs(480),
+        mover_reached(&format!("{NAME} Restore Succeeded")),
+    );
     println!("shoot {MOVER} migrated from local to {NAME} (Migrate, then Restore) in {migrated:?}");
 
     // The source seed let go of everything.
@@ -512,6 +505,22 @@ fn migrate_a_shoot_from_the_local_seed_to_the_managed_one() -> String {
     println!("ConfigMap marker read back on {NAME}: {read}");
     drop(forward);
     read
+}
+
+/// A probe for [`wait`]: the mover's lastOperation description once `{status.seedName}
+/// {lastOperation.type} {lastOperation.state}` is `want`; until then what the shoot reports (the
+/// wait's last word if it times out).
+fn mover_reached(want: &str) -> impl FnMut() -> Result<Option<String>, String> {
+    let want = want.to_string();
+    move || {
+        let path = "{.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}|{.status.lastOperation.description}";
+        let out = garden().field(&SHOOT, Some(HOSTED_NS), MOVER, path)?;
+        let (op, description) = out.split_once('|').unwrap_or((&out, ""));
+        if op == want {
+            return Ok(Some(description.to_string()));
+        }
+        Err(format!("{op}: {description}"))
+    }
 }
 
 /// The host name of the mover's API server (its external address), which its serving certificate
@@ -632,15 +641,8 @@ fn a_lost_seeds_shoot_is_restored_on_another_seed_from_its_backups(marker: &str)
         r#"{"metadata":{"annotations":{"gardener.cloud/operation":"force-restore"}},"spec":{"seedName":"local"}}"#,
     ])
     .unwrap();
-    let (description, restored) = wait("the forced restore on local", Duration::from_secs(480), || {
-        let path = "{.status.seedName} {.status.lastOperation.type} {.status.lastOperation.state}|{.status.lastOperation.description}";
-        let out = garden().field(&SHOOT, Some(HOSTED_NS), MOVER, path)?;
-        let (op, description) = out.split_once('|').unwrap_or((&out, ""));
-        if op == "local Restore Succeeded" {
-            return Ok(Some(description.to_string()));
-        }
-        Err(format!("{op}: {description}"))
-    });
+    let (description, restored) =
+        wait("the forced restore on local", Duration::from_secs(480), mover_reached("local Restore Succeeded"));
     println!("shoot {MOVER} restored on local from its backups in {restored:?}: {description}");
     assert!(
         description.contains("was restored from its backups") && description.contains("restored from Full-"),
