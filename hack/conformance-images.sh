@@ -84,7 +84,7 @@ if ! present agnhost:2.21; then
   buildah add -q "$c" "$W/agnhost.tar" /
   buildah copy -q "$c" "$B/agnhost" "$SRC/test/images/agnhost/porter/localhost.crt" \
     "$SRC/test/images/agnhost/porter/localhost.key" /
-  buildah run "$c" -- sh -c 'mkdir -p /uploads && ln -sf agnhost /agnhost-2'
+  buildah run --network none "$c" -- sh -c 'mkdir -p /uploads && ln -sf agnhost /agnhost-2'
   buildah config --entrypoint '["/agnhost"]' --cmd pause --workingdir / \
     --port 80 --port 8080 --port 8081 --port 9376 "$c"
   push "$c" agnhost:2.21
@@ -139,7 +139,7 @@ if ! present httpd:2.4.38-alpine || ! present httpd:2.4.39-alpine; then
   new scratch
   buildah add -q "$c" "$W/httpd.tar" /
   # shellcheck disable=SC2016 # expanded inside the image
-  buildah run "$c" -- sh -c 'mkdir -p /usr/local/apache2/htdocs &&
+  buildah run --network none "$c" -- sh -c 'mkdir -p /usr/local/apache2/htdocs &&
     echo "<html><body><h1>It works!</h1></body></html>" >/usr/local/apache2/htdocs/index.html &&
     sed -i "s#/var/www/html#/usr/local/apache2/htdocs#; s#ErrorLog .*#ErrorLog /dev/stderr#; s#CustomLog .*#CustomLog /dev/stdout combined#" /etc/apache2/sites-available/000-default.conf &&
     sed -i "s#/var/www/#/usr/local/apache2/htdocs/#" /etc/apache2/apache2.conf &&
@@ -176,7 +176,7 @@ if ! present etcd:3.4.13-0; then
   rootfs etcd etcd-server
   new scratch
   buildah add -q "$c" "$W/etcd.tar" /
-  buildah run "$c" -- sh -c 'ln -sf /usr/bin/etcd /usr/local/bin/etcd && mkdir -p /var/lib/etcd'
+  buildah run --network none "$c" -- sh -c 'ln -sf /usr/bin/etcd /usr/local/bin/etcd && mkdir -p /var/lib/etcd'
   buildah config --workingdir /var/lib/etcd "$c"
   push "$c" etcd:3.4.13-0
 fi
