@@ -11,6 +11,8 @@ test:
 	export KUBEBUILDER_ASSETS="$$assets"; \
 	if cargo nextest --version >/dev/null 2>&1; then \
 		cargo nextest run --workspace --exclude e2e --all-targets --no-fail-fast; \
+		echo "The 15 longest tests (start: seconds after the first test started):"; \
+		python3 hack/junit-timeline.py --slowest 15 "$${CARGO_TARGET_DIR:-target}/nextest/default/junit.xml" || true; \
 	else \
 		cargo test --workspace --exclude e2e --all-targets --no-fail-fast; \
 	fi

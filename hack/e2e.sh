@@ -69,6 +69,14 @@ run_phase() {
     # Another crate may have an integration test of the same name (gardenlet's managed_seed):
     # only the e2e package's run.
     cargo nextest run --workspace "${tests[@]}" -E 'package(e2e)' --no-fail-fast -j "$jobs" 2>&1 | tee "$work/$name.out" || status=1
+    # When each case started and what its steps took (.config/nextest.toml keeps the output of
+    # passing cases in the JUnit report).
+    local report
+    report="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/nextest/default/junit.xml"
+    if [ -f "$report" ]; then
+      echo "e2e: phase $name, when each case started (s after the first) and its steps:" >&2
+      python3 hack/junit-timeline.py --steps "$report" >&2 || true
+    fi
   else
     cargo test -p e2e "${tests[@]}" --no-fail-fast -- --test-threads="$jobs" 2>&1 | tee "$work/$name.out" || status=1
   fi
