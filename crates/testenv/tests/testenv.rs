@@ -163,3 +163,52 @@ async fn beta_versions_with_a_ga_version_are_not_served_and_a_test_can_serve_one
     assert!(serves(&client, "batch/v1beta1").await, "a test's own --runtime-config adds to the default");
     assert!(!serves(&client, "extensions/v1beta1").await);
 }
+
+/// The OpenAPI document in its protobuf form (what kubectl's validation and `explain` read): its
+/// ETag and body.
+#[allow(clippy::unwrap_used)] // a test helper: a malformed request should fail the test loudly
+async fn openapi_protobuf(client: &kube::Client) -> (String, Vec<u8>) {
+    use http_body_util::BodyExt;
+    let request = http::Request::get("/openapi/v2")
+        .header(http::header::ACCEPT, "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    assert_eq!(response.status(), http::StatusCode::OK, "GET /openapi/v2 as protobuf");
+    let etag = response.headers().get(http::header::ETAG).map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    let body = response.into_body().collect().await.unwrap().to_bytes().to_vec();
+    (etag, body)
+}
+
+fn holds(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// kube-apiserver is built with a patch that builds the protobuf form of its OpenAPI document on
+/// the first request after an update instead of at every update
+/// (`hack/patches/kubernetes-1.20.2-lazy-openapi-protobuf.patch`): the form must still follow
+/// every change, with a new ETag, and stay the same between changes.
+#[tokio::test]
+async fn the_openapi_protobuf_form_follows_a_new_crd() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client().await.unwrap();
+    let (etag, before) = openapi_protobuf(&client).await;
+    assert!(holds(&before, b"io.k8s.api.core.v1.Pod"), "the document lacks the built-in kinds");
+    assert!(!holds(&before, b"snapshot.testenv.example"), "the CRD is in the document before it was created");
+
+    Api::<CustomResourceDefinition>::all(client.clone()).create(&PostParams::default(), &widget_crd()).await.unwrap();
+    let started = Instant::now();
+    let (new_etag, after) = loop {
+        let (new_etag, after) = openapi_protobuf(&client).await;
+        if holds(&after, b"snapshot.testenv.example") {
+            break (new_etag, after);
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the protobuf form lacks the new CRD after 60 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_ne!(new_etag, etag, "the protobuf form changed and kept its ETag");
+    assert!(holds(&after, b"io.k8s.api.core.v1.Pod"));
+    let (again_etag, again) = openapi_protobuf(&client).await;
+    assert_eq!((again_etag, again), (new_etag, after), "two requests without a change in between differ");
+}
