@@ -51,7 +51,9 @@ def main():
         print(f"{start - first:7.0f} {seconds:8.1f} {start - first + seconds:7.0f}  {status:<6}  {name}")
         if args.steps:
             for line in printed.splitlines():
-                if " took " in line or " after " in line:
+                # A case's step reports are short lines naming a duration ("... took 12.3s",
+                # "... after 4.5s"); long lines are dumps that happen to contain the words.
+                if len(line) <= 300 and (" took " in line or " after " in line):
                     print(f"{'':27}{line.strip()[:160]}")
     last = max(rows, key=lambda r: r[1] + r[2])
     print(f"span {last_end - first:.0f} s; ended last: {last[0]} (started at {last[1] - first:.0f} s, ran {last[2]:.0f} s)")
