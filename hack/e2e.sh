@@ -59,6 +59,9 @@ collect() {
   done
 }
 
+# Where cargo builds (and nextest writes its JUnit report).
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
+
 # run_phase NAME JOBS BINARY...: runs the tests of these e2e test binaries, at most JOBS at once,
 # the output also kept for collect(); every case's time goes to the time table.
 run_phase() {
@@ -71,8 +74,7 @@ run_phase() {
     cargo nextest run --workspace "${tests[@]}" -E 'package(e2e)' --no-fail-fast -j "$jobs" 2>&1 | tee "$work/$name.out" || status=1
     # When each case started and what its steps took (.config/nextest.toml keeps the output of
     # passing cases in the JUnit report).
-    local report
-    report="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/nextest/default/junit.xml"
+    local report="$target_dir/nextest/default/junit.xml"
     if [ -f "$report" ]; then
       echo "e2e: phase $name, when each case started (s after the first) and its steps:" >&2
       python3 hack/junit-timeline.py --steps "$report" >&2 || true

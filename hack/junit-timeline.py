@@ -44,7 +44,7 @@ def main():
     if not rows:
         sys.exit(f"junit-timeline: {args.report} has no test case with a start time")
     first = min(r[1] for r in rows)
-    last_end = max(r[1] + r[2] for r in rows)
+    last = max(rows, key=lambda r: r[1] + r[2])
     shown = sorted(rows, key=lambda r: -r[2])[: args.slowest] if args.slowest else sorted(rows, key=lambda r: r[1])
     print(f"{'start':>7} {'seconds':>8} {'end':>7}  status  test")
     for name, start, seconds, status, printed in shown:
@@ -55,8 +55,7 @@ def main():
                 # "... after 4.5s"); long lines are dumps that happen to contain the words.
                 if len(line) <= 300 and (" took " in line or " after " in line):
                     print(f"{'':27}{line.strip()[:160]}")
-    last = max(rows, key=lambda r: r[1] + r[2])
-    print(f"span {last_end - first:.0f} s; ended last: {last[0]} (started at {last[1] - first:.0f} s, ran {last[2]:.0f} s)")
+    print(f"span {last[1] + last[2] - first:.0f} s; ended last: {last[0]} (started at {last[1] - first:.0f} s, ran {last[2]:.0f} s)")
 
 
 if __name__ == "__main__":
