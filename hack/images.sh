@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 
 USAGE="usage: hack/images.sh [--only NAME]... [<directory with the Kubernetes binaries>]"
 IMAGES=(pause kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd busybox bastion
-  gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup machine)
+  gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup konnectivity machine)
 CACHE="${IMAGE_CACHE:-${HOME}/.cache/gardener-rs/images}"
 K8S_VERSION="v1.20.2"
 PAUSE_VERSION="3.6" # the sandbox image containerd 1.6 expects
@@ -263,7 +263,7 @@ if want bastion; then
   build "gardener-rs.local/bastion:$OPENSSH_VERSION" "$work/bastion" images/bastion/Containerfile
 fi
 
-ours=(gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup)
+ours=(gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup konnectivity)
 if ! want "${ours[@]}" machine; then
   echo "$CACHE"
   exit 0
@@ -276,11 +276,13 @@ fi
 profile="${IMAGE_PROFILE:-dev}"
 log "cargo build --profile $profile (our binaries, hack/build-bins.sh)"
 out_dir=$(hack/build-bins.sh "$profile")
-# cluster-dns is the shoots' cluster DNS (the machines carry its image).
+# cluster-dns is the shoots' cluster DNS, konnectivity the tunnel's server (beside each shoot's
+# kube-apiserver) and agents (on the shoots' nodes): the machines carry both images.
 for bin in "${ours[@]}"; do
   version=$("$out_dir/$bin" --version | awk '{print $2}')
   [ -n "$version" ] || die "cannot read the version of $out_dir/$bin"
   if [ "$bin" = cluster-dns ]; then cluster_dns_archive="$CACHE/gardener-rs.local_cluster-dns_v$version.tar"; fi
+  if [ "$bin" = konnectivity ]; then konnectivity_archive="$CACHE/gardener-rs.local_konnectivity_v$version.tar"; fi
   want "$bin" || continue
   root="$work/$bin/rootfs"
   stage_with_libs "$out_dir/$bin" "$root" "/usr/local/bin/$bin"
@@ -317,7 +319,7 @@ EOF
 
 # The machine image (images/machine/Containerfile), version ${MACHINE_VERSIONS[0]}: machine-init,
 # the kubelet, and Debian's containerd, runc, CNI plugins, bash, iptables, busybox and sshd
-# (stage_sshd), with the pause, busybox, kube-proxy and cluster-dns images inside for the
+# (stage_sshd), with the pause, busybox, kube-proxy, cluster-dns and konnectivity images inside for the
 # machine's containerd (it never pulls), and /etc/os-release naming the version.
 # Tagged with the Kubernetes version of its kubelet.
 for f in containerd containerd-shim-runc-v2 ctr; do [ -x "/usr/bin/$f" ] || die "/usr/bin/$f is missing; run hack/setup-local.sh"; done
@@ -345,13 +347,14 @@ done
 pause_archive="$CACHE/registry.k8s.io_pause_$PAUSE_VERSION.tar"
 busybox_archive="$CACHE/gardener-rs.local_busybox_$BUSYBOX_VERSION.tar"
 kube_proxy_archive="$CACHE/registry.k8s.io_kube-proxy_$K8S_VERSION.tar"
-for archive in "$pause_archive" "$busybox_archive" "$kube_proxy_archive" "$cluster_dns_archive"; do
+for archive in "$pause_archive" "$busybox_archive" "$kube_proxy_archive" "$cluster_dns_archive" "$konnectivity_archive"; do
   [ -f "$archive" ] || die "$archive is missing; build it first (hack/images.sh without --only builds all)"
 done
 cp "$pause_archive" "$root/var/lib/machine/images/pause.tar"
 cp "$busybox_archive" "$root/var/lib/machine/images/busybox.tar"
 cp "$kube_proxy_archive" "$root/var/lib/machine/images/kube-proxy.tar"
 cp "$cluster_dns_archive" "$root/var/lib/machine/images/cluster-dns.tar"
+cp "$konnectivity_archive" "$root/var/lib/machine/images/konnectivity.tar"
 machine_os_release "${MACHINE_VERSIONS[0]}" >"$root/etc/os-release"
 build "$MACHINE_IMAGE" "$work/machine" images/machine/Containerfile
 

@@ -19,6 +19,7 @@ fn values(bin_packing: bool) -> ControlPlaneValues {
         etcd_replicas: 1,
         service_cidr: "10.112.0.0/13".into(),
         pod_cidr: Some("10.96.0.0/11".into()),
+        tunnel: false,
         cluster_domain: "cluster.local".into(),
         advertised_host: "api.demo.dev.example.com".into(),
         images: Images::default(),

@@ -1,13 +1,14 @@
 //! The kube-apiserver 1.20 of the test assets takes what gardenlet renders for a shoot with
 //! every `spec.kubernetes.kubeAPIServer` setting: the flags (parsed and validated), the
-//! AdmissionConfiguration, the audit policy and the OIDC CA file (read at start). The files
+//! AdmissionConfiguration, the audit policy, the OIDC CA file and the tunnel's
+//! EgressSelectorConfiguration (read at start). The files
 //! and the shoot's secrets (from pki) are written where the flags point (paths moved into a
 //! temporary directory); etcd is not reachable, so a server that is still running after the
 //! start has accepted all of it, and one with a broken file stops naming it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
-use gardenlet::components::{ControlPlaneValues, Images, kube_apiserver};
+use gardenlet::components::{ControlPlaneValues, Images, konnectivity, kube_apiserver};
 use gardenlet::shoot::operation::values::ShootValues;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -88,6 +89,8 @@ fn values(ca: &str) -> ControlPlaneValues {
     shoot.spec.kubernetes.kube_api_server = Some(serde_yaml::from_str(&settings(ca)).unwrap());
     let mut v = ShootValues::new(&shoot, None).unwrap().control_plane(&Images::default(), true, 100);
     v.apiserver.audit_policy = Some(POLICY.into());
+    // With workers: the EgressSelectorConfiguration of the tunnel.
+    v.tunnel = true;
     v
 }
 
@@ -122,6 +125,7 @@ fn prepare(v: &ControlPlaneValues, dir: &Path) -> Vec<String> {
         let target = match name.as_str() {
             kube_apiserver::ADMISSION_CONFIG_MAP => kube_apiserver::ADMISSION_CONFIG_DIR,
             kube_apiserver::AUDIT_POLICY_CONFIG_MAP => kube_apiserver::AUDIT_POLICY_DIR,
+            konnectivity::EGRESS_CONFIG_MAP => konnectivity::EGRESS_DIR,
             _ => kube_apiserver::OIDC_CA_DIR,
         };
         let target = etc.join(target.trim_start_matches("/etc/kubernetes/"));
@@ -188,7 +192,16 @@ fn kube_apiserver_1_20_starts_with_every_setting() {
     let dir = tempfile::tempdir().unwrap();
     let v = values(&ca_bundle());
     let args = prepare(&v, dir.path());
-    for expected in ["--audit-log-path=-", "--anonymous-auth=false", "--vmodule=httplog=4"] {
+    for expected in [
+        "--audit-log-path=-",
+        "--anonymous-auth=false",
+        "--vmodule=httplog=4",
+        &format!(
+            "--egress-selector-config-file={}/etc/egress/{}",
+            dir.path().display(),
+            konnectivity::EGRESS_KEY
+        ),
+    ] {
         assert!(args.iter().any(|a| a == expected), "{expected} in {args:?}");
     }
     let stderr = run(&args, dir.path(), Duration::from_secs(8)).expect("kube-apiserver stopped");
@@ -206,6 +219,11 @@ fn a_broken_file_stops_kube_apiserver_naming_it() {
         ),
         (format!("etc/audit/{}", kube_apiserver::AUDIT_POLICY_KEY), "kind: NotAPolicy\n", "audit"),
         (format!("etc/oidc/{}", kube_apiserver::OIDC_CA_KEY), "not a certificate\n", "oidc"),
+        (
+            format!("etc/egress/{}", konnectivity::EGRESS_KEY),
+            "apiVersion: apiserver.k8s.io/v1beta1\nkind: Wrong\n",
+            "egress",
+        ),
     ];
     for (file, content, named) in broken {
         let dir = tempfile::tempdir().unwrap();

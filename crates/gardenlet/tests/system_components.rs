@@ -1,13 +1,14 @@
 //! The shoot's system components against a real kube-apiserver (standing in for the shoot's):
 //! kube-proxy's objects are applied while the shoot runs it and deleted, all four, once it
-//! turns kube-proxy off (`spec.kubernetes.kubeProxy.enabled: false`); cluster DNS stays.
+//! turns kube-proxy off (`spec.kubernetes.kubeProxy.enabled: false`); cluster DNS stays. The
+//! tunnel's agents get their credentials and exactly the rights they need.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
-use gardenlet::components::{cluster_dns, kube_proxy};
+use gardenlet::components::{cluster_dns, konnectivity, kube_proxy};
 use gardenlet::shoot::objects::system_resources::{self as system, Components};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::Api;
 use std::collections::BTreeMap;
@@ -26,6 +27,15 @@ fn components(proxy: bool) -> Components {
             domain: "cluster.local".into(),
             image: "gardener-rs.local/cluster-dns:v0.1.0".into(),
         },
+        konnectivity: Some(konnectivity::AgentValues {
+            server_host: "10.96.4.5".into(),
+            server: "https://10.96.4.5".into(),
+            allowed: vec!["100.96.0.0/11".into(), "10.0.0.0/24".into()],
+            image: "gardener-rs.local/konnectivity:v0.1.0".into(),
+            ca: "CA\n".into(),
+            cert: "CERT\n".into(),
+            key: "KEY\n".into(),
+        }),
     }
 }
 
@@ -69,4 +79,39 @@ async fn turning_kube_proxy_off_deletes_its_objects_and_on_again_restores_them()
     system::apply(&client, &token, info, &components(false)).await.unwrap();
     system::apply(&client, &token, info, &components(true)).await.unwrap();
     assert_eq!(kube_proxy_objects(&client).await, [true; 4], "turned on again, it is back");
+}
+
+#[tokio::test]
+async fn the_tunnels_agents_get_their_credentials_and_may_only_watch_nodes() {
+    let env = testenv::TestEnv::start().await.unwrap();
+    let client = env.client().await.unwrap();
+    let token = pki::bootstrap::BootstrapToken::generate().unwrap();
+    let token = pki::bootstrap::secret(&token, &Default::default(), std::time::SystemTime::now()).unwrap();
+    let info = "apiVersion: v1\nkind: Config\n";
+    system::apply(&client, &token, info, &components(true)).await.unwrap();
+
+    let (ns, name) = (konnectivity::NAMESPACE, konnectivity::AGENT);
+    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
+    let secret = secrets.get(name).await.unwrap();
+    let data = secret.data.clone().unwrap();
+    assert_eq!(data["tls.key"].0, b"KEY\n");
+    assert!(String::from_utf8_lossy(&data["kubeconfig.conf"].0).contains("server: https://10.96.4.5"));
+    let deployment = Api::<Deployment>::namespaced(client.clone(), ns).get(name).await.unwrap();
+    let version = (secret.metadata.resource_version.clone(), deployment.metadata.resource_version.clone());
+
+    // Applied again unchanged, nothing is written.
+    system::apply(&client, &token, info, &components(true)).await.unwrap();
+    let again = (
+        secrets.get(name).await.unwrap().metadata.resource_version,
+        Api::<Deployment>::namespaced(client.clone(), ns).get(name).await.unwrap().metadata.resource_version,
+    );
+    assert_eq!(version, again);
+
+    // The agent's service account lists Nodes and reads nothing else.
+    let agent = env.client_as_service_account(ns, name).await.unwrap();
+    Api::<Node>::all(agent.clone()).list(&Default::default()).await.expect("listing nodes");
+    let forbidden = Api::<Secret>::namespaced(agent.clone(), ns).get(name).await;
+    assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{forbidden:?}");
+    let forbidden = Api::<ConfigMap>::namespaced(agent, "kube-public").list(&Default::default()).await;
+    assert!(matches!(forbidden, Err(kube::Error::Api(ref s)) if s.code == 403), "{forbidden:?}");
 }

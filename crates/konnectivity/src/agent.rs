@@ -29,6 +29,8 @@ pub struct Settings {
     pub agent_id: String,
     /// Destinations it may dial: the shoot's node, Pod and Service networks.
     pub allowed: Vec<IpNet>,
+    /// And the addresses of the shoot's Nodes, when watched.
+    pub nodes: Option<crate::nodes::NodeAddresses>,
     pub dial_timeout: Duration,
     /// Chunks queued per connection and packets toward the server.
     pub queue: usize,
@@ -44,6 +46,7 @@ impl Default for Settings {
         Self {
             agent_id: "konnectivity-agent".into(),
             allowed: Vec::new(),
+            nodes: None,
             dial_timeout: Duration::from_secs(5),
             queue: 64,
             stall: Duration::from_secs(10),
@@ -70,9 +73,14 @@ pub fn permitted(address: &SocketAddr, allowed: &[IpNet]) -> bool {
     allowed.iter().any(|net| net.contains(&address.ip()))
 }
 
-/// The first of `resolved` that may be dialed, or why none.
-fn choose(target: &str, resolved: &[SocketAddr], allowed: &[IpNet]) -> Result<SocketAddr, String> {
-    match resolved.iter().find(|a| permitted(a, allowed)) {
+/// The first of `resolved` that may be dialed (`allowed`, or `also` allows it), or why none.
+fn choose(
+    target: &str,
+    resolved: &[SocketAddr],
+    allowed: &[IpNet],
+    also: impl Fn(&SocketAddr) -> bool,
+) -> Result<SocketAddr, String> {
+    match resolved.iter().find(|a| permitted(a, allowed) || also(a)) {
         Some(address) => Ok(*address),
         None if resolved.is_empty() => Err(format!("{target} did not resolve")),
         None => Err(format!("{target} is outside the networks this agent may reach")),
@@ -345,7 +353,8 @@ impl Agent {
         let connect = async {
             let resolved: Vec<SocketAddr> =
                 tokio::net::lookup_host(target).await.map_err(|e| format!("resolving {target}: {e}"))?.collect();
-            let address = choose(target, &resolved, &self.settings.allowed)?;
+            let node = |a: &SocketAddr| self.settings.nodes.as_ref().is_some_and(|n| n.contains(a.ip()));
+            let address = choose(target, &resolved, &self.settings.allowed, node)?;
             TcpStream::connect(address).await.map_err(|e| format!("dialing {address}: {e}"))
         };
         tokio::time::timeout(self.settings.dial_timeout, connect)
@@ -389,9 +398,13 @@ mod tests {
     fn the_first_allowed_address_of_a_name_is_chosen() {
         let allowed = nets(&["100.64.0.0/13"]);
         let resolved = [addr("192.168.0.1:443"), addr("100.64.0.10:443")];
-        assert_eq!(choose("web.default.svc:443", &resolved, &allowed), Ok(addr("100.64.0.10:443")));
-        let refused = choose("web:443", &resolved[..1], &allowed);
+        let none = |_: &SocketAddr| false;
+        assert_eq!(choose("web.default.svc:443", &resolved, &allowed, none), Ok(addr("100.64.0.10:443")));
+        let refused = choose("web:443", &resolved[..1], &allowed, none);
         assert!(refused.is_err_and(|e| e.contains("outside the networks")));
-        assert!(choose("web:443", &[], &allowed).is_err_and(|e| e.contains("did not resolve")));
+        assert!(choose("web:443", &[], &allowed, none).is_err_and(|e| e.contains("did not resolve")));
+        // A node's address outside every range.
+        let node = |a: &SocketAddr| a.ip().to_string() == "192.168.0.1";
+        assert_eq!(choose("192.168.0.1:10250", &resolved[..1], &allowed, node), Ok(addr("192.168.0.1:443")));
     }
 }

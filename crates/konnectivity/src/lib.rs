@@ -22,5 +22,6 @@ pub mod proto;
 
 pub mod agent;
 pub mod connect;
+pub mod nodes;
 pub mod packets;
 pub mod server;

@@ -73,6 +73,10 @@ enum Command {
         /// Networks the agent may dial (repeat or comma-separate); nothing else is dialed.
         #[arg(long = "allowed-cidr", value_delimiter = ',', required = true)]
         allowed: Vec<ipnet::IpNet>,
+        /// A kubeconfig for the cluster: the agent watches its Nodes and may also dial their
+        /// addresses.
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
         /// Address of /healthz, /readyz and /metrics.
         #[arg(long, default_value = "0.0.0.0:8093")]
         health_bind: SocketAddr,
@@ -97,6 +101,8 @@ enum MainError {
     Tls(#[from] tonic::transport::Error),
     #[error(transparent)]
     Metrics(#[from] prometheus::Error),
+    #[error(transparent)]
+    Client(#[from] runtime::cli::ClientError),
     #[error("waiting for SIGTERM")]
     Signal(#[source] std::io::Error),
 }
@@ -206,6 +212,7 @@ async fn run(command: Command) -> Result<(), MainError> {
             agent_key,
             agent_id,
             allowed,
+            kubeconfig,
             health_bind,
         } => {
             let tls = ClientTlsConfig::new()
@@ -220,8 +227,21 @@ async fn run(command: Command) -> Result<(), MainError> {
                 .keep_alive_while_idle(true)
                 .initial_connection_window_size(Some(4 << 20))
                 .initial_stream_window_size(Some(2 << 20));
-            let settings =
-                agent::Settings { agent_id: agent_id.unwrap_or_else(host_name), allowed, ..agent::Settings::default() };
+            let nodes = match kubeconfig {
+                Some(path) => {
+                    let client = runtime::cli::client(Some(&path)).await?;
+                    let (nodes, watch) = konnectivity::nodes::NodeAddresses::watch(client);
+                    tokio::spawn(watch);
+                    Some(nodes)
+                }
+                None => None,
+            };
+            let settings = agent::Settings {
+                agent_id: agent_id.unwrap_or_else(host_name),
+                allowed,
+                nodes,
+                ..agent::Settings::default()
+            };
             let agent = agent::Agent::new(endpoint, settings, &registry)?;
             health(health_bind, registry, agent.connected()).await?;
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -17,6 +17,7 @@
 //! | `kubeconfig-admin` | `ca-client` | `system:admin` | `system:masters` | client + kubeconfig |
 //! | `kubeconfig-kube-controller-manager` | `ca-client` | `system:kube-controller-manager` | | client + kubeconfig |
 //! | `kubeconfig-kube-scheduler` | `ca-client` | `system:kube-scheduler` | | client + kubeconfig |
+//! | `konnectivity-agent` | `ca-client` | `konnectivity-agent` | | client (the tunnel's agents; no RBAC grants it anything in the API) |
 //! | `service-account-key` | | | | token signing key pair |
 //! | `etcd-encryption-key` | | | | 32 random bytes: kube-apiserver's key for Secrets in etcd |
 //! | `ssh-keypair` | | | | Ed25519 key pair for SSH to the nodes (only when they run sshd) |
@@ -42,6 +43,8 @@ pub mod names {
     pub const KUBECONFIG_ADMIN: &str = "kubeconfig-admin";
     pub const KUBECONFIG_KUBE_CONTROLLER_MANAGER: &str = "kubeconfig-kube-controller-manager";
     pub const KUBECONFIG_KUBE_SCHEDULER: &str = "kubeconfig-kube-scheduler";
+    /// The client certificate the tunnel's agents present to its server.
+    pub const KONNECTIVITY_AGENT: &str = "konnectivity-agent";
     pub const SERVICE_ACCOUNT_KEY: &str = "service-account-key";
     /// The key kube-apiserver encrypts Secrets in etcd with (32 random bytes, base64).
     pub const ETCD_ENCRYPTION_KEY: &str = "etcd-encryption-key";
@@ -60,6 +63,7 @@ pub mod subjects {
     pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
     pub const KUBE_APISERVER_KUBELET_CLIENT: &str = "kube-apiserver-kubelet-client";
     pub const KUBE_APISERVER_ETCD_CLIENT: &str = "kube-apiserver-etcd-client";
+    pub const KONNECTIVITY_AGENT: &str = "konnectivity-agent";
 }
 
 /// Name of the etcd that the SANs of `etcd-server` are made for (`etcd-main-client`,
@@ -195,6 +199,7 @@ pub fn shoot_set(inputs: &ShootInputs) -> Vec<SecretConfig> {
         cert(KUBECONFIG_KUBE_SCHEDULER, CA_CLIENT, subjects::KUBE_SCHEDULER, Usage::Client)
             .with_kubeconfig(kubeconfig(inputs.component_server()))
             .into(),
+        cert(KONNECTIVITY_AGENT, CA_CLIENT, subjects::KONNECTIVITY_AGENT, Usage::Client).into(),
         ServiceAccountKeyConfig { name: SERVICE_ACCOUNT_KEY.into(), key: inputs.leaf_key }.into(),
         // Kept in the ShootState like the CAs and never regenerated silently: losing it loses
         // every Secret of the shoot.
@@ -223,7 +228,7 @@ mod tests {
         let configs = shoot_set(&inputs());
         validate(&configs).unwrap();
         let names: Vec<&str> = configs.iter().map(SecretConfig::name).collect();
-        assert_eq!(names.len(), 15);
+        assert_eq!(names.len(), 16);
         for n in [
             "ca",
             "ca-client",
@@ -287,5 +292,7 @@ mod tests {
         assert_eq!((kubelet.ca.as_str(), kubelet.organization.as_deref()), ("ca-kubelet", Some("system:masters")));
         assert_eq!(cert(names::ETCD_SERVER).usage, Usage::ServerAndClient);
         assert_eq!(cert(names::FRONT_PROXY_CLIENT).common_name, "front-proxy-client");
+        let agent = cert(names::KONNECTIVITY_AGENT);
+        assert_eq!((agent.ca.as_str(), agent.usage, agent.organization), ("ca-client", Usage::Client, None));
     }
 }

@@ -35,6 +35,14 @@ pub struct Images {
     /// `etcd-backup` binary with `etcd` and `etcdctl`).
     #[serde(default = "default_etcd_backup_image")]
     pub etcd_backup: String,
+    /// The tunnel's server beside kube-apiserver and its agents on the shoot's nodes
+    /// (crates/konnectivity; the machines carry it).
+    #[serde(default = "default_konnectivity_image")]
+    pub konnectivity: String,
+}
+
+fn default_konnectivity_image() -> String {
+    concat!("gardener-rs.local/konnectivity:v", env!("CARGO_PKG_VERSION")).into()
 }
 
 fn default_etcd_backup_image() -> String {
@@ -56,6 +64,7 @@ impl Default for Images {
             cluster_dns: concat!("gardener-rs.local/cluster-dns:v", env!("CARGO_PKG_VERSION")).into(),
             etcd_restore: default_etcd_restore_image(),
             etcd_backup: default_etcd_backup_image(),
+            konnectivity: default_konnectivity_image(),
         }
     }
 }
@@ -79,6 +88,9 @@ pub struct ControlPlaneValues {
     pub etcd_replicas: i32,
     pub service_cidr: String,
     pub pod_cidr: Option<String>,
+    /// The shoot has workers: kube-apiserver sends its `cluster` egress through the tunnel
+    /// ([`super::konnectivity`]).
+    pub tunnel: bool,
     pub cluster_domain: String,
     /// The address clients reach the API server by (external or internal domain).
     pub advertised_host: String,

@@ -3,6 +3,7 @@
 
 use super::common::{self, ApiServerSettings, ControlPlaneValues, Images, component_labels, file, secrets};
 use super::etcd;
+use super::konnectivity;
 use super::security::limits;
 use crate::config::ExposureClassHandler;
 pub use crate::config::ServiceType;
@@ -73,17 +74,27 @@ pub fn service(values: &ControlPlaneValues, type_: ServiceType, handler: Option<
         spec: Some(ServiceSpec {
             type_: Some(format!("{type_:?}")),
             selector: common::selector(APP, ROLE).match_labels,
-            ports: Some(vec![ServicePort {
-                name: Some("kube-apiserver".to_string()),
-                port: PORT,
-                target_port: Some(IntOrString::String(PORT_NAME.to_string())),
-                protocol: Some("TCP".to_string()),
-                ..Default::default()
-            }]),
+            ports: Some(service_ports(values)),
             ..Default::default()
         }),
         ..Default::default()
     }
+}
+
+/// The API server's port, and the tunnel's agent port when the shoot has the tunnel.
+fn service_ports(values: &ControlPlaneValues) -> Vec<ServicePort> {
+    let port = |name: &str, port: i32, target: &str| ServicePort {
+        name: Some(name.to_string()),
+        port,
+        target_port: Some(IntOrString::String(target.to_string())),
+        protocol: Some("TCP".to_string()),
+        ..Default::default()
+    };
+    let mut ports = vec![port("kube-apiserver", PORT, PORT_NAME)];
+    if values.tunnel {
+        ports.push(port(konnectivity::AGENT_PORT_NAME, konnectivity::AGENT_PORT, konnectivity::AGENT_PORT_NAME));
+    }
+    ports
 }
 
 /// The address a Service is reachable at, once it has one: the load balancer's IP or host
@@ -291,6 +302,9 @@ pub fn args(values: &ControlPlaneValues) -> Vec<String> {
     if !values.apiserver.runtime_config.is_empty() {
         args.push(format!("--runtime-config={}", join_flags(&values.apiserver.runtime_config)));
     }
+    if values.tunnel {
+        args.push(format!("--egress-selector-config-file={}/{}", konnectivity::EGRESS_DIR, konnectivity::EGRESS_KEY));
+    }
     args.extend(shoot_setting_flags(values));
     args
 }
@@ -318,7 +332,8 @@ pub const OIDC_CA_KEY: &str = "ca.crt";
 /// Where it is mounted.
 pub const OIDC_CA_DIR: &str = "/etc/kubernetes/oidc";
 /// Every ConfigMap the API server may mount: one the settings no longer call for is deleted.
-pub const CONFIG_MAPS: &[&str] = &[ADMISSION_CONFIG_MAP, AUDIT_POLICY_CONFIG_MAP, OIDC_CA_CONFIG_MAP];
+pub const CONFIG_MAPS: &[&str] =
+    &[ADMISSION_CONFIG_MAP, AUDIT_POLICY_CONFIG_MAP, OIDC_CA_CONFIG_MAP, konnectivity::EGRESS_CONFIG_MAP];
 
 /// The AdmissionConfiguration (`apiserver.config.k8s.io/v1`) with each configured plugin's
 /// configuration inline; `None` when no enabled plugin has a configuration.
@@ -353,6 +368,10 @@ fn config_files(values: &ControlPlaneValues) -> Vec<(&'static str, &'static str,
     }
     if let Some(ca) = s.oidc.as_ref().and_then(|o| o.ca_bundle.clone()) {
         files.push((OIDC_CA_CONFIG_MAP, OIDC_CA_KEY, OIDC_CA_DIR, ca));
+    }
+    if values.tunnel {
+        let config = konnectivity::egress_selector_configuration();
+        files.push((konnectivity::EGRESS_CONFIG_MAP, konnectivity::EGRESS_KEY, konnectivity::EGRESS_DIR, config));
     }
     files
 }
@@ -589,6 +608,15 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
                 config_map: Some(ConfigMapVolumeSource { name: name.to_string(), ..Default::default() }),
                 ..Default::default()
             }));
+            if values.tunnel {
+                // The tunnel's server shares the socket with the API server.
+                let (volume, mount) = konnectivity::socket_volume();
+                pod.volumes.get_or_insert_with(Vec::new).push(volume);
+                if let Some(api_server) = pod.containers.first_mut() {
+                    api_server.volume_mounts.get_or_insert_with(Vec::new).push(mount);
+                }
+                pod.containers.push(konnectivity::server_container(values));
+            }
         }
     }
     d

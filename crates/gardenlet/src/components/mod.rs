@@ -7,6 +7,7 @@ pub mod common;
 pub mod etcd;
 pub mod etcd_backup;
 pub mod etcd_backup_settings;
+pub mod konnectivity;
 pub mod kube_apiserver;
 pub mod kube_controller_manager;
 pub mod kube_proxy;

@@ -14,6 +14,7 @@ pub(super) fn values() -> ControlPlaneValues {
         etcd_replicas: 1,
         service_cidr: "10.112.0.0/13".into(),
         pod_cidr: Some("10.96.0.0/11".into()),
+        tunnel: true,
         cluster_domain: "cluster.local".into(),
         advertised_host: "api.demo.dev.example.com".into(),
         images: Images::default(),

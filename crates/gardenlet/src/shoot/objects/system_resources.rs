@@ -6,7 +6,7 @@
 //! [`crate::components::cluster_dns`]). Builders are pure; [`apply`] writes them and deletes
 //! kube-proxy's objects from a shoot that turned it off ([`delete_kube_proxy`]).
 
-use crate::components::{cluster_dns, kube_proxy};
+use crate::components::{cluster_dns, konnectivity, kube_proxy};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
@@ -139,7 +139,11 @@ pub async fn apply(
         Some(values) => apply_kube_proxy(shoot, &params, values).await?,
         None => delete_kube_proxy(shoot).await?,
     }
-    apply_cluster_dns(shoot, &params, &components.cluster_dns).await
+    apply_cluster_dns(shoot, &params, &components.cluster_dns).await?;
+    if let Some(values) = &components.konnectivity {
+        apply_konnectivity_agent(shoot, &params, values).await?;
+    }
+    Ok(())
 }
 
 /// The system components' settings.
@@ -149,6 +153,8 @@ pub struct Components {
     /// false`): its objects are deleted.
     pub kube_proxy: Option<kube_proxy::Values>,
     pub cluster_dns: cluster_dns::Values,
+    /// The tunnel's agents; `None` for a shoot without the tunnel.
+    pub konnectivity: Option<konnectivity::AgentValues>,
 }
 
 /// Deletes kube-proxy's objects (the DaemonSet first, its pods go with it; the ConfigMap, the
@@ -194,13 +200,40 @@ async fn apply_cluster_dns(
     Api::<Deployment>::namespaced(shoot.clone(), ns)
         .patch(name, params, &Patch::Apply(&cluster_dns::deployment(values).map_err(serde)?))
         .await?;
+    disruption_budgets(shoot, ns).patch(name, params, &Patch::Apply(&cluster_dns::disruption_budget())).await?;
+    Ok(())
+}
+
+/// The policy/v1beta1 PodDisruptionBudgets of the shoot's system components.
+fn disruption_budgets(shoot: &kube::Client, namespace: &str) -> Api<kube::api::DynamicObject> {
     let pdb = kube::api::ApiResource::from_gvk_with_plural(
         &kube::api::GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget"),
         "poddisruptionbudgets",
     );
-    Api::<kube::api::DynamicObject>::namespaced_with(shoot.clone(), ns, &pdb)
-        .patch(name, params, &Patch::Apply(&cluster_dns::disruption_budget()))
-        .await?;
+    Api::namespaced_with(shoot.clone(), namespace, &pdb)
+}
+
+fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, kube::Error> {
+    serde_json::from_value(value).map_err(kube::Error::SerdeError)
+}
+
+async fn apply_konnectivity_agent(
+    shoot: &kube::Client,
+    params: &PatchParams,
+    values: &konnectivity::AgentValues,
+) -> Result<(), kube::Error> {
+    let (ns, name) = (konnectivity::NAMESPACE, konnectivity::AGENT);
+    let account: ServiceAccount = typed(konnectivity::agent_service_account())?;
+    Api::<ServiceAccount>::namespaced(shoot.clone(), ns).patch(name, params, &Patch::Apply(&account)).await?;
+    let role: ClusterRole = typed(konnectivity::agent_cluster_role())?;
+    Api::<ClusterRole>::all(shoot.clone()).patch(&role.name_any(), params, &Patch::Apply(&role)).await?;
+    let binding: ClusterRoleBinding = typed(konnectivity::agent_cluster_role_binding())?;
+    Api::<ClusterRoleBinding>::all(shoot.clone()).patch(&binding.name_any(), params, &Patch::Apply(&binding)).await?;
+    let secret: Secret = typed(konnectivity::agent_secret(values))?;
+    Api::<Secret>::namespaced(shoot.clone(), ns).patch(name, params, &Patch::Apply(&secret)).await?;
+    let deployment: Deployment = typed(konnectivity::agent_deployment(values))?;
+    Api::<Deployment>::namespaced(shoot.clone(), ns).patch(name, params, &Patch::Apply(&deployment)).await?;
+    disruption_budgets(shoot, ns).patch(name, params, &Patch::Apply(&konnectivity::agent_disruption_budget())).await?;
     Ok(())
 }
 

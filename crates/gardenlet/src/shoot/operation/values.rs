@@ -25,6 +25,8 @@ pub struct ShootValues {
     pub pods: Option<IpNet>,
     pub services: IpNet,
     pub nodes: Option<IpNet>,
+    /// The shoot has worker pools (a workerless shoot has no nodes to tunnel to).
+    pub workers: bool,
     /// The first address of the service range: the in-cluster `kubernetes` Service.
     pub service_ip: IpAddr,
     /// `api.<name>.<project>.internal.<seed ingress domain>`.
@@ -196,6 +198,7 @@ impl ShootValues {
             pods,
             services,
             nodes,
+            workers: !shoot.spec.provider.workers.is_empty(),
             internal_domain: format!("api.{name}.{project}.{suffix}"),
             external_domain: shoot.spec.dns.as_ref().and_then(|d| d.domain.as_ref()).map(|d| format!("api.{d}")),
             hibernated: shoot.spec.hibernation_enabled(),
@@ -249,6 +252,7 @@ impl ShootValues {
             etcd_replicas: replicas,
             service_cidr: self.services.to_string(),
             pod_cidr: self.pods.map(|p| p.to_string()),
+            tunnel: self.workers,
             cluster_domain: "cluster.local".to_string(),
             advertised_host: self.advertised_host().to_string(),
             images: images.clone(),

@@ -1,6 +1,6 @@
 //! What the nodes need: the system resources in the shoot's API (bootstrap token, RBAC, cluster-info, kube-proxy, cluster DNS), the OperatingSystemConfigs, the Worker, and the wait until the system components run.
 
-use crate::components::{cluster_dns, kube_proxy};
+use crate::components::{cluster_dns, konnectivity, kube_proxy};
 use crate::flow::TaskError;
 use crate::shoot::credentials::secrets;
 use crate::shoot::objects::extensions as ext;
@@ -85,10 +85,29 @@ pub(super) async fn deploy_system_resources(ctx: Arc<OperationContext>) -> Resul
             domain: "cluster.local".into(),
             image: crate::components::Images::resolve(&images.cluster_dns, version),
         },
+        konnectivity: if ctx.values.workers { Some(agent_values(&ctx)?) } else { None },
     };
     system::apply(&client, &token, &info, &components)
         .await
         .map_err(|e| TaskError::context("applying shoot system resources", &e))
+}
+
+/// The tunnel's agents: they dial the API server's Service address (what the kubelets dial)
+/// and may reach the shoot's pod, service and node ranges (and its Nodes' addresses).
+fn agent_values(ctx: &OperationContext) -> Result<konnectivity::AgentValues, TaskError> {
+    let key = |secret: &str, key: &str| secret_value(ctx, secret, key);
+    let agent = pki::shoot_set::names::KONNECTIVITY_AGENT;
+    let v = &ctx.values;
+    let allowed = [v.pods, Some(v.services), v.nodes].into_iter().flatten().map(|n| n.to_string()).collect();
+    Ok(konnectivity::AgentValues {
+        server_host: ctx.found().address.clone().unwrap_or_else(|| v.advertised_host().to_string()),
+        server: server(ctx),
+        allowed,
+        image: ctx.config.images.konnectivity.clone(),
+        ca: key(crate::components::common::secrets::CA_BUNDLE, pki::data_keys::BUNDLE)?,
+        cert: key(agent, pki::data_keys::TLS_CERT)?,
+        key: key(agent, pki::data_keys::TLS_KEY)?,
+    })
 }
 
 pub(super) async fn deploy_operating_system_configs(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
@@ -201,7 +220,7 @@ pub(super) fn authorized_keys(ctx: &OperationContext) -> Option<String> {
 }
 
 /// Waits until kube-proxy runs ready on every node that joined (unless the shoot turned it off)
-/// and cluster DNS is rolled out (a shoot whose worker has no Node yet, as with simulated
+/// and cluster DNS and the tunnel's agents are rolled out (a shoot whose worker has no Node yet, as with simulated
 /// workers, has nothing to wait for).
 pub(super) async fn wait_system_components(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     let client = shoot_client(&ctx).await?;
@@ -225,7 +244,13 @@ pub(super) async fn wait_system_components(ctx: Arc<OperationContext>) -> Result
         })
         .await?;
     }
-    let dns: Api<Deployment> = Api::namespaced(client, cluster_dns::NAMESPACE);
+    let dns: Api<Deployment> = Api::namespaced(client.clone(), cluster_dns::NAMESPACE);
     wait_in(dns, cluster_dns::NAMESPACE, cluster_dns::NAME, ctx.wait_timeout, checks::deployment_rolled_out).await?;
+    if ctx.values.workers {
+        // The agents are ready once they hold a stream to the API server's tunnel.
+        let agents: Api<Deployment> = Api::namespaced(client, konnectivity::NAMESPACE);
+        let (ns, name) = (konnectivity::NAMESPACE, konnectivity::AGENT);
+        wait_in(agents, ns, name, ctx.wait_timeout, checks::deployment_rolled_out).await?;
+    }
     Ok(())
 }
