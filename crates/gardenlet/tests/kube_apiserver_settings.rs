@@ -196,11 +196,7 @@ fn kube_apiserver_1_20_starts_with_every_setting() {
         "--audit-log-path=-",
         "--anonymous-auth=false",
         "--vmodule=httplog=4",
-        &format!(
-            "--egress-selector-config-file={}/etc/egress/{}",
-            dir.path().display(),
-            konnectivity::EGRESS_KEY
-        ),
+        &format!("--egress-selector-config-file={}/etc/egress/{}", dir.path().display(), konnectivity::EGRESS_KEY),
     ] {
         assert!(args.iter().any(|a| a == expected), "{expected} in {args:?}");
     }

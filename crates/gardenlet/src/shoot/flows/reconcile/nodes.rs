@@ -99,8 +99,11 @@ fn agent_values(ctx: &OperationContext) -> Result<konnectivity::AgentValues, Tas
     let agent = pki::shoot_set::names::KONNECTIVITY_AGENT;
     let v = &ctx.values;
     let allowed = [v.pods, Some(v.services), v.nodes].into_iter().flatten().map(|n| n.to_string()).collect();
+    // Its own statement: `found()` holds the operation's lock until the statement ends, and
+    // `server` takes it again.
+    let address = ctx.found().address.clone();
     Ok(konnectivity::AgentValues {
-        server_host: ctx.found().address.clone().unwrap_or_else(|| v.advertised_host().to_string()),
+        server_host: address.unwrap_or_else(|| v.advertised_host().to_string()),
         server: server(ctx),
         allowed,
         image: ctx.config.images.konnectivity.clone(),
