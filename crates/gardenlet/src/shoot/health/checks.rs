@@ -6,7 +6,7 @@
 
 use crate::components::common::labels;
 use crate::components::{
-    cluster_dns, etcd, etcd_backup, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler,
+    cluster_dns, etcd, etcd_backup, konnectivity, kube_apiserver, kube_controller_manager, kube_proxy, kube_scheduler,
 };
 use crate::shoot::health::care::cache::Workloads;
 use crate::shoot::operation::readiness as checks;
@@ -72,6 +72,8 @@ pub struct Inputs<'a> {
     /// Whether the shoot runs kube-proxy (`spec.kubernetes.kubeProxy.enabled`): when not, its
     /// DaemonSet is neither expected nor checked.
     pub kube_proxy_enabled: bool,
+    /// Whether the shoot has the tunnel (it has workers): its agents are checked.
+    pub tunnel: bool,
     /// A client for the shoot's API server, or why there is none.
     pub shoot: Result<kube::Client, String>,
     /// The seed's control-plane workloads from a watch (the care controller's); `None` reads
@@ -211,9 +213,20 @@ pub async fn conditions_of(inputs: &Inputs<'_>) -> Vec<Check> {
         ),
         false => None,
     };
-    let dns = Api::<Deployment>::namespaced(shoot, cluster_dns::NAMESPACE).get_opt(cluster_dns::NAME).await;
+    let dns = Api::<Deployment>::namespaced(shoot.clone(), cluster_dns::NAMESPACE).get_opt(cluster_dns::NAME).await;
+    let agents = match inputs.tunnel {
+        true => Some(
+            Api::<Deployment>::namespaced(shoot, konnectivity::NAMESPACE)
+                .get_opt(konnectivity::AGENT)
+                .await
+                .map_err(|e| e.to_string()),
+        ),
+        false => None,
+    };
     out.push(match (info, rbac) {
-        (Ok(Some(_)), Ok(Some(_))) => system_components_check(proxy, dns.map_err(|e| e.to_string()), node_count),
+        (Ok(Some(_)), Ok(Some(_))) => {
+            system_components_check(proxy, dns.map_err(|e| e.to_string()), agents, node_count)
+        }
         (info, rbac) => check(
             SYSTEM_COMPONENTS_HEALTHY,
             false,
@@ -229,13 +242,15 @@ pub async fn conditions_of(inputs: &Inputs<'_>) -> Vec<Check> {
     out
 }
 
-/// Pure: the system components from kube-proxy's DaemonSet and cluster DNS's Deployment (the
-/// bootstrap resources being present). Without nodes nothing can run: both need only exist
-/// (`EveryNodeReady` reports the missing nodes). `kube_proxy_ds` is `None` when the shoot turned
-/// kube-proxy off: nothing is expected of it.
+/// Pure: the system components from kube-proxy's DaemonSet, cluster DNS's Deployment and the
+/// tunnel agents' Deployment (the bootstrap resources being present). Without nodes nothing can
+/// run: they need only exist (`EveryNodeReady` reports the missing nodes). `kube_proxy_ds` is
+/// `None` when the shoot turned kube-proxy off, `agents` when the shoot has no tunnel (no
+/// workers): nothing is expected of them.
 pub fn system_components_check(
     kube_proxy_ds: Option<Result<Option<DaemonSet>, String>>,
     cluster_dns_deployment: Result<Option<Deployment>, String>,
+    agents: Option<Result<Option<Deployment>, String>>,
     nodes: usize,
 ) -> Check {
     let mut problems = Vec::new();
@@ -261,6 +276,19 @@ pub fn system_components_check(
         Ok(None) => problems.push("Deployment kube-system/cluster-dns is missing".to_string()),
         Err(e) => problems.push(format!("reading Deployment kube-system/cluster-dns: {e}")),
     }
+    let tunnel = agents.is_some();
+    match agents {
+        None => {}
+        Some(Ok(Some(d))) => {
+            if nodes > 0
+                && let Err(e) = checks::deployment_rolled_out(&d)
+            {
+                problems.push(format!("Deployment kube-system/konnectivity-agent (the tunnel): {e}"));
+            }
+        }
+        Some(Ok(None)) => problems.push("Deployment kube-system/konnectivity-agent is missing".to_string()),
+        Some(Err(e)) => problems.push(format!("reading Deployment kube-system/konnectivity-agent: {e}")),
+    }
     if problems.is_empty() {
         let proxy = if proxy_enabled { "kube-proxy runs on every node" } else { "kube-proxy is turned off" };
         check(
@@ -268,7 +296,10 @@ pub fn system_components_check(
             true,
             "SystemComponentsRunning",
             "",
-            format!("{proxy}, cluster DNS is rolled out; the bootstrap RBAC and cluster-info are in place."),
+            format!(
+                "{proxy}, cluster DNS{} is rolled out; the bootstrap RBAC and cluster-info are in place.",
+                if tunnel { " and the tunnel's agents" } else { "" }
+            ),
         )
     } else {
         check(SYSTEM_COMPONENTS_HEALTHY, false, "", "SystemComponentsUnhealthy", problems.join("; "))
@@ -287,25 +318,41 @@ mod tests {
         let dns = |ready: i32| -> Deployment {
             serde_json::from_value(serde_json::json!({"metadata": {"name": "cluster-dns", "generation": 1}, "spec": {"replicas": 1, "selector": {}, "template": {}}, "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "readyReplicas": ready, "availableReplicas": ready}})).unwrap()
         };
-        assert_eq!(system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(1))), 1).status, ConditionStatus::True);
-        let not_ready = system_components_check(Some(Ok(Some(ds(0)))), Ok(Some(dns(1))), 1);
+        assert_eq!(
+            system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(1))), None, 1).status,
+            ConditionStatus::True
+        );
+        let not_ready = system_components_check(Some(Ok(Some(ds(0)))), Ok(Some(dns(1))), None, 1);
         assert_eq!(
             (not_ready.status, not_ready.reason.as_str()),
             (ConditionStatus::False, "SystemComponentsUnhealthy")
         );
         assert!(not_ready.message.contains("0 of 1 pods ready"), "{}", not_ready.message);
-        let dns_down = system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(0))), 1);
+        let dns_down = system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(0))), None, 1);
         assert!(dns_down.message.contains("cluster-dns"), "{}", dns_down.message);
         assert_eq!(
-            system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(0))), 0).status,
+            system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(0))), None, 0).status,
             ConditionStatus::True,
             "without nodes nothing can run"
         );
-        let missing = system_components_check(Some(Ok(None)), Ok(None), 1);
+        let missing = system_components_check(Some(Ok(None)), Ok(None), None, 1);
         assert!(
             missing.message.contains("kube-proxy is missing") && missing.message.contains("cluster-dns is missing")
         );
-        let off = system_components_check(None, Ok(Some(dns(1))), 1);
+        let agents = |ready: i32| -> Deployment {
+            let mut d = dns(ready);
+            d.metadata.name = Some("konnectivity-agent".into());
+            d
+        };
+        let tunnel_down =
+            system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(1))), Some(Ok(Some(agents(0)))), 1);
+        assert_eq!(tunnel_down.status, ConditionStatus::False);
+        assert!(tunnel_down.message.contains("konnectivity-agent (the tunnel)"), "{}", tunnel_down.message);
+        let tunnel_up = system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(1))), Some(Ok(Some(agents(1)))), 1);
+        assert!(tunnel_up.message.contains("the tunnel's agents"), "{}", tunnel_up.message);
+        let no_agents = system_components_check(Some(Ok(Some(ds(1)))), Ok(Some(dns(1))), Some(Ok(None)), 1);
+        assert!(no_agents.message.contains("konnectivity-agent is missing"), "{}", no_agents.message);
+        let off = system_components_check(None, Ok(Some(dns(1))), None, 1);
         assert_eq!(off.status, ConditionStatus::True, "a shoot without kube-proxy expects none: {}", off.message);
         assert!(off.message.contains("kube-proxy is turned off"), "{}", off.message);
     }

@@ -160,6 +160,7 @@ async fn conditions(ctx: &OperationContext) -> Vec<crate::shoot::status::conditi
         hibernated: ctx.values.hibernated,
         expected_nodes: ctx.shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
         kube_proxy_enabled: crate::components::kube_proxy::enabled(&ctx.shoot),
+        tunnel: ctx.values.workers,
         shoot,
         workloads: None,
     })

@@ -167,6 +167,7 @@ impl Running {
             hibernated: status.hibernated,
             expected_nodes: shoot.spec.provider.workers.iter().map(|w| w.minimum).sum(),
             kube_proxy_enabled: crate::components::kube_proxy::enabled(shoot),
+            tunnel: !shoot.spec.provider.workers.is_empty(),
             shoot: if status.hibernated { Err(String::new()) } else { self.shoot_client(namespace).await },
             workloads: Some(&self.workloads),
         };
