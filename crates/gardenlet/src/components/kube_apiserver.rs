@@ -609,6 +609,13 @@ pub fn deployment(values: &ControlPlaneValues) -> Deployment {
                 ..Default::default()
             }));
             if values.tunnel {
+                // `kubectl logs/exec deploy/kube-apiserver` keep meaning the API server (1.20's
+                // kubectl reads the first annotation, later ones the second).
+                let meta = template.metadata.get_or_insert_with(Default::default);
+                let annotations = meta.annotations.get_or_insert_with(Default::default);
+                for key in ["kubectl.kubernetes.io/default-logs-container", "kubectl.kubernetes.io/default-container"] {
+                    annotations.insert(key.to_string(), NAME.to_string());
+                }
                 // The tunnel's server shares the socket with the API server.
                 let (volume, mount) = konnectivity::socket_volume();
                 pod.volumes.get_or_insert_with(Vec::new).push(volume);

@@ -5,7 +5,8 @@
 //! * a headless Service: one A record per ready endpoint address, and
 //!   `<hostname>.s.ns.svc.<domain>` per ready endpoint, the hostname being the endpoint's
 //!   `hostname` (StatefulSet pods) or else its address with dashes (`10-244-0-8`, CoreDNS'
-//!   choice of the spec's "unique, system-assigned identifier");
+//!   choice of the spec's "unique, system-assigned identifier"); and per ready endpoint and
+//!   named port an SRV record `_port._proto.s.ns.svc.<domain>` naming that endpoint;
 //! * an ExternalName Service: a CNAME. The name is answered, never resolved further;
 //! * reverse records: `d.c.b.a.in-addr.arpa` PTR `s.ns.svc.<domain>` for every IPv4 cluster IP,
 //!   and PTR `<hostname>.s.ns.svc.<domain>` for every ready endpoint of a headless Service;
@@ -105,6 +106,14 @@ pub fn compute(domain: &str, services: &[Service], endpoints: &[Endpoints]) -> C
                     let host = format!("{}.{fqdn}", endpoint_hostname(addr, ip));
                     out.entry(fqdn.clone()).or_default().push(Data::A(ip));
                     out.entry(host.clone()).or_default().push(Data::A(ip));
+                    // One SRV record per ready endpoint and named port, naming the endpoint.
+                    for port in subset.ports.iter().flatten() {
+                        let (Some(pname), Ok(p)) = (port.name.as_deref(), u16::try_from(port.port)) else { continue };
+                        let proto = port.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase();
+                        out.entry(format!("_{pname}._{proto}.{fqdn}"))
+                            .or_default()
+                            .push(Data::Srv { port: p, target: host.clone() });
+                    }
                     reverse.entry(reverse_name(ip)).or_default().push(Data::Ptr(host));
                 }
             }
@@ -194,6 +203,26 @@ mod tests {
         assert_eq!(r["ext.b.svc.cluster.local"], vec![Data::Cname("example.test".into())]);
         assert!(!r.contains_key("pending.b.svc.cluster.local"));
         assert_eq!(r.len(), 6);
+    }
+
+    #[test]
+    fn a_headless_services_named_ports_have_an_srv_record_per_ready_endpoint() {
+        let services = vec![svc("metadata: {name: db, namespace: a}\nspec: {clusterIP: None}")];
+        let mut endpoints = db_endpoints();
+        let subset = endpoints.subsets.as_mut().and_then(|s| s.first_mut());
+        if let Some(subset) = subset {
+            subset.ports = serde_yaml::from_str("[{name: sql, port: 5432, protocol: TCP}, {port: 9}]").ok();
+        }
+        let r = compute("cluster.local", &services, &[endpoints]).names;
+        assert_eq!(
+            r["_sql._tcp.db.a.svc.cluster.local"],
+            vec![
+                Data::Srv { port: 5432, target: "10-244-0-8.db.a.svc.cluster.local".into() },
+                Data::Srv { port: 5432, target: "db-0.db.a.svc.cluster.local".into() },
+            ]
+        );
+        // An unnamed port has none; the endpoint that is not ready is not named.
+        assert_eq!(r.keys().filter(|k| k.starts_with('_')).count(), 1);
     }
 
     #[test]

@@ -43,6 +43,10 @@ fn a_shoot_with_workers_runs_the_server_beside_its_api_server() {
     }
     let args = pod.containers[0].args.clone().unwrap_or_default();
     assert!(args.contains(&format!("--egress-selector-config-file={EGRESS_DIR}/{EGRESS_KEY}")), "{args:?}");
+    // `kubectl logs deploy/kube-apiserver` still means the API server.
+    let template = kube_apiserver::deployment(&values).spec.unwrap().template;
+    let annotations = template.metadata.unwrap().annotations.unwrap();
+    assert_eq!(annotations["kubectl.kubernetes.io/default-logs-container"], "kube-apiserver");
     assert!(kube_apiserver::config_maps(&values).iter().any(|c| c.metadata.name.as_deref() == Some(EGRESS_CONFIG_MAP)));
     // The server presents the API server's certificate and checks agents against the client CA.
     let command = pod.containers[1].command.clone().unwrap_or_default();
