@@ -65,10 +65,15 @@ CI_SUBSET=(
   "[sig-network] Networking Granular Checks: Pods should function for node-pod communication: http [LinuxOnly] [NodeConformance] [Conformance]"
   "[sig-network] Networking Granular Checks: Pods should function for node-pod communication: udp [LinuxOnly] [NodeConformance] [Conformance]"
   "[k8s.io] Pods should be updated [NodeConformance] [Conformance]"
+  # Through the tunnel (docs/networking.md): the DNS tests read their probes' results through the
+  # API server's pod proxy, the webhook is a Service in the shoot, the ReplicaSet's replicas are
+  # asked through the pod proxy.
+  "[sig-network] DNS should provide DNS for the cluster  [Conformance]"
+  "[sig-network] DNS should provide DNS for services  [Conformance]"
+  "[sig-network] DNS should provide DNS for pods for Hostname [LinuxOnly] [Conformance]"
+  "[sig-api-machinery] AdmissionWebhook [Privileged:ClusterAdmin] should mutate configmap [Conformance]"
+  "[sig-apps] ReplicaSet should serve a basic image on each replica with a public image  [Conformance]"
 )
-# Not in the subset yet: the DNS tests read their probes' results through the API server's pod
-# proxy, and a shoot's kube-apiserver cannot reach pod addresses until the tunnel of issue
-# "Shoot nodes in their own network" (docs/conformance.md, defect 2).
 
 # --- the local garden --------------------------------------------------------------------------
 start=$(date +%s)

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Measures what the tunnel (docs/networking.md) costs a user of a shoot of the local garden:
+# the round trip of `kubectl exec <pod> -- sh -c :` (median of N, default 50) and the throughput of
+# `kubectl port-forward` for 100 MiB from a pod. Prints one line per figure.
+#   hack/tunnel-latency.sh <shoot kubeconfig> [N]
+# It creates the pod `tunnel-latency` (busybox, in `default`) and deletes it at the end. Every
+# loop is bounded; nothing leaves the machine (the pod serves the bytes itself).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kubeconfig="${1:?usage: hack/tunnel-latency.sh <shoot kubeconfig> [N]}"
+n="${2:-50}"
+KUBECTL="${KUBECTL:-.local/bin/kubectl}"
+k() { "$KUBECTL" --kubeconfig "$kubeconfig" "$@"; }
+trap 'k delete pod tunnel-latency --wait=false >/dev/null 2>&1 || true; [ -n "${pf:-}" ] && kill "$pf" 2>/dev/null || true' EXIT
+k apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: tunnel-latency, namespace: default}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: serve
+    image: gardener-rs.local/busybox:1.35.0
+    # 100 MiB to each connection on port 8080, as long as the pod lives.
+    command: ["sh", "-c", "while true; do head -c 104857600 /dev/zero | nc -l -p 8080; done"]
+YAML
+k wait --for=condition=Ready pod/tunnel-latency --timeout=120s >/dev/null
+times=()
+for _ in $(seq 1 "$n"); do
+  t0=$(date +%s%N)
+  k exec tunnel-latency -- sh -c :
+  times+=($(( ($(date +%s%N) - t0) / 1000000 )))
+done
+median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
+echo "exec round trip: median ${median} ms of $n (min $(printf '%s\n' "${times[@]}" | sort -n | head -1), max $(printf '%s\n' "${times[@]}" | sort -n | tail -1))"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+forwarding=$(mktemp)
+k port-forward pod/tunnel-latency "$port:8080" >"$forwarding" 2>&1 &
+pf=$!
+# Ready when it says so (a probe connection would take the pod's one listener).
+for _ in $(seq 1 50); do grep -q "^Forwarding from" "$forwarding" && break; sleep 0.2; done
+rm -f "$forwarding"
+# Reads 100 MiB from the forwarded port (bounded by 120 s) and prints "<bytes> <ms>".
+read_all() {
+  python3 - "$port" <<'PY'
+import socket, sys, time
+want = 100 * 1024 * 1024
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=120)
+t0, got = time.monotonic(), 0
+while got < want:
+    chunk = s.recv(1 << 20)
+    if not chunk:
+        break
+    got += len(chunk)
+print(got, int((time.monotonic() - t0) * 1000))
+PY
+}
+read -r bytes ms < <(read_all)
+echo "port-forward: $bytes bytes in $ms ms ($(python3 -c "print(round($bytes / 1048576 / max($ms, 1) * 1000, 1))") MiB/s)"
