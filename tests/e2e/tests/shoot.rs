@@ -410,6 +410,28 @@ async fn delete_without_leftovers(s: &mut CaseShoot) {
     assert!(leftovers.is_empty(), "the machines' cgroups {machines:?} are gone from the host: {leftovers:?}");
 }
 
+/// The API server reads logs through the tunnel (docs/networking.md): with both agent Pods
+/// deleted, reading the `hello` pod's log works again once their replacements have connected.
+async fn the_tunnel_comes_back_with_new_agents(s: &CaseShoot, shoot: &Client) {
+    let agents: Api<Pod> = Api::namespaced(shoot.clone(), "kube-system");
+    let selector = ListParams::default().labels("app=konnectivity-agent");
+    let before: Vec<String> = agents.list(&selector).await.unwrap().items.iter().map(|p| p.name_any()).collect();
+    assert_eq!(before.len(), 2, "two agents: {before:?}");
+    agents.delete_collection(&Default::default(), &selector).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(shoot.clone(), "default");
+    let (log, back) = s
+        .wait("the log reads again through new agents", STEP_TIMEOUT, || async {
+            let now = agents.list(&selector).await.map_err(|e| e.to_string())?.items;
+            if now.iter().any(|p| before.contains(&p.name_any())) {
+                return Err("the old agents are still there".to_string());
+            }
+            pods.logs("hello", &Default::default()).await.map(Some).map_err(|e| e.to_string())
+        })
+        .await;
+    eprintln!("logs read through new agents {back:?} after the old ones were deleted");
+    assert_eq!(log.trim(), "hello from hello on the shoot");
+}
+
 #[tokio::test]
 async fn a_shoot_gets_a_real_node_runs_workloads_and_is_deleted_without_leftovers() {
     let mut s = CaseShoot::apply("use", 21);
@@ -457,6 +479,7 @@ async fn a_shoot_gets_a_real_node_runs_workloads_and_is_deleted_without_leftover
     let log = pods.logs("hello", &Default::default()).await.unwrap();
     assert_eq!(phase, "Succeeded", "log: {log}");
     assert_eq!(log.trim(), "hello from hello on the shoot", "the log, read through the shoot's API server");
+    the_tunnel_comes_back_with_new_agents(&s, &shoot).await;
 
     a_pod_reaches_a_service_by_ip_and_by_name(&s, &shoot).await;
     a_pod_runs_an_image_the_machine_does_not_carry(&s, &shoot).await;

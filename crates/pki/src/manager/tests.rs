@@ -21,8 +21,8 @@ fn cert(set: &SecretSet, name: &str) -> CertInfo {
 fn first_plan_creates_everything_with_labels() {
     let configs = shoot_set(&inputs());
     let plan = plan(&configs, &SecretSet::new(), SystemTime::now()).unwrap();
-    // 15 configured secrets plus 5 bundles.
-    assert_eq!(plan.secrets.len(), 20);
+    // 16 configured secrets plus 5 bundles.
+    assert_eq!(plan.secrets.len(), 21);
     assert!(plan.actions.values().all(|a| *a == Action::Create));
     let apiserver = plan.secrets.get(names::KUBE_APISERVER).unwrap();
     assert_eq!(apiserver.type_, "kubernetes.io/tls");
