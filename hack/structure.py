@@ -2,7 +2,8 @@
 """The shape of the workspace's Rust code, as docs/architecture.md promises it.
 
 Reports, for non-test code (a file's `#[cfg(test)]` part, `tests.rs` files and the `tests/`,
-`benches/` and `examples/` folders are test code):
+`benches/` and `examples/` folders are test code) that is ours (a file whose first line says
+`@generated`, such as tonic's output from vendored `.proto` files, is not):
 
 * import circles between the modules of a crate: module A uses a name of module B (a `use` or a
   path `crate::b::..`, `super::..`), and B, directly or through others, uses A. A module and the
@@ -52,6 +53,12 @@ def non_test_lines(path):
 def is_test_file(path):
     name = os.path.basename(path)
     return name == "tests.rs" or name.endswith("_tests.rs") or f"{os.sep}tests{os.sep}" in path
+
+
+def is_generated(path):
+    """Whether a tool wrote the file (`@generated` on its first line)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return "@generated" in f.readline()
 
 
 def module_files(src):
@@ -193,7 +200,7 @@ def main():
         for directory, _, files in os.walk(src):
             for file in sorted(files):
                 path = os.path.join(directory, file)
-                if not file.endswith(".rs") or is_test_file(path):
+                if not file.endswith(".rs") or is_test_file(path) or is_generated(path):
                     continue
                 rel = os.path.relpath(path, ROOT)
                 n = len(non_test_lines(path))

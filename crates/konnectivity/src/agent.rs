@@ -303,7 +303,7 @@ impl Agent {
         let stream = match opened {
             Ok(stream) => stream,
             Err(error) => {
-                debug!(%target, %error, "dial refused or failed");
+                info!(%target, %error, "dial refused or failed");
                 let result = if error.contains("outside the networks") { "forbidden" } else { "failed" };
                 self.metrics.dials.with_label_values(&[result]).inc();
                 let _ = out.send(packets::dial_response(random, Err(error))).await;

@@ -43,6 +43,7 @@ fn a_shoot_with_workers_runs_the_server_beside_its_api_server() {
     }
     let args = pod.containers[0].args.clone().unwrap_or_default();
     assert!(args.contains(&format!("--egress-selector-config-file={EGRESS_DIR}/{EGRESS_KEY}")), "{args:?}");
+    assert!(args.contains(&"--enable-aggregator-routing=true".to_string()), "{args:?}");
     // `kubectl logs deploy/kube-apiserver` still means the API server.
     let template = kube_apiserver::deployment(&values).spec.unwrap().template;
     let annotations = template.metadata.unwrap().annotations.unwrap();
@@ -68,6 +69,7 @@ fn a_workerless_shoot_has_no_tunnel() {
     assert_eq!(pod.containers.len(), 1);
     let args = pod.containers[0].args.clone().unwrap_or_default();
     assert!(!args.iter().any(|a| a.starts_with("--egress-selector-config-file")), "{args:?}");
+    assert!(!args.iter().any(|a| a.starts_with("--enable-aggregator-routing")), "{args:?}");
     assert!(
         !kube_apiserver::config_maps(&values).iter().any(|c| c.metadata.name.as_deref() == Some(EGRESS_CONFIG_MAP))
     );
