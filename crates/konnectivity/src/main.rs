@@ -119,11 +119,7 @@ fn host_name() -> String {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log_level).unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+    runtime::cli::init_logging(&cli.log_level, runtime::cli::LogFormat::Text);
     runtime::cli::block_on(run(cli.command))
 }
 

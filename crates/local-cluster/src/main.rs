@@ -55,10 +55,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log_level).unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    ::runtime::cli::init_logging(&cli.log_level, ::runtime::cli::LogFormat::Text);
     // Absolute, since the processes run with the state directory as their working directory.
     let state_dir = std::path::absolute(&cli.state_dir).unwrap_or(cli.state_dir.clone());
     let layout = Layout::new(state_dir);

@@ -128,27 +128,33 @@ impl CommonArgs {
         self.metrics_bind_address.unwrap_or(DEFAULT_METRICS_BIND_ADDRESS)
     }
 
-    /// Sets up logging to stderr. A filter that does not parse falls back to `info` and says so.
+    /// Sets up logging to stderr ([`init_logging`]).
     pub fn init_logging(&self) {
-        let (filter, bad) = match tracing_subscriber::EnvFilter::try_new(&self.log_level) {
-            Ok(f) => (f, None),
-            Err(e) => (tracing_subscriber::EnvFilter::new("info"), Some(e)),
-        };
-        // Colours only on a terminal: a pod's log (or a file) gets plain text.
-        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-        match self.log_format {
-            LogFormat::Text => builder.init(),
-            LogFormat::Json => builder.json().init(),
-        }
-        if let Some(e) = bad {
-            tracing::warn!(filter = %self.log_level, error = %e, "--log-level does not parse; logging at info");
-        }
+        init_logging(&self.log_level, self.log_format);
     }
 
     /// The client for `--kubeconfig`, or the inferred configuration without it.
     pub async fn client(&self) -> Result<kube::Client, ClientError> {
         client(self.kubeconfig.as_deref()).await
+    }
+}
+
+/// Sets up logging to stderr with the filter `level` (RUST_LOG syntax): every binary's
+/// `--log-level`. A filter that does not parse falls back to `info` and says so.
+pub fn init_logging(level: &str, format: LogFormat) {
+    let (filter, bad) = match tracing_subscriber::EnvFilter::try_new(level) {
+        Ok(f) => (f, None),
+        Err(e) => (tracing_subscriber::EnvFilter::new("info"), Some(e)),
+    };
+    // Colours only on a terminal: a pod's log (or a file) gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+    if let Some(e) = bad {
+        tracing::warn!(filter = %level, error = %e, "--log-level does not parse; logging at info");
     }
 }
 

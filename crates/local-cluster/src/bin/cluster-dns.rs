@@ -30,11 +30,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log_level).unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+    cli::init_logging(&cli.log_level, cli::LogFormat::Text);
     cli::block_on(run(cli))
 }
 
