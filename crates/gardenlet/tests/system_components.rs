@@ -29,7 +29,6 @@ fn components(proxy: bool) -> Components {
         },
         konnectivity: Some(konnectivity::AgentValues {
             server_host: "10.96.4.5".into(),
-            server: "https://10.96.4.5".into(),
             allowed: vec!["100.96.0.0/11".into(), "10.0.0.0/24".into()],
             image: "gardener-rs.local/konnectivity:v0.1.0".into(),
             ca: "CA\n".into(),
@@ -37,6 +36,18 @@ fn components(proxy: bool) -> Components {
             key: "KEY\n".into(),
         }),
     }
+}
+
+/// cluster-info's kubeconfig (its content does not matter here).
+const INFO: &str = "apiVersion: v1\nkind: Config\n";
+
+/// An API server standing in for the shoot's, its admin client and a bootstrap token Secret.
+async fn shoot_api() -> (testenv::TestEnv, kube::Client, pki::Secret) {
+    let env = testenv::TestEnv::start().await.unwrap();
+    let client = env.client().await.unwrap();
+    let token = pki::bootstrap::BootstrapToken::generate().unwrap();
+    let token = pki::bootstrap::secret(&token, &Default::default(), std::time::SystemTime::now()).unwrap();
+    (env, client, token)
 }
 
 /// Which of kube-proxy's four objects exist, in the order DaemonSet, ConfigMap,
@@ -58,37 +69,29 @@ async fn kube_proxy_objects(client: &kube::Client) -> [bool; 4] {
 
 #[tokio::test]
 async fn turning_kube_proxy_off_deletes_its_objects_and_on_again_restores_them() {
-    let env = testenv::TestEnv::start().await.unwrap();
-    let client = env.client().await.unwrap();
-    let token = pki::bootstrap::BootstrapToken::generate().unwrap();
-    let token = pki::bootstrap::secret(&token, &Default::default(), std::time::SystemTime::now()).unwrap();
-    let info = "apiVersion: v1\nkind: Config\n";
+    let (_env, client, token) = shoot_api().await;
 
-    system::apply(&client, &token, info, &components(true)).await.unwrap();
+    system::apply(&client, &token, INFO, &components(true)).await.unwrap();
     assert_eq!(kube_proxy_objects(&client).await, [true; 4]);
     let ds = Api::<DaemonSet>::namespaced(client.clone(), kube_proxy::NAMESPACE).get(kube_proxy::NAME).await.unwrap();
     let command = ds.spec.unwrap().template.spec.unwrap().containers[0].command.clone().unwrap();
     assert!(command.contains(&"--feature-gates=EndpointSliceProxying=false".to_string()), "{command:?}");
 
-    system::apply(&client, &token, info, &components(false)).await.unwrap();
+    system::apply(&client, &token, INFO, &components(false)).await.unwrap();
     assert_eq!(kube_proxy_objects(&client).await, [false; 4], "every kube-proxy object is gone");
     let dns = Api::<Deployment>::namespaced(client.clone(), cluster_dns::NAMESPACE).get_opt(cluster_dns::NAME).await;
     assert!(dns.unwrap().is_some(), "cluster DNS stays");
 
     // Applying again without kube-proxy finds nothing to delete and is fine.
-    system::apply(&client, &token, info, &components(false)).await.unwrap();
-    system::apply(&client, &token, info, &components(true)).await.unwrap();
+    system::apply(&client, &token, INFO, &components(false)).await.unwrap();
+    system::apply(&client, &token, INFO, &components(true)).await.unwrap();
     assert_eq!(kube_proxy_objects(&client).await, [true; 4], "turned on again, it is back");
 }
 
 #[tokio::test]
 async fn the_tunnels_agents_get_their_credentials_and_may_only_watch_nodes() {
-    let env = testenv::TestEnv::start().await.unwrap();
-    let client = env.client().await.unwrap();
-    let token = pki::bootstrap::BootstrapToken::generate().unwrap();
-    let token = pki::bootstrap::secret(&token, &Default::default(), std::time::SystemTime::now()).unwrap();
-    let info = "apiVersion: v1\nkind: Config\n";
-    system::apply(&client, &token, info, &components(true)).await.unwrap();
+    let (env, client, token) = shoot_api().await;
+    system::apply(&client, &token, INFO, &components(true)).await.unwrap();
 
     let (ns, name) = (konnectivity::NAMESPACE, konnectivity::AGENT);
     let secrets = Api::<Secret>::namespaced(client.clone(), ns);
@@ -100,7 +103,7 @@ async fn the_tunnels_agents_get_their_credentials_and_may_only_watch_nodes() {
     let version = (secret.metadata.resource_version.clone(), deployment.metadata.resource_version.clone());
 
     // Applied again unchanged, nothing is written.
-    system::apply(&client, &token, info, &components(true)).await.unwrap();
+    system::apply(&client, &token, INFO, &components(true)).await.unwrap();
     let again = (
         secrets.get(name).await.unwrap().metadata.resource_version,
         Api::<Deployment>::namespaced(client.clone(), ns).get(name).await.unwrap().metadata.resource_version,

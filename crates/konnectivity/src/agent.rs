@@ -6,12 +6,13 @@
 use crate::packets::{self, Frame};
 use crate::proto::Packet;
 use crate::proto::agent_service_client::AgentServiceClient;
+use crate::shared::{lock, send_soon};
 use ipnet::IpNet;
 use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -107,10 +108,6 @@ impl Metrics {
         registry.register(Box::new(dials.clone()))?;
         Ok(Self { servers, connections, dials })
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[derive(Debug)]
@@ -284,7 +281,7 @@ impl Agent {
         if let Some(conn) = lock(conns).remove(&connect_id) {
             conn.reader.abort();
             self.metrics.connections.dec();
-            send_control(out, packets::close_response(connect_id, error));
+            send_soon(out, packets::close_response(connect_id, error));
         }
     }
 
@@ -360,15 +357,6 @@ impl Agent {
         tokio::time::timeout(self.settings.dial_timeout, connect)
             .await
             .map_err(|_| format!("dialing {target}: timed out"))?
-    }
-}
-
-fn send_control(out: &mpsc::Sender<Packet>, packet: Packet) {
-    if let Err(mpsc::error::TrySendError::Full(packet)) = out.try_send(packet) {
-        let out = out.clone();
-        tokio::spawn(async move {
-            let _ = out.send(packet).await;
-        });
     }
 }
 

@@ -25,3 +25,4 @@ pub mod connect;
 pub mod nodes;
 pub mod packets;
 pub mod server;
+mod shared;

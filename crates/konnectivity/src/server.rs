@@ -12,10 +12,11 @@ use crate::connect;
 use crate::packets::{self, Frame};
 use crate::proto::Packet;
 use crate::proto::agent_service_server::{AgentService, AgentServiceServer};
+use crate::shared::{lock, send_soon};
 use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
@@ -91,21 +92,10 @@ struct Agent {
     draining: AtomicBool,
 }
 
-/// A poisoned map lock only means a panic elsewhere; the map itself is still consistent.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Agent {
-    /// Sends a control packet without waiting in a read loop: queued when there is room, else
-    /// from a task of its own.
+    /// Sends a control packet without waiting in a read loop.
     fn send_control(&self, packet: Packet) {
-        if let Err(mpsc::error::TrySendError::Full(packet)) = self.out.try_send(Ok(packet)) {
-            let out = self.out.clone();
-            tokio::spawn(async move {
-                let _ = out.send(packet).await;
-            });
-        }
+        send_soon(&self.out, Ok(packet));
     }
 }
 

@@ -65,6 +65,19 @@ fn image(images: &Images) -> String {
     images.konnectivity.clone()
 }
 
+/// An HTTP probe of the server's health port.
+fn health_probe(path: &str, period: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.to_string()),
+            port: IntOrString::Int(SERVER_HEALTH_PORT),
+            ..Default::default()
+        }),
+        period_seconds: Some(period),
+        ..Default::default()
+    }
+}
+
 /// The server's container: the agent port with the API server's serving certificate, agents
 /// checked against the client CA bundle, the socket in the shared volume.
 pub fn server_container(values: &ControlPlaneValues) -> Container {
@@ -97,25 +110,8 @@ pub fn server_container(values: &ControlPlaneValues) -> Container {
             container_port: AGENT_PORT,
             ..Default::default()
         }]),
-        readiness_probe: Some(Probe {
-            http_get: Some(HTTPGetAction {
-                path: Some("/readyz".to_string()),
-                port: IntOrString::Int(SERVER_HEALTH_PORT),
-                ..Default::default()
-            }),
-            period_seconds: Some(5),
-            ..Default::default()
-        }),
-        liveness_probe: Some(Probe {
-            http_get: Some(HTTPGetAction {
-                path: Some("/healthz".to_string()),
-                port: IntOrString::Int(SERVER_HEALTH_PORT),
-                ..Default::default()
-            }),
-            period_seconds: Some(10),
-            failure_threshold: Some(3),
-            ..Default::default()
-        }),
+        readiness_probe: Some(health_probe("/readyz", 5)),
+        liveness_probe: Some(health_probe("/healthz", 10)),
         resources: Some(common::resources(values.requests_percent, 10, 16, 128)),
         volume_mounts: Some(vec![mount(secrets::KUBE_APISERVER), mount(secrets::CA_CLIENT_BUNDLE), socket_volume().1]),
         security_context: Some(super::security::container()),
@@ -137,8 +133,6 @@ pub const AGENT_REPLICAS: i32 = 2;
 pub struct AgentValues {
     /// The API server's Service address in the seed (what the kubelets dial).
     pub server_host: String,
-    /// The API server URL the nodes use (the Node watch's kubeconfig).
-    pub server: String,
     /// The shoot's pod and service ranges.
     pub allowed: Vec<String>,
     pub image: String,
@@ -193,6 +187,13 @@ fn b64(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text)
 }
 
+impl AgentValues {
+    /// The API server URL the nodes use (the Node watch's kubeconfig).
+    fn server(&self) -> String {
+        format!("https://{}", self.server_host)
+    }
+}
+
 /// The agents' certificate, key and CA bundle, and the Node watch's kubeconfig.
 pub fn agent_secret(values: &AgentValues) -> serde_json::Value {
     json!({
@@ -204,7 +205,7 @@ pub fn agent_secret(values: &AgentValues) -> serde_json::Value {
             "ca.crt": b64(&values.ca),
             "tls.crt": b64(&values.cert),
             "tls.key": b64(&values.key),
-            "kubeconfig.conf": b64(&common::service_account_kubeconfig(&values.server)),
+            "kubeconfig.conf": b64(&common::service_account_kubeconfig(&values.server())),
         },
     })
 }
@@ -216,7 +217,7 @@ pub fn agent_deployment(values: &AgentValues) -> serde_json::Value {
         values.ca,
         values.cert,
         values.key,
-        values.server,
+        values.server_host,
         values.allowed.join(",")
     ));
     json!({

@@ -51,11 +51,15 @@ pub(super) async fn bootstrap_token(ctx: &OperationContext) -> Result<pki::Secre
     Ok(secret)
 }
 
+/// The API server's address as the nodes dial it: its Service's address in the seed, else its
+/// advertised host name.
+fn server_host(ctx: &OperationContext) -> String {
+    let address = ctx.found().address.clone();
+    address.unwrap_or_else(|| ctx.values.advertised_host().to_string())
+}
+
 pub(super) fn server(ctx: &OperationContext) -> String {
-    match ctx.found().address.clone() {
-        Some(a) => format!("https://{a}"),
-        None => format!("https://{}", ctx.values.advertised_host()),
-    }
+    format!("https://{}", server_host(ctx))
 }
 
 pub(super) async fn deploy_system_resources(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
@@ -99,12 +103,8 @@ fn agent_values(ctx: &OperationContext) -> Result<konnectivity::AgentValues, Tas
     let agent = pki::shoot_set::names::KONNECTIVITY_AGENT;
     let v = &ctx.values;
     let allowed = [v.pods, Some(v.services), v.nodes].into_iter().flatten().map(|n| n.to_string()).collect();
-    // Its own statement: `found()` holds the operation's lock until the statement ends, and
-    // `server` takes it again.
-    let address = ctx.found().address.clone();
     Ok(konnectivity::AgentValues {
-        server_host: address.unwrap_or_else(|| v.advertised_host().to_string()),
-        server: server(ctx),
+        server_host: server_host(ctx),
         allowed,
         image: ctx.config.images.konnectivity.clone(),
         ca: key(crate::components::common::secrets::CA_BUNDLE, pki::data_keys::BUNDLE)?,
