@@ -5,6 +5,7 @@ use crate::components::tests::values;
 fn agent_values() -> AgentValues {
     AgentValues {
         server_host: "10.0.0.20".into(),
+        host_alias: None,
         allowed: vec!["10.96.0.0/11".into(), "10.112.0.0/13".into()],
         image: "gardener-rs.local/konnectivity:v0".into(),
         ca: "CA PEM".into(),

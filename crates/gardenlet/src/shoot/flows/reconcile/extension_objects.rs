@@ -14,7 +14,9 @@ pub(super) async fn deploy_infrastructure(ctx: Arc<OperationContext>) -> Result<
 }
 
 pub(super) async fn deploy_dns_records(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    let Some(address) = ctx.found().address.clone() else {
+    // With an entry point the names lead there (it routes by name); else to the Service.
+    let found = ctx.found().entry_address.clone().or_else(|| ctx.found().address.clone());
+    let Some(address) = found else {
         return Err(TaskError::msg("the kube-apiserver Service has no address"));
     };
     for record in ext::dns_records(&ctx.values, &ctx.shoot, &address) {
