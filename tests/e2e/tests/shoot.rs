@@ -140,19 +140,38 @@ async fn the_advertised_name_resolves_and_serves_the_shoot(s: &CaseShoot) {
             }
         })
         .await;
+    // The seed's entry point (GEP-8): the name leads there, and it routes the name to the shoot.
+    let entry =
+        kubectl(&["-n", "garden", "get", "service", "shoot-entry", "-o", "jsonpath={.spec.clusterIP}"]).unwrap();
+    assert_eq!(addresses[0].to_string(), entry.trim(), "{host} resolves to the seed's entry point");
+    let routes =
+        kubectl(&["-n", "garden", "get", "configmap", "shoot-entry-routes", "-o", "jsonpath={.data}"]).unwrap();
+    let routes: std::collections::BTreeMap<String, String> = serde_json::from_str(&routes).unwrap();
     let service = s.field("{.status.advertisedAddresses[?(@.name==\"service\")].url}").await.unwrap();
-    assert_eq!(
-        format!("https://{}", addresses[0]),
-        service.trim_end_matches(":443"),
-        "{host} resolves to the API server's Service address"
+    let service = service.trim_start_matches("https://").trim_end_matches(":443").to_string();
+    assert!(
+        routes.get(&s.seed_ns).is_some_and(|r| r.lines().any(|l| l == format!("{host} {service}"))),
+        "the entry point routes {host} to the API server's Service {service}: {routes:?}"
     );
-    let kubeconfig = Kubeconfig::from_yaml(&s.kubeconfig().unwrap()).unwrap();
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
-    config.cluster_url = format!("https://{}", addresses[0]).parse().unwrap();
-    config.tls_server_name = Some(host.clone());
-    let version = Client::try_from(config).unwrap().apiserver_version().await;
-    assert!(version.is_ok(), "the API server at {} proves the name {host}: {version:?}", addresses[0]);
-    eprintln!("{host} resolves to {} through the local DNS, and TLS for the name holds", addresses[0]);
+    let through = |name: String| {
+        let kubeconfig = s.kubeconfig().unwrap();
+        let address = addresses[0];
+        async move {
+            let kubeconfig = Kubeconfig::from_yaml(&kubeconfig).unwrap();
+            let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+            config.cluster_url = format!("https://{address}").parse().unwrap();
+            config.tls_server_name = Some(name);
+            Client::try_from(config).unwrap().apiserver_version().await
+        }
+    };
+    let version = through(host.clone()).await;
+    assert!(version.is_ok(), "the API server behind {} proves the name {host}: {version:?}", addresses[0]);
+    let other = through(format!("api.no-such-shoot.{}", host.split_once('.').map(|(_, d)| d).unwrap_or("local"))).await;
+    assert!(other.is_err(), "the entry point refuses a name it has no route for");
+    eprintln!(
+        "{host} resolves to the entry point {} through the local DNS, which routes it to {service}",
+        addresses[0]
+    );
 }
 
 /// A client from kubeconfig text, with `user` in place of the kubeconfig's own user when given.
@@ -398,6 +417,12 @@ async fn delete_without_leftovers(s: &mut CaseShoot) {
     let machines = s.machine_pod_uids();
     let deleted = s.delete().await;
     eprintln!("shoot {} deleted after {deleted:?}", s.name);
+    let routes =
+        kubectl(&["-n", "garden", "get", "configmap", "shoot-entry-routes", "-o", "jsonpath={.data}"]).unwrap();
+    assert!(
+        !routes.contains(&format!("\"{}\"", s.seed_ns)),
+        "the entry point's routes of the shoot are gone: {routes}"
+    );
     let claims =
         kubectl(&["get", "pv", "-o", "jsonpath={range .items[*]}{.spec.claimRef.namespace}{\"\\n\"}{end}"]).unwrap();
     let left: Vec<&str> = claims.lines().filter(|ns| *ns == s.seed_ns || *ns == s.machine_ns).collect();

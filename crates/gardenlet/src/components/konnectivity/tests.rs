@@ -94,6 +94,25 @@ fn agents_dial_the_service_address_and_only_the_shoots_ranges() {
 }
 
 #[test]
+fn behind_an_entry_point_the_agents_dial_the_api_servers_name_at_its_address() {
+    let direct = agent_deployment(&agent_values());
+    assert!(direct["spec"]["template"]["spec"].get("hostAliases").is_none(), "no alias without an entry point");
+    let mut values = agent_values();
+    values.server_host = "api.s.p.internal.local".into();
+    values.host_alias = Some(("10.96.7.7".into(), "api.s.p.internal.local".into()));
+    let deployment = agent_deployment(&values);
+    let spec = &deployment["spec"]["template"]["spec"];
+    assert_eq!(
+        spec["hostAliases"],
+        serde_json::json!([{ "ip": "10.96.7.7", "hostnames": ["api.s.p.internal.local"] }])
+    );
+    let command: Vec<String> = serde_json::from_value(spec["containers"][0]["command"].clone()).unwrap();
+    assert!(command.contains(&"--proxy-server-host=api.s.p.internal.local".to_string()), "{command:?}");
+    // Moving to the entry point rolls the agents.
+    assert_ne!(deployment["spec"]["template"]["metadata"], direct["spec"]["template"]["metadata"]);
+}
+
+#[test]
 fn a_new_certificate_rolls_the_agents() {
     let checksum = |v: &AgentValues| agent_deployment(v)["spec"]["template"]["metadata"]["annotations"].clone();
     let mut rotated = agent_values();
