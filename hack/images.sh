@@ -289,7 +289,12 @@ for bin in "${ours[@]}"; do
   strip "$root/usr/local/bin/$bin"
   # provider-local's image also runs in shoots as the pod routes agent (crates/provider-local/src/
   # pod_routes.rs), which changes its node's routing table with iproute2's ip.
-  if [ "$bin" = gardener-extension-provider-local ]; then stage_with_libs /usr/sbin/ip "$root" /usr/sbin/ip; fi
+  # On the seed it also runs as the machine network guard (crates/provider-local/src/
+  # machine_network), which writes the node's iptables rules.
+  if [ "$bin" = gardener-extension-provider-local ]; then
+    stage_with_libs /usr/sbin/ip "$root" /usr/sbin/ip
+    stage_iptables "$root"
+  fi
   # etcd-backup's restore runs `etcdctl snapshot restore` and a temporary etcd that applies the
   # deltas: the same builds as the etcd image.
   if [ "$bin" = etcd-backup ]; then

@@ -44,6 +44,7 @@ pub mod dns;
 pub mod error;
 pub mod extension;
 pub mod infrastructure;
+pub mod machine_network;
 pub mod network;
 pub mod node_agent;
 pub mod osc;

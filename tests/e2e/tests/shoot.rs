@@ -457,6 +457,132 @@ async fn the_tunnel_comes_back_with_new_agents(s: &CaseShoot, shoot: &Client) {
     assert_eq!(log.trim(), "hello from hello on the shoot");
 }
 
+/// The packets the rules of `chain` matching `needle` have counted (provider-local's machine
+/// network guard, docs/provider-local.md).
+fn counted(chain: &str, needle: &str) -> u64 {
+    let out = std::process::Command::new("iptables").args(["-w", "5", "-n", "-v", "-x", "-L", chain]).output().unwrap();
+    assert!(out.status.success(), "iptables -L {chain}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(needle))
+        .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// A TCP connection from the host to `address` fails (refused, or no answer within 3 s).
+fn unreachable_from_host(address: std::net::SocketAddr) -> bool {
+    std::net::TcpStream::connect_timeout(&address, Duration::from_secs(3)).is_err()
+}
+
+/// The shoot's machines are in a network of their own (docs/networking.md): the seed's host and
+/// Pods cannot open connections to the machines or to the shoot's Pods, the machines cannot open
+/// connections into the seed beyond the entry point, their API server and the host services
+/// they need, and the guard's rules count every refusal.
+async fn the_machines_are_in_a_network_of_their_own(s: &CaseShoot, shoot: &Client, pod_ip: &str) {
+    let machines = kubectl(&[
+        "-n",
+        &s.machine_ns,
+        "get",
+        "pods",
+        "-o",
+        "jsonpath={.items[0].metadata.name} {.items[0].status.podIP}",
+    ])
+    .unwrap();
+    let (machine, machine_ip) = machines.split_once(' ').unwrap();
+    let (from_chain, to_chain) = provider_local::machine_network::rules::shoot_chains(&s.seed_ns);
+    let out_chain = provider_local::machine_network::rules::OUTPUT_CHAIN;
+    // From the seed's host: the machine's kubelet and a Pod of the shoot (the entry point answers:
+    // the check's own control).
+    let entry =
+        kubectl(&["-n", "garden", "get", "service", "shoot-entry", "-o", "jsonpath={.spec.clusterIP}"]).unwrap();
+    assert!(!unreachable_from_host(format!("{entry}:443").parse().unwrap()), "the host reaches the entry point");
+    let before = counted(out_chain, machine_ip);
+    assert!(
+        unreachable_from_host(format!("{machine_ip}:10250").parse().unwrap()),
+        "the host reaches the machine's kubelet"
+    );
+    assert!(counted(out_chain, machine_ip) > before, "the guard counted the host's attempt on {machine_ip}");
+    let before = counted(out_chain, "100.");
+    assert!(
+        unreachable_from_host(format!("{pod_ip}:80").parse().unwrap()),
+        "the host reaches the shoot's Pod {pod_ip}"
+    );
+    assert!(counted(out_chain, "100.") > before, "the guard counted the host's attempt on the shoot's Pod network");
+    // From a seed Pod (gardenlet's image has no shell; the machine of the case is the shoot's, so a
+    // busybox Pod in the seed).
+    let probe = format!("{}-probe", s.name);
+    let manifest = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": probe, "namespace": "default"},
+        "spec": {"containers": [{"name": "probe", "image": "gardener-rs.local/busybox:1.35.0", "command": ["sleep", "600"]}],
+                 "terminationGracePeriodSeconds": 0}});
+    let file = std::env::temp_dir().join(format!("{probe}.json"));
+    std::fs::write(&file, manifest.to_string()).unwrap();
+    kubectl(&["apply", "-f", &file.display().to_string()]).unwrap();
+    kubectl(&["-n", "default", "wait", "--for=condition=Ready", &format!("pod/{probe}"), "--timeout=60s"]).unwrap();
+    let healthz = format!(
+        "http://{}:8080/healthz",
+        kubectl(&[
+            "-n",
+            "garden",
+            "get",
+            "pods",
+            "-l",
+            "app.kubernetes.io/name=gardenlet",
+            "-o",
+            "jsonpath={.items[0].status.podIP}"
+        ])
+        .unwrap()
+    );
+    kubectl(&["-n", "default", "exec", &probe, "--", "wget", "-q", "-T", "3", "-O", "-", &healthz])
+        .expect("the seed Pod reaches gardenlet (the check's own control)");
+    let before = counted(&to_chain, "REJECT");
+    let tried = kubectl(&[
+        "-n",
+        "default",
+        "exec",
+        &probe,
+        "--",
+        "wget",
+        "-q",
+        "-T",
+        "3",
+        "-O",
+        "-",
+        &format!("http://{machine_ip}:10250/"),
+    ]);
+    assert!(tried.is_err(), "a seed Pod reaches the machine {machine_ip}: {tried:?}");
+    assert!(counted(&to_chain, "REJECT") > before, "the guard counted the seed Pod's attempt");
+    kubectl(&["-n", "default", "delete", "pod", &probe, "--wait=false"]).unwrap();
+    // From the machine: the seed's kubelet and a seed Pod (the probe's address) are refused.
+    let seed_kubelet = format!("{}:{}", local_cluster::settings::NODE_IP, local_cluster::settings::KUBELET_PORT);
+    let before = counted(&from_chain, "REJECT") + counted(provider_local::machine_network::rules::HOST_CHAIN, "REJECT");
+    let connect = |target: String| {
+        kubectl(&["-n", &s.machine_ns, "exec", machine, "--", "bash", "-c", &format!("exec 3<>/dev/tcp/{target}")])
+    };
+    let entry =
+        kubectl(&["-n", "garden", "get", "service", "shoot-entry", "-o", "jsonpath={.spec.clusterIP}"]).unwrap();
+    connect(format!("{entry}/443")).expect("the machine reaches the entry point (the check's own control)");
+    let tried = connect(format!("{}/{}", local_cluster::settings::NODE_IP, local_cluster::settings::KUBELET_PORT));
+    let gardenlet = kubectl(&[
+        "-n",
+        "garden",
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/name=gardenlet",
+        "-o",
+        "jsonpath={.items[0].status.podIP}",
+    ])
+    .unwrap();
+    let tried_pod = connect(format!("{gardenlet}/8080"));
+    assert!(tried.is_err(), "the machine reaches the seed's kubelet {seed_kubelet}");
+    assert!(tried_pod.is_err(), "the machine reaches gardenlet's Pod {gardenlet}");
+    let after = counted(&from_chain, "REJECT") + counted(provider_local::machine_network::rules::HOST_CHAIN, "REJECT");
+    assert!(after >= before + 2, "the guard counted both of the machine's attempts ({before} -> {after})");
+    // And yet the shoot works: its nodes are Ready through the entry point.
+    assert!(!ready_nodes(shoot).await.unwrap().is_empty());
+    eprintln!("isolation holds for {machine} ({machine_ip}): host, seed Pod and machine attempts refused and counted");
+}
+
 #[tokio::test]
 async fn a_shoot_gets_a_real_node_runs_workloads_and_is_deleted_without_leftovers() {
     let mut s = CaseShoot::apply("use", 21);
@@ -505,6 +631,8 @@ async fn a_shoot_gets_a_real_node_runs_workloads_and_is_deleted_without_leftover
     assert_eq!(phase, "Succeeded", "log: {log}");
     assert_eq!(log.trim(), "hello from hello on the shoot", "the log, read through the shoot's API server");
     the_tunnel_comes_back_with_new_agents(&s, &shoot).await;
+    let pod_ip = pods.get("hello").await.unwrap().status.and_then(|s| s.pod_ip).unwrap_or_default();
+    the_machines_are_in_a_network_of_their_own(&s, &shoot, &pod_ip).await;
 
     a_pod_reaches_a_service_by_ip_and_by_name(&s, &shoot).await;
     a_pod_runs_an_image_the_machine_does_not_carry(&s, &shoot).await;
