@@ -18,6 +18,8 @@ pub struct Attachment {
     pub pod: String,
     /// The host-side veth: the Pod's bridge port.
     pub veth: String,
+    /// The bridge (the first interface outside the sandbox).
+    pub bridge: String,
     pub ip: Ipv4Addr,
 }
 
@@ -61,9 +63,14 @@ pub fn parse(content: &str) -> Option<Attachment> {
     let result = file.result?;
     // The bridge plugin lists the bridge, then the host-side veth, then the Pod's interface
     // (the one in a sandbox): the host-side veth is the last one outside the sandbox.
-    let veth = result.interfaces.iter().filter(|i| i.sandbox.as_deref().unwrap_or("").is_empty()).last()?.name.clone();
+    let host: Vec<&Interface> =
+        result.interfaces.iter().filter(|i| i.sandbox.as_deref().unwrap_or("").is_empty()).collect();
+    let (bridge, veth) = match host.as_slice() {
+        [bridge, .., veth] => (bridge.name.clone(), veth.name.clone()),
+        _ => return None,
+    };
     let ip = result.ips.iter().find_map(|c| c.address.split('/').next()?.parse::<Ipv4Addr>().ok())?;
-    Some(Attachment { namespace, pod, veth, ip })
+    Some(Attachment { namespace, pod, veth, bridge, ip })
 }
 
 /// Every attachment recorded in `dir` (unreadable files skipped).
@@ -98,6 +105,7 @@ mod tests {
                 namespace: "shoot--p--a--machines".into(),
                 pod: "pool-1234-0".into(),
                 veth: "vethe219c353".into(),
+                bridge: "lcni0".into(),
                 ip: "10.244.0.9".parse().unwrap(),
             })
         );

@@ -7,7 +7,8 @@
 //!
 //! * from the seed's host and Pods, a shoot's machines and its pod and service networks are
 //!   refused;
-//! * a machine reaches the machines of its own shoot, the seed's entry point (443, 8132), its
+//! * a machine reaches the machines of its own shoot, the seed's entry point (443, 8132), the
+//!   seed's DNS, its
 //!   own kube-apiserver (its Service and Pods: in-cluster clients send no server name the entry
 //!   point could route by), and on the host DNS, the image registry and the garden's API;
 //!   everything else is refused;
@@ -272,6 +273,15 @@ fn desired(
         }
     }
     let shoot_networks = clusters.state().iter().map(|c| (c.name_any(), networks(c))).collect();
+    let dns = services
+        .iter()
+        .find(|s| s.namespace().as_deref() == Some("kube-system") && s.name_any() == "kube-dns")
+        .and_then(|s| cluster_ip(s));
+    // The machines' bridge (all Pods of a node share one).
+    let bridge = machines
+        .iter()
+        .find_map(|m| attachments.iter().find(|a| a.veth == m.veth).map(|a| a.bridge.clone()))
+        .unwrap_or_default();
     Ok(rules::ruleset(&Inputs {
         machines,
         bastions,
@@ -279,5 +289,7 @@ fn desired(
         apiservers,
         shoot_networks,
         host_ports: settings.host_ports.clone(),
+        dns,
+        bridge,
     }))
 }

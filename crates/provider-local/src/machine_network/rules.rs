@@ -8,10 +8,13 @@
 //! destination. Per shoot two chains decide everything that concerns its machines:
 //!
 //! * `…-F` (from a machine): to a machine of the same shoot, to the seed's entry point (ports 443
-//!   and 8132, by the address the packet was sent to, before the Service's DNAT), and to the
+//!   and 8132, by the address the packet was sent to, before the Service's DNAT), to the seed's
+//!   DNS Service, and to the
 //!   shoot's own kube-apiserver (its Service, and its Pods, where the shoot's `kubernetes`
 //!   Service leads: in-cluster clients send no server name the entry point could route by) —
-//!   accepted; anything else rejected and counted.
+//!   accepted; anything else on the seed's Pod bridge rejected and counted. What leaves through
+//!   another interface (the node's uplink) is not the seed's: the node's own egress rules decide
+//!   (on the local host its egress guard; in a managed seed, the outer seed's guard).
 //! * `…-T` (to a machine): from a machine of the same shoot, and SSH from the shoot's bastion —
 //!   accepted; anything else (seed Pods, other shoots' machines) rejected and counted.
 //!
@@ -57,6 +60,12 @@ pub struct Inputs {
     /// Each shoot's kube-apiserver addresses: its Service (443) and its Pods (their port),
     /// which the shoot's `kubernetes` Service leads to.
     pub apiservers: BTreeMap<String, Vec<SocketAddrV4>>,
+    /// The seed's DNS Service address: machines resolve the API server's name there.
+    pub dns: Option<Ipv4Addr>,
+    /// The bridge the seed's Pods are on: a machine's packet out of it (to a seed Pod) is refused
+    /// unless allowed; one routed out of another interface leaves the seed's networks (the
+    /// uplink, where the node's own egress rules apply).
+    pub bridge: String,
     /// Each shoot's pod and service networks (never routed in the seed).
     pub shoot_networks: BTreeMap<String, Vec<Ipv4Net>>,
     /// Host ports machines may reach: (protocol, port).
@@ -163,7 +172,19 @@ pub fn ruleset(inputs: &Inputs) -> Ruleset {
                 apiserver.port()
             );
         }
-        let _ = writeln!(out, "-A {from} -j REJECT");
+        if let Some(dns) = inputs.dns {
+            for protocol in ["udp", "tcp"] {
+                let _ = writeln!(
+                    out,
+                    "-A {from} -p {protocol} -m conntrack --ctorigdst {dns}/32 --ctorigdstport 53 -j ACCEPT"
+                );
+            }
+        }
+        if inputs.bridge.is_empty() {
+            let _ = writeln!(out, "-A {from} -j REJECT");
+        } else {
+            let _ = writeln!(out, "-A {from} -o {} -j REJECT", inputs.bridge);
+        }
         for m in members {
             let _ = writeln!(out, "-A {to} -m physdev --physdev-in {} -j ACCEPT", m.veth);
         }
@@ -244,6 +265,8 @@ mod tests {
                 ("shoot--p--b".to_string(), vec!["100.96.0.0/11".parse().unwrap()]),
             ]),
             host_ports: default_host_ports(),
+            dns: Some("10.96.0.10".parse().unwrap()),
+            bridge: "lcni0".into(),
         }
     }
 
@@ -265,7 +288,9 @@ mod tests {
                 format!("-A {from_a} -p tcp -m conntrack --ctorigdst 10.96.5.5/32 --ctorigdstport 8132 -j ACCEPT"),
                 format!("-A {from_a} -p tcp -m conntrack --ctorigdst 10.96.1.1/32 --ctorigdstport 443 -j ACCEPT"),
                 format!("-A {from_a} -p tcp -m conntrack --ctorigdst 10.244.0.50/32 --ctorigdstport 8443 -j ACCEPT"),
-                format!("-A {from_a} -j REJECT"),
+                format!("-A {from_a} -p udp -m conntrack --ctorigdst 10.96.0.10/32 --ctorigdstport 53 -j ACCEPT"),
+                format!("-A {from_a} -p tcp -m conntrack --ctorigdst 10.96.0.10/32 --ctorigdstport 53 -j ACCEPT"),
+                format!("-A {from_a} -o lcni0 -j REJECT"),
             ]
         );
         let to = lines_of(&r.restore, &to_a);
@@ -312,6 +337,14 @@ mod tests {
         let r = ruleset(&i);
         assert!(!r.restore.contains("10.96.5.5"));
         assert!(r.restore.contains("--ctorigdst 10.96.1.1/32"));
+    }
+
+    #[test]
+    fn without_a_known_bridge_a_machine_reaches_nothing_else() {
+        let mut i = inputs();
+        i.bridge.clear();
+        let (from_a, _) = shoot_chains("shoot--p--a");
+        assert_eq!(lines_of(&ruleset(&i).restore, &from_a).last(), Some(&format!("-A {from_a} -j REJECT").as_str()));
     }
 
     #[test]
