@@ -210,6 +210,10 @@ pub async fn run_guard(client: Client, settings: Settings) -> Result<(), Error> 
             }
             _ = resync.tick() => {}
         }
+        // Rules from half-listed stores would drop existing shoots' chains: wait for all lists.
+        if !(listed(&pod_store) && listed(&svc_store) && listed(&endpoint_store) && listed(&cluster_store)) {
+            continue;
+        }
         let wanted = match desired(&settings, &pod_store, &svc_store, &endpoint_store, &cluster_store) {
             Ok(r) => r,
             Err(e) => {
@@ -228,6 +232,14 @@ pub async fn run_guard(client: Client, settings: Settings) -> Result<(), Error> 
             Err(e) => tracing::warn!(error = %e, "machine network rules not applied; retrying"),
         }
     }
+}
+
+/// Whether a store has its first complete list.
+fn listed<K: extension_sdk::kube::Resource + Clone + 'static>(store: &Store<K>) -> bool
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    futures::FutureExt::now_or_never(store.wait_until_ready()).is_some_and(|r| r.is_ok())
 }
 
 /// The ready addresses of an Endpoints object, with each of its ports.
