@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Measures what the tunnel (docs/networking.md) costs a user of a shoot of the local garden:
 # the round trip of `kubectl exec <pod> -- sh -c :` (median of N, default 50) and the throughput of
-# `kubectl port-forward` for 100 MiB from a pod. Prints one line per figure.
+# `kubectl port-forward` for 100 MiB from a pod, and the delay of `kubectl logs -f` (a container
+# prints the kernel's uptime every 200 ms; the machine is a Pod on this host, so the same kernel
+# clock tells when each line arrives: median of N lines). Prints one line per figure.
 #   hack/tunnel-latency.sh <shoot kubeconfig> [N]
 # It creates the pod `tunnel-latency` (busybox, in `default`) and deletes it at the end. Every
 # loop is bounded; nothing leaves the machine (the pod serves the bytes itself).
@@ -23,6 +25,9 @@ spec:
     image: gardener-rs.local/busybox:1.35.0
     # 100 MiB to each connection on port 8080, as long as the pod lives.
     command: ["sh", "-c", "while true; do head -c 104857600 /dev/zero | nc -l -p 8080; done"]
+  - name: tick
+    image: gardener-rs.local/busybox:1.35.0
+    command: ["sh", "-c", "while true; do cat /proc/uptime; sleep 0.2; done"]
 YAML
 k wait --for=condition=Ready pod/tunnel-latency --timeout=120s >/dev/null
 times=()
@@ -57,3 +62,17 @@ PY
 }
 read -r bytes ms < <(read_all)
 echo "port-forward: $bytes bytes in $ms ms ($(python3 -c "print(round($bytes / 1048576 / max($ms, 1) * 1000, 1))") MiB/s)"
+# logs -f: the delay of each line (host uptime at arrival - uptime the line carries), N lines,
+# bounded by 30 s.
+delays=$(timeout 30 "$KUBECTL" --kubeconfig "$kubeconfig" logs -f tunnel-latency -c tick --tail=0 | python3 -c '
+import sys
+n, out = int(sys.argv[1]), []
+for line in sys.stdin:
+    now = float(open("/proc/uptime").read().split()[0])
+    out.append(round((now - float(line.split()[0])) * 1000))
+    if len(out) >= n:
+        break
+print(" ".join(map(str, out)))
+' "$n" || true)
+[ -n "$delays" ] || { echo "logs -f: no line arrived within 30 s" >&2; exit 1; }
+echo "logs -f delay: median $(printf '%s\n' $delays | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}') ms of $(echo $delays | wc -w) lines (resolution 10 ms)"

@@ -502,12 +502,14 @@ async fn the_machines_are_in_a_network_of_their_own(s: &CaseShoot, shoot: &Clien
         "the host reaches the machine's kubelet"
     );
     assert!(counted(out_chain, machine_ip) > before, "the guard counted the host's attempt on {machine_ip}");
-    let before = counted(out_chain, "100.");
+    let pods_network = s.field("{.spec.networking.pods}").await.unwrap();
+    assert!(!pods_network.is_empty(), "the shoot's pod network is defaulted");
+    let before = counted(out_chain, &pods_network);
     assert!(
         unreachable_from_host(format!("{pod_ip}:80").parse().unwrap()),
         "the host reaches the shoot's Pod {pod_ip}"
     );
-    assert!(counted(out_chain, "100.") > before, "the guard counted the host's attempt on the shoot's Pod network");
+    assert!(counted(out_chain, &pods_network) > before, "the guard counted the host's attempt on {pods_network}");
     // From a seed Pod (gardenlet's image has no shell; the machine of the case is the shoot's, so a
     // busybox Pod in the seed).
     let probe = format!("{}-probe", s.name);
