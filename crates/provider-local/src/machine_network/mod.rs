@@ -305,3 +305,66 @@ fn desired(
         bridge,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn pod(ns: &str, name: &str, role: &str, shoot: &str, ip: Option<&str>) -> Arc<Pod> {
+        Arc::new(
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"namespace": ns, "name": name, "labels": {LABEL_TECHNICAL_ID: shoot, LABEL_MANAGED_BY: role}},
+                "status": {"podIP": ip},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn attachment(ns: &str, pod: &str, veth: &str, ip: &str) -> cni::Attachment {
+        cni::Attachment {
+            namespace: ns.into(),
+            pod: pod.into(),
+            veth: veth.into(),
+            bridge: "lcni0".into(),
+            ip: ip.parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn machines_and_bastions_get_their_bridge_port_by_pod_and_address() {
+        let pods = [
+            pod("shoot--p--a--machines", "m-0", WORKER, "shoot--p--a", Some("10.244.0.10")),
+            pod("shoot--p--a--machines", "m-1", WORKER, "shoot--p--a", Some("10.244.0.11")),
+            pod("shoot--p--a", "bastion", BASTION, "shoot--p--a", Some("10.244.0.12")),
+            pod("shoot--p--a--machines", "m-2", WORKER, "shoot--p--a", None),
+            pod("elsewhere", "other", "provider-local-other", "shoot--p--a", Some("10.244.0.13")),
+        ];
+        let attachments = [
+            attachment("shoot--p--a--machines", "m-0", "veth0", "10.244.0.10"),
+            // An old sandbox of m-1 with another address is not m-1's port now.
+            attachment("shoot--p--a--machines", "m-1", "vethold", "10.244.0.99"),
+            attachment("shoot--p--a", "bastion", "vethb", "10.244.0.12"),
+        ];
+        let (machines, bastions) = members(&pods, &attachments);
+        let ports: Vec<(&str, &str)> = machines.iter().map(|m| (m.veth.as_str(), m.shoot.as_str())).collect();
+        assert_eq!(
+            ports,
+            [("", "shoot--p--a"), ("veth0", "shoot--p--a")],
+            "m-1 waits for its current record; m-2 has no address"
+        );
+        assert_eq!(bastions.len(), 1);
+        assert_eq!(bastions[0].veth, "vethb");
+    }
+
+    #[test]
+    fn endpoint_addresses_with_every_port() {
+        let e: Endpoints = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "kube-apiserver", "namespace": "shoot--p--a"},
+            "subsets": [{"addresses": [{"ip": "10.244.0.50"}], "ports": [{"port": 8443}, {"port": 8132}]}],
+        }))
+        .unwrap();
+        let got: Vec<String> = endpoint_addresses(&e).iter().map(ToString::to_string).collect();
+        assert_eq!(got, ["10.244.0.50:8443", "10.244.0.50:8132"]);
+    }
+}
