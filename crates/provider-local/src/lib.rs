@@ -43,6 +43,7 @@ pub mod controlplane;
 pub mod dns;
 pub mod error;
 pub mod extension;
+pub mod host_command;
 pub mod infrastructure;
 pub mod machine_network;
 pub mod network;

@@ -495,6 +495,18 @@ async fn the_machines_are_in_a_network_of_their_own(s: &CaseShoot, shoot: &Clien
     // the check's own control).
     let entry =
         kubectl(&["-n", "garden", "get", "service", "shoot-entry", "-o", "jsonpath={.spec.clusterIP}"]).unwrap();
+    // A seed Pod to try from and to: one of gardenlet's.
+    let gardenlet = kubectl(&[
+        "-n",
+        "garden",
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/name=gardenlet",
+        "-o",
+        "jsonpath={.items[0].status.podIP}",
+    ])
+    .unwrap();
     assert!(!unreachable_from_host(format!("{entry}:443").parse().unwrap()), "the host reaches the entry point");
     let before = counted(out_chain, machine_ip);
     assert!(
@@ -520,20 +532,7 @@ async fn the_machines_are_in_a_network_of_their_own(s: &CaseShoot, shoot: &Clien
     std::fs::write(&file, manifest.to_string()).unwrap();
     kubectl(&["apply", "-f", &file.display().to_string()]).unwrap();
     kubectl(&["-n", "default", "wait", "--for=condition=Ready", &format!("pod/{probe}"), "--timeout=60s"]).unwrap();
-    let healthz = format!(
-        "http://{}:8080/healthz",
-        kubectl(&[
-            "-n",
-            "garden",
-            "get",
-            "pods",
-            "-l",
-            "app.kubernetes.io/name=gardenlet",
-            "-o",
-            "jsonpath={.items[0].status.podIP}"
-        ])
-        .unwrap()
-    );
+    let healthz = format!("http://{gardenlet}:8080/healthz");
     kubectl(&["-n", "default", "exec", &probe, "--", "wget", "-q", "-T", "3", "-O", "-", &healthz])
         .expect("the seed Pod reaches gardenlet (the check's own control)");
     let before = counted(&to_chain, "REJECT");
@@ -560,21 +559,8 @@ async fn the_machines_are_in_a_network_of_their_own(s: &CaseShoot, shoot: &Clien
     let connect = |target: String| {
         kubectl(&["-n", &s.machine_ns, "exec", machine, "--", "bash", "-c", &format!("exec 3<>/dev/tcp/{target}")])
     };
-    let entry =
-        kubectl(&["-n", "garden", "get", "service", "shoot-entry", "-o", "jsonpath={.spec.clusterIP}"]).unwrap();
     connect(format!("{entry}/443")).expect("the machine reaches the entry point (the check's own control)");
     let tried = connect(format!("{}/{}", local_cluster::settings::NODE_IP, local_cluster::settings::KUBELET_PORT));
-    let gardenlet = kubectl(&[
-        "-n",
-        "garden",
-        "get",
-        "pods",
-        "-l",
-        "app.kubernetes.io/name=gardenlet",
-        "-o",
-        "jsonpath={.items[0].status.podIP}",
-    ])
-    .unwrap();
     let tried_pod = connect(format!("{gardenlet}/8080"));
     assert!(tried.is_err(), "the machine reaches the seed's kubelet {seed_kubelet}");
     assert!(tried_pod.is_err(), "the machine reaches gardenlet's Pod {gardenlet}");

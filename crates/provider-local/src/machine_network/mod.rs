@@ -24,6 +24,7 @@ pub mod cni;
 pub mod rules;
 
 use crate::common::LABEL_MANAGED_BY;
+use crate::host_command::{CommandError, run};
 use extension_sdk::api::extensions::Cluster;
 use extension_sdk::api::helpers::constants::LABEL_TECHNICAL_ID;
 use extension_sdk::k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
@@ -34,10 +35,8 @@ use futures::StreamExt;
 use ipnet::Ipv4Net;
 use rules::{Inputs, Member, Ruleset};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// How often the rules are checked even when nothing was seen to change (a Pod's CNI record
@@ -48,14 +47,8 @@ const SETTLE: Duration = Duration::from_millis(300);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("running `{command}`: {source}")]
-    Spawn {
-        command: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("`{command}` failed: {stderr}")]
-    Failed { command: String, stderr: String },
+    #[error(transparent)]
+    Command(#[from] CommandError),
     #[error("reading the CNI cache {dir}: {source}")]
     Cache {
         dir: PathBuf,
@@ -121,25 +114,6 @@ fn networks(cluster: &Cluster) -> Vec<Ipv4Net> {
     let shoot = serde_json::to_value(&cluster.spec.shoot).unwrap_or_default();
     let networking = &shoot["spec"]["networking"];
     ["pods", "services"].iter().filter_map(|k| networking[*k].as_str()?.parse::<Ipv4Net>().ok()).collect()
-}
-
-fn run(program: &str, args: &[&str], stdin: Option<&str>) -> Result<String, Error> {
-    let command = format!("{program} {}", args.join(" "));
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| Error::Spawn { command: command.clone(), source })?;
-    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        pipe.write_all(input.as_bytes()).map_err(|source| Error::Spawn { command: command.clone(), source })?;
-    }
-    let out = child.wait_with_output().map_err(|source| Error::Spawn { command: command.clone(), source })?;
-    if !out.status.success() {
-        return Err(Error::Failed { command, stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Writes the ruleset, hooks its chains into the built-in ones (first), and deletes chains of
