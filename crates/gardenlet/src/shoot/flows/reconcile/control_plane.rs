@@ -36,7 +36,8 @@ pub(super) async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Resu
             .flatten()
             .collect();
         entry::publish(&ctx.seed, config, ctx.values.namespace(), &hosts, &address).await.map_err(task_err)?;
-        ctx.found().entry_address = Some(entry::address(&ctx.seed, config).await.map_err(task_err)?);
+        let entry_address = entry::address(&ctx.seed, config).await.map_err(task_err)?;
+        ctx.found().entry_address = Some(entry_address);
     }
     Ok(())
 }

@@ -15,7 +15,10 @@ pub(super) async fn deploy_infrastructure(ctx: Arc<OperationContext>) -> Result<
 
 pub(super) async fn deploy_dns_records(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     // With an entry point the names lead there (it routes by name); else to the Service.
-    let found = ctx.found().entry_address.clone().or_else(|| ctx.found().address.clone());
+    let found = {
+        let found = ctx.found();
+        found.entry_address.clone().or_else(|| found.address.clone())
+    };
     let Some(address) = found else {
         return Err(TaskError::msg("the kube-apiserver Service has no address"));
     };

@@ -107,10 +107,12 @@ fn agent_values(ctx: &OperationContext) -> Result<konnectivity::AgentValues, Tas
     let agent = pki::shoot_set::names::KONNECTIVITY_AGENT;
     let v = &ctx.values;
     let allowed = [v.pods, Some(v.services), v.nodes].into_iter().flatten().map(|n| n.to_string()).collect();
+    // The shoot's own DNS does not know the API server's name; the agents are told where it is.
+    // (Read into a local first: `found()` holds a lock, and `key` below takes it too.)
+    let entry_address = ctx.found().entry_address.clone();
     Ok(konnectivity::AgentValues {
         server_host: server_host(ctx),
-        // The shoot's own DNS does not know the API server's name; the agents are told where it is.
-        host_alias: ctx.found().entry_address.clone().map(|ip| (ip, ctx.values.advertised_host().to_string())),
+        host_alias: entry_address.map(|ip| (ip, ctx.values.advertised_host().to_string())),
         allowed,
         image: ctx.config.images.konnectivity.clone(),
         ca: key(crate::components::common::secrets::CA_BUNDLE, pki::data_keys::BUNDLE)?,
