@@ -533,7 +533,8 @@ async fn the_machines_are_in_a_network_of_their_own(s: &CaseShoot, shoot: &Clien
     kubectl(&["apply", "-f", &file.display().to_string()]).unwrap();
     kubectl(&["-n", "default", "wait", "--for=condition=Ready", &format!("pod/{probe}"), "--timeout=60s"]).unwrap();
     let healthz = format!("http://{gardenlet}:8080/healthz");
-    kubectl(&["-n", "default", "exec", &probe, "--", "wget", "-q", "-T", "3", "-O", "-", &healthz])
+    // (busybox's wget crashes with -T; `timeout` bounds it instead.)
+    kubectl(&["-n", "default", "exec", &probe, "--", "timeout", "3", "wget", "-qO-", &healthz])
         .expect("the seed Pod reaches gardenlet (the check's own control)");
     let before = counted(&to_chain, "REJECT");
     let tried = kubectl(&[
@@ -542,12 +543,10 @@ async fn the_machines_are_in_a_network_of_their_own(s: &CaseShoot, shoot: &Clien
         "exec",
         &probe,
         "--",
-        "wget",
-        "-q",
-        "-T",
+        "timeout",
         "3",
-        "-O",
-        "-",
+        "wget",
+        "-qO-",
         &format!("http://{machine_ip}:10250/"),
     ]);
     assert!(tried.is_err(), "a seed Pod reaches the machine {machine_ip}: {tried:?}");
