@@ -9,7 +9,6 @@ test:
 	@hack/setup-helm.sh
 	@assets=$$(hack/setup-envtest.sh); \
 	export KUBEBUILDER_ASSETS="$$assets"; \
-	export HAPROXY=$$(hack/setup-haproxy.sh); \
 	if cargo nextest --version >/dev/null 2>&1; then \
 		cargo nextest run --workspace --exclude e2e --all-targets --no-fail-fast; \
 		echo "The 15 longest tests (start: seconds after the first test started):"; \

@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 
 USAGE="usage: hack/images.sh [--only NAME]... [<directory with the Kubernetes binaries>]"
 IMAGES=(pause kube-apiserver kube-controller-manager kube-scheduler kube-proxy etcd busybox bastion
-  gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup konnectivity shoot-entry machine)
+  gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup konnectivity machine)
 CACHE="${IMAGE_CACHE:-${HOME}/.cache/gardener-rs/images}"
 K8S_VERSION="v1.20.2"
 PAUSE_VERSION="3.6" # the sandbox image containerd 1.6 expects
@@ -263,7 +263,7 @@ if want bastion; then
   build "gardener-rs.local/bastion:$OPENSSH_VERSION" "$work/bastion" images/bastion/Containerfile
 fi
 
-ours=(gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup konnectivity shoot-entry)
+ours=(gardenlet gardener-scheduler gardener-controller-manager gardener-extension-provider-local cluster-dns etcd-backup konnectivity)
 if ! want "${ours[@]}" machine; then
   echo "$CACHE"
   exit 0
@@ -289,24 +289,13 @@ for bin in "${ours[@]}"; do
   strip "$root/usr/local/bin/$bin"
   # provider-local's image also runs in shoots as the pod routes agent (crates/provider-local/src/
   # pod_routes.rs), which changes its node's routing table with iproute2's ip.
-  # On the seed it also runs as the machine network guard (crates/provider-local/src/
-  # machine_network), which writes the node's iptables rules.
-  if [ "$bin" = gardener-extension-provider-local ]; then
-    stage_with_libs /usr/sbin/ip "$root" /usr/sbin/ip
-    stage_iptables "$root"
-  fi
+  if [ "$bin" = gardener-extension-provider-local ]; then stage_with_libs /usr/sbin/ip "$root" /usr/sbin/ip; fi
   # etcd-backup's restore runs `etcdctl snapshot restore` and a temporary etcd that applies the
   # deltas: the same builds as the etcd image.
   if [ "$bin" = etcd-backup ]; then
     [ -n "$ASSETS" ] || die "the etcd-backup image needs the Kubernetes binaries' directory (etcd, etcdctl)"
     stage_with_libs "$ASSETS/etcd" "$root" /usr/local/bin/etcd
     stage_with_libs "$ASSETS/etcdctl" "$root" /usr/local/bin/etcdctl
-  fi
-  # shoot-entry's image is the seed's entry point: haproxy (Debian's, hack/setup-haproxy.sh) with
-  # its configuration, and the sync beside it.
-  if [ "$bin" = shoot-entry ]; then
-    stage_with_libs "$(hack/setup-haproxy.sh)" "$root" /usr/sbin/haproxy
-    install -D -m 0644 crates/shoot-entry/haproxy.cfg "$root/etc/haproxy/haproxy.cfg"
   fi
   ln -s "usr/local/bin/$bin" "$root/entrypoint"
   build "gardener-rs.local/$bin:v$version" "$work/$bin" images/gardener-component/Containerfile

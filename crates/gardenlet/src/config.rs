@@ -48,21 +48,6 @@ pub struct GardenletConfig {
     /// How shoots' etcd is backed up when the seed has backups (docs/backup.md).
     #[serde(default)]
     pub etcd_backup: crate::components::etcd_backup::EtcdBackupSettings,
-    /// The seed's one entry point for every shoot (GEP-8, docs/networking.md): with it, each
-    /// shoot's routes are published there, its DNS records name the entry point's address, and
-    /// its nodes and tunnel agents connect through it. Absent: they use the kube-apiserver
-    /// Service's address directly.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shoot_entry: Option<ShootEntryConfig>,
-}
-
-/// Where the seed's entry point is (the gardenlet chart's `shootEntry`): its Service, and the
-/// routes ConfigMap beside it ([`shoot_entry::routes::ROUTES_CONFIGMAP`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ShootEntryConfig {
-    pub namespace: String,
-    pub service: String,
 }
 
 /// How gardenlet gets its garden identity by CSR (docs/gardenlet.md, "Garden identity").

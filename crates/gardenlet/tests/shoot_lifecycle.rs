@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use support::actuators::{TestActuator, spawn_controller};
 use support::simulator::Simulator;
 
-const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\nkubeApiserverServiceType: LoadBalancer\nshootEntry:\n  namespace: garden\n  service: shoot-entry\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n  shootCareThresholdSeconds: 3600\nexposureClassHandlers:\n- name: internet-config\n  loadBalancerService:\n    annotations: {lb.example/zone: public}\n    labels: {exposure: internet}\n";
+const CONFIG: &str = "seed:\n  name: local\n  capacityShoots: 10\n  spec:\n    provider:\n      type: local\n      region: local\n    networks:\n      pods: 10.1.0.0/16\n      services: 10.2.0.0/16\n    backup:\n      provider: local\n      region: local\n      secretRef:\n        name: backup\n        namespace: garden\nkubeApiserverServiceType: LoadBalancer\ncontrollers:\n  shootSyncPeriodSeconds: 3600\n  shootCareThresholdSeconds: 3600\nexposureClassHandlers:\n- name: internet-config\n  loadBalancerService:\n    annotations: {lb.example/zone: public}\n    labels: {exposure: internet}\n";
 
 const SHOOT: &str = "apiVersion: core.gardener.cloud/v1beta1\nkind: Shoot\nmetadata:\n  name: demo\n  namespace: garden-dev\n  labels:\n    name.seed.gardener.cloud/local: \"true\"\nspec:\n  seedName: local\n  region: local\n  credentialsBindingName: creds\n  provider:\n    type: local\n    workers:\n    - name: pool\n      minimum: 1\n      maximum: 2\n      machine:\n        type: local\n        image:\n          name: local\n          version: 1.0.0\n  kubernetes:\n    version: 1.20.2\n  networking:\n    type: local-net\n    pods: 10.96.0.0/11\n    services: 10.112.0.0/13\n    nodes: 10.250.0.0/16\n  extensions:\n  - type: local-ext\n  - type: local-ext-before\n";
 
@@ -89,8 +89,6 @@ async fn harness() -> Harness {
         .unwrap();
     let config: Arc<GardenletConfig> = Arc::new(serde_yaml::from_str(CONFIG).unwrap());
     let gardenlet = support::chart::gardenlet_client(&env, CONFIG).await;
-    // The chart (shootEntry, on by default) made the entry point's Service; its haproxy is not
-    // needed here.
     let seed = SeedController::new(gardenlet.clone(), config.seed.clone(), Duration::from_secs(30), Default::default());
     seed.register().await.unwrap();
     seed.sync_status().await.unwrap();
@@ -268,17 +266,6 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
     }
     ready!(ext::Infrastructure, "demo");
     ready!(ext::DNSRecord, "demo-internal");
-    // The shoot's name leads to the entry point, which routes it to the kube-apiserver Service;
-    // the tunnel agents are told the entry point's address for that name.
-    let record = Api::<ext::DNSRecord>::namespaced(h.client.clone(), ns).get("demo-internal").await.unwrap();
-    let entry = Api::<Service>::namespaced(h.client.clone(), "garden").get("shoot-entry").await.unwrap();
-    let entry = entry.spec.and_then(|s| s.cluster_ip).unwrap();
-    assert_eq!(record.spec.values, [entry], "the internal name's record names the entry point");
-    let routes = Api::<ConfigMap>::namespaced(h.client.clone(), "garden").get("shoot-entry-routes").await.unwrap();
-    let route = routes.data.unwrap_or_default().get(ns).cloned().unwrap_or_default();
-    let kas = Api::<Service>::namespaced(h.client.clone(), ns).get("kube-apiserver").await.unwrap();
-    let kas = gardenlet::components::kube_apiserver::service_address(&kas).unwrap();
-    assert_eq!(route, format!("{} {kas}\n", record.spec.name), "the entry point routes the name to the Service");
     ready!(ext::ControlPlane, "demo");
     ready!(ext::OperatingSystemConfig, "osc-pool");
     ready!(ext::Network, "demo");
@@ -406,8 +393,6 @@ async fn a_shoot_is_created_reconciled_without_writes_and_deleted() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     assert!(Api::<Namespace>::all(h.client.clone()).get_opt(ns).await.unwrap().is_none(), "namespace left behind");
-    let routes = Api::<ConfigMap>::namespaced(h.client.clone(), "garden").get("shoot-entry-routes").await.unwrap();
-    assert!(!routes.data.unwrap_or_default().contains_key(ns), "the entry point's route left behind");
     assert!(Api::<ext::Cluster>::all(h.client.clone()).get_opt(ns).await.unwrap().is_none(), "Cluster left behind");
     assert!(
         Api::<ShootState>::namespaced(h.client.clone(), "garden-dev").get_opt("demo").await.unwrap().is_none(),

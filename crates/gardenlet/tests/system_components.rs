@@ -29,7 +29,6 @@ fn components(proxy: bool) -> Components {
         },
         konnectivity: Some(konnectivity::AgentValues {
             server_host: "10.96.4.5".into(),
-            host_alias: None,
             allowed: vec!["100.96.0.0/11".into(), "10.0.0.0/24".into()],
             image: "gardener-rs.local/konnectivity:v0.1.0".into(),
             ca: "CA\n".into(),

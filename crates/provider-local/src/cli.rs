@@ -128,22 +128,6 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         node_name: String,
     },
-    /// Keep the shoots' machines in networks of their own on this seed node (what the
-    /// machine-network-guard DaemonSet runs, in the node's network namespace, with NET_ADMIN):
-    /// iptables rules that refuse everything between a shoot's machines and the seed but the
-    /// entry point, the shoot's own API server and the host services a machine may use.
-    MachineNetworkGuard {
-        /// The CNI plugins' cache of the node (which bridge port each Pod is on).
-        #[arg(long, value_name = "DIR", default_value = crate::machine_network::cni::DEFAULT_CACHE_DIR)]
-        cni_cache: PathBuf,
-        /// The seed's entry point Service (`namespace/name`); absent in the seed: no entry rules.
-        #[arg(long, value_name = "NS/NAME", default_value = "garden/shoot-entry")]
-        entry_service: String,
-        /// Host services machines may reach, as `tcp/PORT` or `udp/PORT` (repeatable) [default:
-        /// DNS, the registry, the garden's API: udp/53 tcp/53 tcp/5000 tcp/6443].
-        #[arg(long = "host-port", value_name = "PROTO/PORT")]
-        host_ports: Vec<String>,
-    },
 }
 
 impl Cli {

@@ -53,9 +53,6 @@ fn main() -> ExitCode {
     if let Some(Command::PodRoutes { node_name }) = cli.command {
         return cli::block_on(pod_routes(cli.common, node_name));
     }
-    if let Some(Command::MachineNetworkGuard { cni_cache, entry_service, host_ports }) = cli.command {
-        return cli::block_on(machine_network_guard(cli.common, cni_cache, entry_service, host_ports));
-    }
     cli::block_on(run(cli))
 }
 
@@ -63,28 +60,6 @@ fn main() -> ExitCode {
 async fn pod_routes(common: cli::CommonArgs, node_name: String) -> Result<(), Box<dyn std::error::Error>> {
     let client = common.client().await?;
     provider_local::pod_routes::run(client, node_name).await?;
-    Ok(())
-}
-
-/// The machine network guard of one seed node (the DaemonSet provider-local installs).
-async fn machine_network_guard(
-    common: cli::CommonArgs,
-    cni_cache: std::path::PathBuf,
-    entry_service: String,
-    host_ports: Vec<String>,
-) -> Result<(), Box<dyn std::error::Error>> {
-    use provider_local::machine_network::{Settings, rules};
-    let entry = entry_service
-        .split_once('/')
-        .map(|(ns, name)| (ns.to_string(), name.to_string()))
-        .ok_or_else(|| format!("--entry-service {entry_service:?}: not NAMESPACE/NAME"))?;
-    let host_ports = if host_ports.is_empty() {
-        rules::default_host_ports()
-    } else {
-        host_ports.iter().map(|p| rules::parse_host_port(p)).collect::<Result<Vec<_>, _>>()?
-    };
-    let client = common.client().await?;
-    provider_local::machine_network::run_guard(client, Settings { cni_cache, entry: Some(entry), host_ports }).await?;
     Ok(())
 }
 

@@ -18,6 +18,7 @@ use futures::StreamExt;
 use ipnet::Ipv4Net;
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use std::process::Command;
 
 /// The protocol number of the agent's routes (`ip route ... proto 201`): routes with another
 /// protocol (the kernel's, the CNI's, the machine's default route) are never changed.
@@ -29,8 +30,14 @@ pub const IP: &str = "/usr/sbin/ip";
 /// What went wrong in the agent.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error(transparent)]
-    Command(#[from] crate::host_command::CommandError),
+    #[error("running `{command}`: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed: {stderr}")]
+    Failed { command: String, stderr: String },
     #[error("reading the routes `{command}` printed: {message}")]
     Parse { command: String, message: String },
     #[error("the watch of Nodes ended")]
@@ -125,7 +132,14 @@ pub fn plan(current: &BTreeMap<Ipv4Net, Ipv4Addr>, wanted: &BTreeMap<Ipv4Net, Ip
 
 /// Runs `ip` with `args`; its standard output.
 fn ip(args: &[String]) -> Result<String, Error> {
-    Ok(crate::host_command::run(IP, args, None)?)
+    let command = format!("{IP} {}", args.join(" "));
+    let out =
+        Command::new(IP).args(args).output().map_err(|source| Error::Spawn { command: command.clone(), source })?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(Error::Failed { command, stderr });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Brings the node's routing table to `wanted`. Every change is tried; the first failure is

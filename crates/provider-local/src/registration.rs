@@ -126,66 +126,6 @@ pub fn cluster_rules() -> Value {
     ])
 }
 
-/// The machine network guard's name (ServiceAccount, DaemonSet) and ClusterRole.
-pub const GUARD: &str = "provider-local-machine-network-guard";
-pub const GUARD_ROLE: &str = "gardener.cloud:extension:provider-local:machine-network-guard";
-
-/// What the machine network guard reads (and nothing it could write): the machine and bastion
-/// Pods, the Services (entry point, kube-apiservers), the kube-apiservers' Endpoints, the
-/// Clusters (the shoots' networks).
-pub fn guard_rules() -> Value {
-    json!([
-        {"apiGroups": [""], "resources": ["pods", "services", "endpoints"], "verbs": ["list", "watch"]},
-        {"apiGroups": ["extensions.gardener.cloud"], "resources": ["clusters"], "verbs": ["list", "watch"]},
-    ])
-}
-
-/// The machine network guard ([`crate::machine_network`]) on every seed node: the node's network
-/// namespace, root with only NET_ADMIN and NET_RAW (iptables), the CNI cache read-only and the
-/// xtables lock it shares with kube-proxy.
-pub fn guard_objects(image: &str) -> Vec<Value> {
-    let labels = json!({"app.kubernetes.io/name": GUARD, "app.kubernetes.io/part-of": "gardener"});
-    let rbac = "rbac.authorization.k8s.io/v1";
-    vec![
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": GUARD, "labels": labels}, "automountServiceAccountToken": true}),
-        json!({"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": GUARD_ROLE, "labels": labels}, "rules": guard_rules()}),
-        json!({"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": GUARD_ROLE, "labels": labels},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": GUARD_ROLE},
-               "subjects": [{"kind": "ServiceAccount", "name": GUARD}]}),
-        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": GUARD, "labels": labels}, "spec": {
-            "revisionHistoryLimit": 2,
-            "selector": {"matchLabels": {"app.kubernetes.io/name": GUARD}},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "serviceAccountName": GUARD,
-                    "hostNetwork": true,
-                    "priorityClassName": "system-node-critical",
-                    "tolerations": [{"operator": "Exists"}],
-                    "terminationGracePeriodSeconds": 5,
-                    "containers": [{
-                        "name": "guard",
-                        "image": image,
-                        "imagePullPolicy": "IfNotPresent",
-                        "command": [format!("/usr/local/bin/{NAME}"), "machine-network-guard".to_string()],
-                        "resources": {"requests": {"cpu": "10m", "memory": "24Mi"}, "limits": {"memory": "128Mi"}},
-                        "securityContext": {"runAsUser": 0, "allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
-                                            "capabilities": {"drop": ["ALL"], "add": ["NET_ADMIN", "NET_RAW"]}},
-                        "volumeMounts": [
-                            {"name": "cni-cache", "mountPath": "/var/lib/cni/results", "readOnly": true},
-                            {"name": "xtables-lock", "mountPath": "/run/xtables.lock"},
-                        ],
-                    }],
-                    "volumes": [
-                        {"name": "cni-cache", "hostPath": {"path": "/var/lib/cni/results", "type": "DirectoryOrCreate"}},
-                        {"name": "xtables-lock", "hostPath": {"path": "/run/xtables.lock", "type": "FileOrCreate"}},
-                    ],
-                },
-            },
-        }}),
-    ]
-}
-
 /// The RBAC rules of provider-local in its own namespace (leader and heartbeat Leases).
 pub fn namespace_rules() -> Value {
     json!([
@@ -290,7 +230,6 @@ pub fn objects(o: &Options) -> Vec<Value> {
         }}),
     ];
     objects.extend(extra);
-    objects.extend(guard_objects(&o.image));
     objects
 }
 

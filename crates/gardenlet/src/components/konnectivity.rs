@@ -131,12 +131,8 @@ pub const AGENT_REPLICAS: i32 = 2;
 /// What the agents need to know.
 #[derive(Clone, PartialEq, Eq)]
 pub struct AgentValues {
-    /// The API server's host as the kubelets dial it: its name at the seed's entry point, or its
-    /// Service address in the seed.
+    /// The API server's Service address in the seed (what the kubelets dial).
     pub server_host: String,
-    /// An address for a host name (`hostAliases`): the entry point's address for the API
-    /// server's name, which the shoot's cluster DNS does not serve.
-    pub host_alias: Option<(String, String)>,
     /// The shoot's pod and service ranges.
     pub allowed: Vec<String>,
     pub image: String,
@@ -151,7 +147,6 @@ impl std::fmt::Debug for AgentValues {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentValues")
             .field("server_host", &self.server_host)
-            .field("host_alias", &self.host_alias)
             .field("allowed", &self.allowed)
             .field("image", &self.image)
             .finish_non_exhaustive()
@@ -218,15 +213,14 @@ pub fn agent_secret(values: &AgentValues) -> serde_json::Value {
 pub fn agent_deployment(values: &AgentValues) -> serde_json::Value {
     // A new certificate, CA or server address rolls the agents.
     let checksum = common::checksum(&format!(
-        "{}\n{}\n{}\n{}\n{:?}\n{}",
+        "{}\n{}\n{}\n{}\n{}",
         values.ca,
         values.cert,
         values.key,
         values.server_host,
-        values.host_alias,
         values.allowed.join(",")
     ));
-    let mut deployment = json!({
+    json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": { "name": AGENT, "namespace": NAMESPACE, "labels": agent_labels() },
         "spec": {
@@ -278,11 +272,7 @@ pub fn agent_deployment(values: &AgentValues) -> serde_json::Value {
                 },
             },
         },
-    });
-    if let Some((ip, host)) = &values.host_alias {
-        deployment["spec"]["template"]["spec"]["hostAliases"] = json!([{ "ip": ip, "hostnames": [host] }]);
-    }
-    deployment
+    })
 }
 
 /// One agent at a time may be evicted (`policy/v1beta1`, served by every supported shoot).

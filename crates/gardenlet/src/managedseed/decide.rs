@@ -133,7 +133,7 @@ pub fn gardenlet_config(parent: &GardenletConfig, ms: &ManagedSeed) -> Result<Ga
         Some(l) => serde_json::from_value(l.clone())
             .map_err(|e| invalid("spec.gardenlet.config.seedConfig.metadata.labels", e.to_string()))?,
     };
-    for forbidden in ["seed", "gardenKubeconfig", "seedKubeconfig", "gardenClientConnection", "shootEntry"] {
+    for forbidden in ["seed", "gardenKubeconfig", "seedKubeconfig", "gardenClientConnection"] {
         if given.contains_key(forbidden) {
             return Err(invalid(
                 &format!("spec.gardenlet.config.{forbidden}"),
@@ -145,9 +145,6 @@ pub fn gardenlet_config(parent: &GardenletConfig, ms: &ManagedSeed) -> Result<Ga
     let mut base = if merge {
         let mut parent = parent.clone();
         parent.managed_seeds = Default::default();
-        // The managed seed's gardenlet comes without the chart's entry point: its shoots' nodes
-        // reach their API servers' Services directly.
-        parent.shoot_entry = None;
         serde_json::to_value(parent).map_err(|e| invalid("spec.gardenlet.config", e.to_string()))?
     } else {
         Value::Object(serde_json::Map::new())

@@ -20,7 +20,6 @@ pub mod backup;
 pub mod caches;
 pub mod controller;
 pub mod credentials;
-pub mod entry;
 pub mod flows;
 pub mod health;
 pub mod objects;

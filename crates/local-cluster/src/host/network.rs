@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 /// is not the cluster's own.
 pub const GUARD_CHAIN: &str = "LOCAL-CLUSTER-EGRESS";
 /// Prefixes of chains the cluster's parts create.
-const OUR_CHAIN_PREFIXES: &[&str] = &["KUBE-", "CNI-", "LOCAL-CLUSTER-", "PROVIDER-LOCAL-"];
+const OUR_CHAIN_PREFIXES: &[&str] = &["KUBE-", "CNI-", "LOCAL-CLUSTER-"];
 
 /// Creates the bridge holding the node address (idempotent).
 pub fn ensure_bridge() -> Result<()> {

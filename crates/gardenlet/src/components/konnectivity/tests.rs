@@ -5,7 +5,6 @@ use crate::components::tests::values;
 fn agent_values() -> AgentValues {
     AgentValues {
         server_host: "10.0.0.20".into(),
-        host_alias: None,
         allowed: vec!["10.96.0.0/11".into(), "10.112.0.0/13".into()],
         image: "gardener-rs.local/konnectivity:v0".into(),
         ca: "CA PEM".into(),
@@ -91,25 +90,6 @@ fn agents_dial_the_service_address_and_only_the_shoots_ranges() {
     assert_eq!(security["readOnlyRootFilesystem"], true);
     assert_eq!(security["capabilities"]["drop"][0], "ALL");
     assert_eq!(deployment["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"], true);
-}
-
-#[test]
-fn behind_an_entry_point_the_agents_dial_the_api_servers_name_at_its_address() {
-    let direct = agent_deployment(&agent_values());
-    assert!(direct["spec"]["template"]["spec"].get("hostAliases").is_none(), "no alias without an entry point");
-    let mut values = agent_values();
-    values.server_host = "api.s.p.internal.local".into();
-    values.host_alias = Some(("10.96.7.7".into(), "api.s.p.internal.local".into()));
-    let deployment = agent_deployment(&values);
-    let spec = &deployment["spec"]["template"]["spec"];
-    assert_eq!(
-        spec["hostAliases"],
-        serde_json::json!([{ "ip": "10.96.7.7", "hostnames": ["api.s.p.internal.local"] }])
-    );
-    let command: Vec<String> = serde_json::from_value(spec["containers"][0]["command"].clone()).unwrap();
-    assert!(command.contains(&"--proxy-server-host=api.s.p.internal.local".to_string()), "{command:?}");
-    // Moving to the entry point rolls the agents.
-    assert_ne!(deployment["spec"]["template"]["metadata"], direct["spec"]["template"]["metadata"]);
 }
 
 #[test]

@@ -13,7 +13,7 @@ fn at(s: i64) -> Time {
 
 fn parent() -> GardenletConfig {
     serde_yaml::from_str(
-        "seed:\n  name: local\n  capacityShoots: 40\n  spec:\n    provider: {type: local, region: local}\n    networks: {pods: 10.1.0.0/16, services: 10.2.0.0/16}\ncontrolPlaneRequestsPercent: 20\nshootEntry: {namespace: garden, service: shoot-entry}\nmanagedSeeds:\n  gardenClusterAddress: https://10.250.0.1:6443\n",
+        "seed:\n  name: local\n  capacityShoots: 40\n  spec:\n    provider: {type: local, region: local}\n    networks: {pods: 10.1.0.0/16, services: 10.2.0.0/16}\ncontrolPlaneRequestsPercent: 20\nmanagedSeeds:\n  gardenClusterAddress: https://10.250.0.1:6443\n",
     )
     .unwrap()
 }
@@ -81,7 +81,6 @@ fn the_config_is_the_parents_with_the_seed_of_the_managed_seed() {
         "the seed is the shoot gardenlet runs in"
     );
     assert_eq!(config.managed_seeds, Default::default(), "the parent's garden address is not inherited");
-    assert_eq!(config.shoot_entry, None, "the managed seed's gardenlet comes without the parent's entry point");
 }
 
 #[test]
@@ -117,15 +116,6 @@ fn bad_configs_name_the_managed_seed_and_field() {
                 c
             },
             "spec.gardenlet.config.gardenKubeconfig",
-            "must not be given",
-        ),
-        (
-            {
-                let mut c = seed_config();
-                c["shootEntry"] = json!({"namespace": "garden", "service": "shoot-entry"});
-                c
-            },
-            "spec.gardenlet.config.shootEntry",
             "must not be given",
         ),
         (

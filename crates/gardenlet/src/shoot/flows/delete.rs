@@ -47,14 +47,9 @@ where
     }
 }
 
-/// Deletes the control-plane Deployments and the kube-apiserver Service, and the shoot's routes
-/// at the seed's entry point (deletion, force deletion and migration all go through here).
 pub(crate) async fn delete_control_plane(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
     for name in [kube_scheduler::NAME, kube_controller_manager::NAME, kube_apiserver::NAME] {
         delete_object::<Deployment>(&ctx, name).await?;
-    }
-    if let Some(config) = &ctx.config.shoot_entry {
-        crate::shoot::entry::withdraw(&ctx.seed, config, ctx.values.namespace()).await.map_err(task_err)?;
     }
     delete_object::<Service>(&ctx, kube_apiserver::NAME).await
 }

@@ -19,9 +19,6 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 pub struct Found {
     pub address: Option<String>,
-    /// The seed's entry point's address, when the seed has one (`shootEntry`): where the
-    /// shoot's DNS names point and its nodes and tunnel agents connect.
-    pub entry_address: Option<String>,
     /// Owner of the control-plane objects: the shoot's `Cluster`.
     pub cluster_owner: Option<OwnerReference>,
     pub secrets: Option<SecretSet>,

@@ -4,7 +4,6 @@ use super::backup::verify_final_snapshot;
 use crate::components::{etcd, etcd_backup, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::TaskError;
 use crate::shoot::credentials::{self, secrets};
-use crate::shoot::entry;
 use crate::shoot::objects::extensions as ext;
 use crate::shoot::operation::apply::{apply, deploy_extension, task_err, wait_for};
 use crate::shoot::operation::audit_policy;
@@ -28,17 +27,7 @@ pub(super) async fn deploy_apiserver_service(ctx: Arc<OperationContext>) -> Resu
         kube_apiserver::service_address(s).map(|_| ()).ok_or_else(|| "no address yet".to_string())
     })
     .await?;
-    let address = kube_apiserver::service_address(&svc);
-    ctx.found().address = address.clone();
-    if let (Some(config), Some(address)) = (&ctx.config.shoot_entry, address) {
-        let hosts: Vec<String> = [Some(ctx.values.internal_domain.clone()), ctx.values.external_domain.clone()]
-            .into_iter()
-            .flatten()
-            .collect();
-        entry::publish(&ctx.seed, config, ctx.values.namespace(), &hosts, &address).await.map_err(task_err)?;
-        let entry_address = entry::address(&ctx.seed, config).await.map_err(task_err)?;
-        ctx.found().entry_address = Some(entry_address);
-    }
+    ctx.found().address = kube_apiserver::service_address(&svc);
     Ok(())
 }
 

@@ -14,12 +14,7 @@ pub(super) async fn deploy_infrastructure(ctx: Arc<OperationContext>) -> Result<
 }
 
 pub(super) async fn deploy_dns_records(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
-    // With an entry point the names lead there (it routes by name); else to the Service.
-    let found = {
-        let found = ctx.found();
-        found.entry_address.clone().or_else(|| found.address.clone())
-    };
-    let Some(address) = found else {
+    let Some(address) = ctx.found().address.clone() else {
         return Err(TaskError::msg("the kube-apiserver Service has no address"));
     };
     for record in ext::dns_records(&ctx.values, &ctx.shoot, &address) {

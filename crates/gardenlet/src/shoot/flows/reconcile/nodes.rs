@@ -51,15 +51,11 @@ pub(super) async fn bootstrap_token(ctx: &OperationContext) -> Result<pki::Secre
     Ok(secret)
 }
 
-/// The API server's address as the nodes dial it: with an entry point its advertised host name
-/// (the entry point routes by that name; the shoot's DNS record names the entry point), else its
-/// Service's address in the seed, else its advertised host name.
+/// The API server's address as the nodes dial it: its Service's address in the seed, else its
+/// advertised host name.
 fn server_host(ctx: &OperationContext) -> String {
-    let found = ctx.found();
-    match (&found.entry_address, &found.address) {
-        (None, Some(address)) => address.clone(),
-        _ => ctx.values.advertised_host().to_string(),
-    }
+    let address = ctx.found().address.clone();
+    address.unwrap_or_else(|| ctx.values.advertised_host().to_string())
 }
 
 pub(super) fn server(ctx: &OperationContext) -> String {
@@ -107,12 +103,8 @@ fn agent_values(ctx: &OperationContext) -> Result<konnectivity::AgentValues, Tas
     let agent = pki::shoot_set::names::KONNECTIVITY_AGENT;
     let v = &ctx.values;
     let allowed = [v.pods, Some(v.services), v.nodes].into_iter().flatten().map(|n| n.to_string()).collect();
-    // The shoot's own DNS does not know the API server's name; the agents are told where it is.
-    // (Read into a local first: `found()` holds a lock, and `key` below takes it too.)
-    let entry_address = ctx.found().entry_address.clone();
     Ok(konnectivity::AgentValues {
         server_host: server_host(ctx),
-        host_alias: entry_address.map(|ip| (ip, ctx.values.advertised_host().to_string())),
         allowed,
         image: ctx.config.images.konnectivity.clone(),
         ca: key(crate::components::common::secrets::CA_BUNDLE, pki::data_keys::BUNDLE)?,
