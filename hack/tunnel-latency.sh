@@ -13,6 +13,8 @@ kubeconfig="${1:?usage: hack/tunnel-latency.sh <shoot kubeconfig> [N]}"
 n="${2:-50}"
 KUBECTL="${KUBECTL:-.local/bin/kubectl}"
 k() { "$KUBECTL" --kubeconfig "$kubeconfig" "$@"; }
+# median: the median of the numbers on standard input, one per line.
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 trap 'k delete pod tunnel-latency --wait=false >/dev/null 2>&1 || true; [ -n "${pf:-}" ] && kill "$pf" 2>/dev/null || true' EXIT
 k apply -f - >/dev/null <<'YAML'
 apiVersion: v1
@@ -36,8 +38,8 @@ for _ in $(seq 1 "$n"); do
   k exec tunnel-latency -- sh -c :
   times+=($(( ($(date +%s%N) - t0) / 1000000 )))
 done
-median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
-echo "exec round trip: median ${median} ms of $n (min $(printf '%s\n' "${times[@]}" | sort -n | head -1), max $(printf '%s\n' "${times[@]}" | sort -n | tail -1))"
+exec_median=$(printf '%s\n' "${times[@]}" | median)
+echo "exec round trip: median ${exec_median} ms of $n (min $(printf '%s\n' "${times[@]}" | sort -n | head -1), max $(printf '%s\n' "${times[@]}" | sort -n | tail -1))"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 forwarding=$(mktemp)
 k port-forward pod/tunnel-latency "$port:8080" >"$forwarding" 2>&1 &
@@ -75,4 +77,4 @@ for line in sys.stdin:
 print(" ".join(map(str, out)))
 ' "$n" || true)
 [ -n "$delays" ] || { echo "logs -f: no line arrived within 30 s" >&2; exit 1; }
-echo "logs -f delay: median $(printf '%s\n' $delays | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}') ms of $(echo $delays | wc -w) lines (resolution 10 ms)"
+echo "logs -f delay: median $(printf '%s\n' $delays | median) ms of $(echo $delays | wc -w) lines (resolution 10 ms)"
