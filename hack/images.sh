@@ -222,6 +222,14 @@ if want kube-proxy; then
   mkdir -p "$work/kube-proxy/rootfs/usr/local/bin" "$work/kube-proxy/rootfs/run" "$work/kube-proxy/rootfs/tmp"
   cp "$ASSETS/kube-proxy" "$work/kube-proxy/rootfs/usr/local/bin/kube-proxy"
   stage_iptables "$work/kube-proxy/rootfs"
+  # conntrack: kube-proxy drops the conntrack entries of a UDP Service's removed endpoints (the
+  # cluster DNS's) with it; without it they stayed, and it logged "executable file not found".
+  [ -x /usr/sbin/conntrack ] || die "/usr/sbin/conntrack is missing; run hack/setup-local.sh"
+  stage_with_libs /usr/sbin/conntrack "$work/kube-proxy/rootfs" /usr/sbin/conntrack
+  # Every tool kube-proxy (iptables mode) execs is in the image.
+  for tool in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore conntrack; do
+    [ -e "$work/kube-proxy/rootfs/usr/sbin/$tool" ] || die "kube-proxy's image lacks /usr/sbin/$tool"
+  done
   build "registry.k8s.io/kube-proxy:$K8S_VERSION" "$work/kube-proxy" images/kube-proxy/Containerfile
 fi
 

@@ -12,10 +12,12 @@
 # Idempotent: installs and downloads only what is missing.
 set -euo pipefail
 
+# conntrack: kube-proxy calls it to drop a UDP Service's stale entries (the local cluster's on the
+# host; hack/images.sh copies it into the kube-proxy image).
 # mmdebstrap and curl: hack/conformance-images.sh (the conformance case of make e2e) builds the
 # suite's images from Debian packages.
 PACKAGES=(containerd runc containernetworking-plugins buildah busybox-static iptables nftables iproute2 gcc libc6-dev
-  openssh-client libwrap0 binutils mmdebstrap curl)
+  conntrack openssh-client libwrap0 binutils mmdebstrap curl)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

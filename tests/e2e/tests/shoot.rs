@@ -121,6 +121,26 @@ async fn a_pod_reaches_a_service_by_ip_and_by_name(s: &CaseShoot, shoot: &Client
     );
 }
 
+/// kube-proxy ran every tool a sync calls: each kube-proxy's log since its start has no failed
+/// `iptables-restore` (a missing library: libm, which the statistic match loads, was one) and no
+/// tool missing from its image (`conntrack`, which it calls to drop the conntrack entries of a
+/// UDP Service's removed endpoint — the cluster DNS's — was one: without it a client kept
+/// sending to a name server that was gone). Called after the Service checks, so the syncs of a
+/// Service with three endpoints and the DNS Service's stale entries at start are in the logs.
+async fn kube_proxy_ran_every_tool_it_calls(s: &CaseShoot, shoot: &Client) {
+    const DEFECTS: [&str; 3] =
+        ["executable file not found", "Failed to execute iptables-restore", "cannot open shared object"];
+    let pods: Api<Pod> = Api::namespaced(shoot.clone(), "kube-system");
+    let list = pods.list(&ListParams::default().labels("k8s-app=kube-proxy")).await.unwrap();
+    assert!(!list.items.is_empty(), "kube-proxy runs on the shoot's node\n{}", s.diagnosis());
+    for p in list.items {
+        let log = pods.logs(&p.name_any(), &Default::default()).await.unwrap();
+        assert!(log.contains("Syncing iptables rules"), "{} synced its rules: {log}", p.name_any());
+        let bad: Vec<&str> = log.lines().filter(|l| DEFECTS.iter().any(|d| l.contains(d))).collect();
+        assert!(bad.is_empty(), "{} failed to run a tool it calls: {bad:#?}", p.name_any());
+    }
+}
+
 /// The external address in `status.advertisedAddresses` is a DNS name the local seed's DNS
 /// answers (from the DNSRecord provider-local reconciled into its zone), and the shoot's API
 /// server behind the answered address proves that name in TLS.
@@ -482,6 +502,7 @@ async fn a_shoot_gets_a_real_node_runs_workloads_and_is_deleted_without_leftover
     the_tunnel_comes_back_with_new_agents(&s, &shoot).await;
 
     a_pod_reaches_a_service_by_ip_and_by_name(&s, &shoot).await;
+    kube_proxy_ran_every_tool_it_calls(&s, &shoot).await;
     a_pod_runs_an_image_the_machine_does_not_carry(&s, &shoot).await;
     delete_without_leftovers(&mut s).await;
 }

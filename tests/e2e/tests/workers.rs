@@ -134,7 +134,7 @@ fn workload(namespace: &str) -> serde_json::Value {
         "metadata": {"name": "web", "namespace": namespace},
         "spec": {"selector": labels, "ports": [{"port": 80, "targetPort": 8080}]},
     });
-    // Bounded: 4500 requests (15 minutes at 200 ms and more), each at most 5 s.
+    // Bounded: 4500 requests (15 minutes at 200 ms and more), each at most 10 s.
     let client = serde_json::json!({
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": "client", "namespace": namespace},
@@ -145,10 +145,14 @@ fn workload(namespace: &str) -> serde_json::Value {
                 "image": "gardener-rs.local/busybox:1.35.0",
                 "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
                 // A failure names its time, node, wget's complaint and exit code, and ends with
-                // `ok=N`: how many answers this client had had before it. 5 s per request: a
+                // `ok=N`: how many answers this client had had before it. 10 s per request: a
                 // request to a pod that is gone never completes (SYNs to a dead address), while a
-                // slow answer on two busy cores is an answer.
-                "command": ["sh", "-c", "ok=0; for i in $(seq 1 4500); do if out=$(timeout 5 wget -qO- http://web/ 2>&1 >/dev/null); then echo ok; ok=$((ok+1)); else echo \"fail $(date +%T) node=$NODE rc=$? ${out:-no output} ok=$ok\"; fi; sleep 0.2; done; sleep 3600"],
+                // slow answer is an answer. The bound is above the resolver's 5 s retry of a
+                // lost DNS datagram (glibc's `timeout:5`, which busybox's wget uses): at 5 s, one
+                // datagram lost on two busy cores failed a request that any client with the
+                // resolver's defaults would have seen answered. An answer that took 3 s or more
+                // is also printed as `slow` (reported, not counted as failed).
+                "command": ["sh", "-c", "ok=0; for i in $(seq 1 4500); do t=$(date +%s); if out=$(timeout 10 wget -qO- http://web/ 2>&1 >/dev/null); then echo ok; ok=$((ok+1)); d=$(($(date +%s)-t)); [ $d -lt 3 ] || echo \"slow $(date +%T) node=$NODE ${d}s\"; else echo \"fail $(date +%T) node=$NODE rc=$? ${out:-no output} ok=$ok\"; fi; sleep 0.2; done; sleep 3600"],
             }]},
         }},
     });
@@ -273,8 +277,10 @@ async fn a_pool_rolls_to_a_new_image_version_without_a_failed_request() {
         drain_ended.get(node).is_some_and(|ended| time >= ended.as_str())
     };
     let (going, failed): (Vec<&str>, Vec<&str>) = rest.into_iter().partition(|l| on_removed_machine(l));
+    let slow: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("slow")).collect();
     eprintln!(
-        "rolled two nodes to 1.1.0 in {took:?}; client requests: {ok} answered, {} failed; {} before a new node's client had its first answer: {warm_up:?}; {} on a machine being removed after its drain: {going:?}",
+        "rolled two nodes to 1.1.0 in {took:?}; client requests: {ok} answered ({} in 3 s or more: {slow:?}), {} failed; {} before a new node's client had its first answer: {warm_up:?}; {} on a machine being removed after its drain: {going:?}",
+        slow.len(),
         failed.len(),
         warm_up.len(),
         going.len()
