@@ -453,7 +453,9 @@ async fn the_tunnel_comes_back_with_new_agents(s: &CaseShoot, shoot: &Client) {
             pods.logs("hello", &Default::default()).await.map(Some).map_err(|e| e.to_string())
         })
         .await;
-    eprintln!("the old agents were gone {gone:?} after their deletion; logs read through new agents {back:?} after that");
+    eprintln!(
+        "the old agents were gone {gone:?} after their deletion; logs read through new agents {back:?} after that"
+    );
     assert_eq!(log.trim(), "hello from hello on the shoot");
 }
 
