@@ -78,6 +78,8 @@ run_phase() {
     if [ -f "$report" ]; then
       echo "e2e: phase $name, when each case started (s after the first) and its steps:" >&2
       python3 hack/junit-timeline.py --steps "$report" >&2 || true
+      # Kept per phase: the next phase's run writes the same file.
+      cp "$report" "$target_dir/nextest/default/junit-e2e-$name.xml" || true
     fi
   else
     cargo test -p e2e "${tests[@]}" --no-fail-fast -- --test-threads="$jobs" 2>&1 | tee "$work/$name.out" || status=1
