@@ -148,10 +148,10 @@ fn workload(namespace: &str) -> serde_json::Value {
                 // `ok=N`: how many answers this client had had before it. 10 s per request: a
                 // request to a pod that is gone never completes (SYNs to a dead address), while a
                 // slow answer is an answer. The bound is above the resolver's 5 s retry of a
-                // lost DNS datagram (glibc's `timeout:5`, which busybox's wget uses): at 5 s, one
-                // datagram lost on two busy cores failed a request that any client with the
-                // resolver's defaults would have seen answered. An answer that took 3 s or more
-                // is also printed as `slow` (reported, not counted as failed).
+                // lost DNS datagram (glibc's `timeout:5`, which busybox's wget uses): at 5 s a
+                // query lost once failed a request that any client with the resolver's defaults
+                // would have seen answered. An answer that took 3 s or more is also printed as
+                // `slow` (reported, not counted as failed).
                 "command": ["sh", "-c", "ok=0; for i in $(seq 1 4500); do t=$(date +%s); if out=$(timeout 10 wget -qO- http://web/ 2>&1 >/dev/null); then echo ok; ok=$((ok+1)); d=$(($(date +%s)-t)); [ $d -lt 3 ] || echo \"slow $(date +%T) node=$NODE ${d}s\"; else echo \"fail $(date +%T) node=$NODE rc=$? ${out:-no output} ok=$ok\"; fi; sleep 0.2; done; sleep 3600"],
             }]},
         }},
