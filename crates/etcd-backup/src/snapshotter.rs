@@ -38,6 +38,10 @@ pub struct Config {
 /// next successful write is a full snapshot instead.
 const BUFFER_LIMIT: usize = 64 << 20;
 
+/// How long the shutdown waits for the watch to deliver the revisions etcd had written when it
+/// came.
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
 /// Whether backups are healthy, for `/readyz`.
 #[derive(Debug)]
 pub struct Health {
@@ -260,7 +264,10 @@ impl Snapshotter {
             let mut watch = std::pin::pin!(watch);
             loop {
                 tokio::select! {
-                    _ = &mut shutdown => break 'watching,
+                    _ = &mut shutdown => {
+                        self.drain(watch.as_mut()).await;
+                        break 'watching;
+                    }
                     message = watch.next() => match message {
                         Some(Ok(WatchMessage::Events { events, .. })) => self.take_events(&events),
                         Some(Ok(WatchMessage::Compacted { compact_revision })) => {
@@ -314,6 +321,53 @@ impl Snapshotter {
         // SIGTERM: what etcd wrote since the last delta is stored before the pod goes.
         self.flush().await;
         tracing::info!(position = self.position, "stopped; every revision seen is stored");
+    }
+
+    /// On shutdown: reads the watch until it has delivered every revision etcd had when the
+    /// shutdown came (bounded by [`DRAIN_LIMIT`]). A write etcd acknowledged just before is
+    /// otherwise still on its way to the watch, and the last delta would miss it.
+    async fn drain(
+        &mut self,
+        mut watch: std::pin::Pin<&mut impl futures::Stream<Item = Result<WatchMessage, String>>>,
+    ) {
+        if self.need_full {
+            // Events are not buffered while a full snapshot is due; there is nothing to store.
+            return;
+        }
+        let target = match tokio::time::timeout(DRAIN_LIMIT, self.etcd.revision()).await {
+            Ok(Ok(revision)) => revision,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %runtime::cli::report(&e), "reading etcd's revision at shutdown failed; storing what the watch delivered");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!("etcd did not tell its revision at shutdown in time; storing what the watch delivered");
+                return;
+            }
+        };
+        let deadline = tokio::time::Instant::now() + DRAIN_LIMIT;
+        while !self.need_full && self.seen() < target {
+            match tokio::time::timeout_at(deadline, watch.next()).await {
+                Ok(Some(Ok(WatchMessage::Events { events, .. }))) => self.take_events(&events),
+                Ok(other) => {
+                    tracing::warn!(seen = self.seen(), target, message = ?other, "the watch ended at shutdown before it delivered every revision");
+                    return;
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        seen = self.seen(),
+                        target,
+                        "the watch did not deliver every revision at shutdown in time"
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The newest revision the watch delivered (stored or buffered).
+    fn seen(&self) -> i64 {
+        self.buffer.last().map_or(self.position, |r| r.revision.max(self.position))
     }
 
     async fn full_or_fail(&mut self) {

@@ -270,6 +270,48 @@ async fn deltas_past_the_compaction_threshold_are_compacted_into_a_full_snapshot
     assert!(ours(&restored) == ours(&origin), "with its value and revision");
 }
 
+/// A write etcd acknowledged just before SIGTERM is in the last delta, even when the watch had
+/// not delivered it yet: the sidecar reads the watch up to etcd's revision before it stops.
+#[tokio::test]
+async fn writes_acknowledged_just_before_the_shutdown_are_in_the_last_delta() {
+    use etcd_backup::delta::Event;
+    let env = TestEnv::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    let etcd = Etcd::new(env.etcd_url(), "", None).await.unwrap();
+    let snapshotter = Snapshotter::new(
+        etcd.clone(),
+        Store::new(&store_dir),
+        // No delta period passes during the test: only the shutdown stores the writes.
+        config(Duration::from_secs(3600)),
+        etcd_backup::metrics::Metrics::new().unwrap(),
+        Health::new(Arc::new(AtomicBool::new(true)), Duration::from_secs(60)),
+    );
+    let (stop, run) = spawn(snapshotter);
+    let store = Store::new(&store_dir);
+    testenv::poll::until_some(
+        "the full snapshot at start",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || {
+            let store = store.clone();
+            async move { (!store.list().await.unwrap().is_empty()).then_some(()) }
+        },
+    )
+    .await;
+    // Many small writes, then a large one: the watch takes longest to carry the last.
+    for i in 0..100 {
+        etcd.apply(&[Event::Put { key: format!("/burst/{i:03}").into_bytes(), value: b"v".to_vec() }]).await.unwrap();
+    }
+    let last = etcd.apply(&[Event::Put { key: b"/burst/large".to_vec(), value: vec![b'x'; 1 << 20] }]).await.unwrap();
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), run).await.unwrap().unwrap();
+    let all = store.list().await.unwrap();
+    let chain = etcd_backup::chain::restore_chain(&all).unwrap();
+    assert_eq!(chain.end(), last, "the store covers every acknowledged write: {all:?}");
+}
+
 #[tokio::test]
 async fn without_backups_etcd_starts_empty_and_a_corrupt_delta_stops_the_restore() {
     let dir = tempfile::tempdir().unwrap();
