@@ -17,6 +17,7 @@ fn values(bin_packing: bool) -> ControlPlaneValues {
         kubernetes_version: "1.20.2".into(),
         replicas: 1,
         etcd_replicas: 1,
+        failure_tolerance: None,
         service_cidr: "10.112.0.0/13".into(),
         pod_cidr: Some("10.96.0.0/11".into()),
         tunnel: false,

@@ -70,6 +70,12 @@ pub mod subjects {
 /// `etcd-main-peer` services).
 pub const ETCD_NAME: &str = "etcd-main";
 
+/// The most members an etcd of a shoot has (three for a highly available control plane).
+pub const ETCD_MAX_MEMBERS: usize = 3;
+
+/// The seed's cluster domain, in which its DNS names the etcd members' addresses.
+pub const SEED_CLUSTER_DOMAIN: &str = "cluster.local";
+
 /// What the shoot set depends on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShootInputs {
@@ -149,21 +155,35 @@ impl ShootInputs {
 
     /// The SANs of the etcd member certificate: client Service, peer Service (per-member
     /// names), and loopback for the member's own sidecars.
+    ///
+    /// A member that accepts a peer connection checks the *dialing* member's certificate
+    /// against the dialer's address (etcd's `checkSAN`): an IP SAN equal to it, else a PTR
+    /// name of the address that equals a plain SAN or ends in a wildcard SAN without its `*`,
+    /// else a plain SAN whose forward lookup gives the address. The seed's DNS answers a
+    /// member's address with `<pod>.etcd-main-peer.<ns>.svc.<seed domain>`, which the
+    /// `*.etcd-main-peer.<ns>.svc` wildcard does not end; so the certificate names the members
+    /// plainly (found by forward lookup) and carries the wildcard with the seed's domain
+    /// (found by PTR), as Gardener's peer certificate does.
     pub fn etcd_sans(&self) -> Vec<String> {
         let ns = &self.namespace;
         let client = format!("{ETCD_NAME}-client");
         let peer = format!("{ETCD_NAME}-peer");
-        vec![
+        let mut sans = vec![
             client.clone(),
             format!("{client}.{ns}"),
             format!("{client}.{ns}.svc"),
             format!("*.{peer}"),
             format!("*.{peer}.{ns}"),
             format!("*.{peer}.{ns}.svc"),
+            format!("*.{peer}.{ns}.svc.{SEED_CLUSTER_DOMAIN}"),
+        ];
+        sans.extend((0..ETCD_MAX_MEMBERS).map(|i| format!("{ETCD_NAME}-{i}.{peer}.{ns}.svc")));
+        sans.extend([
             "localhost".to_string(),
             IpAddr::V4(Ipv4Addr::LOCALHOST).to_string(),
             IpAddr::V6(Ipv6Addr::LOCALHOST).to_string(),
-        ]
+        ]);
+        sans
     }
 }
 
@@ -259,6 +279,32 @@ mod tests {
         ] {
             assert!(sans.iter().any(|s| s == want), "{want} missing from {sans:?}");
         }
+    }
+
+    /// etcd's peer check (`isHostInDNS` in etcd 3.4's `pkg/transport/listener_tls.go`) on
+    /// the names the seed's DNS gives a member's pod address: its PTR name, or a plain SAN
+    /// whose forward lookup is that address.
+    fn etcd_accepts(sans: &[String], ptr: &str, forward: &[&str]) -> bool {
+        let wildcard = sans.iter().filter_map(|s| s.strip_prefix('*')).any(|suffix| ptr.ends_with(suffix));
+        let plain = sans.iter().filter(|s| !s.starts_with('*'));
+        wildcard || plain.clone().any(|s| s == ptr) || plain.into_iter().any(|s| forward.contains(&s.as_str()))
+    }
+
+    #[test]
+    fn etcd_members_accept_each_other_by_the_names_the_seed_dns_gives_them() {
+        let sans = inputs().etcd_sans();
+        // The seed's DNS answers a member's pod address with its FQDN; `*.etcd-main-peer.<ns>.svc`
+        // alone does not end it (the three-member defect this guards against).
+        let ptr = "etcd-main-2.etcd-main-peer.shoot--p--s.svc.cluster.local";
+        assert!(etcd_accepts(&sans, ptr, &[]), "PTR {ptr} not covered by {sans:?}");
+        assert!(!etcd_accepts(&["*.etcd-main-peer.shoot--p--s.svc".to_string()], ptr, &[]));
+        // With no PTR answer, the member's plain name resolves to its address.
+        for i in 0..ETCD_MAX_MEMBERS {
+            let name = format!("etcd-main-{i}.etcd-main-peer.shoot--p--s.svc");
+            assert!(etcd_accepts(&sans, "", &[&name]), "{name} missing from {sans:?}");
+        }
+        // Another shoot's members are not covered.
+        assert!(!etcd_accepts(&sans, "etcd-main-0.etcd-main-peer.shoot--p--other.svc.cluster.local", &[]));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Values every control-plane component needs, and the small builders they share (labels,
 //! secret volumes, owner references, probes).
 
+pub use api::core::shoot::settings::FailureToleranceType;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::core::v1::{
     Container, HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SecretVolumeSource, Volume,
@@ -75,6 +76,9 @@ impl Images {
     }
 }
 
+/// etcd's members in a highly available control plane (a quorum survives the loss of one).
+pub const HA_ETCD_MEMBERS: i32 = 3;
+
 /// Everything the builders need to know about one shoot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ControlPlaneValues {
@@ -84,8 +88,11 @@ pub struct ControlPlaneValues {
     /// Replicas of kube-apiserver, kube-controller-manager and kube-scheduler (0 when
     /// hibernated).
     pub replicas: i32,
-    /// Replicas of etcd (0 only after everything else is down).
+    /// Replicas of etcd (0 only after everything else is down, else its member count).
     pub etcd_replicas: i32,
+    /// The failure the control plane tolerates (`spec.controlPlane.highAvailability`): with
+    /// one, etcd has [`HA_ETCD_MEMBERS`] members spread over distinct nodes (or zones).
+    pub failure_tolerance: Option<FailureToleranceType>,
     pub service_cidr: String,
     pub pod_cidr: Option<String>,
     /// The shoot has workers: kube-apiserver sends its `cluster` egress through the tunnel
@@ -115,6 +122,13 @@ pub struct ControlPlaneValues {
     pub etcd_defragmentation_schedule: String,
     /// The share of the default resource requests components ask for (percent, 1 to 100).
     pub requests_percent: u32,
+}
+
+impl ControlPlaneValues {
+    /// The members of the shoot's etcd cluster (its size, also while hibernated).
+    pub fn etcd_members(&self) -> i32 {
+        if self.failure_tolerance.is_some() { HA_ETCD_MEMBERS } else { 1 }
+    }
 }
 
 /// The shoot's own kube-apiserver settings (`spec.kubernetes.kubeAPIServer`), as

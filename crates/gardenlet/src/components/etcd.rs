@@ -2,13 +2,13 @@
 //! shoot's etcd CA), its client Service and its headless peer Service; with a backup entry, the
 //! restore step and the backup sidecar of [`super::etcd_backup`].
 
-use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
+use super::common::{self, ControlPlaneValues, FailureToleranceType, Images, component_labels, file, secrets};
 use super::etcd_backup;
 use super::security::{self, DATA_DIR_CAPABILITIES, NONROOT, limits};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, HTTPGetAction, PersistentVolumeClaim, PersistentVolumeClaimSpec, Probe, Service,
-    ServicePort, ServiceSpec, VolumeMount, VolumeResourceRequirements,
+    ServicePort, ServiceSpec, TopologySpreadConstraint, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -84,7 +84,7 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         format!("--advertise-client-urls={}", member_url(CLIENT_PORT)),
         format!("--listen-peer-urls=https://0.0.0.0:{PEER_PORT}"),
         format!("--initial-advertise-peer-urls={}", member_url(PEER_PORT)),
-        format!("--initial-cluster={NAME}-0=https://{NAME}-0.{PEER_SERVICE}.{ns}.svc:{PEER_PORT}"),
+        format!("--initial-cluster={}", initial_cluster(ns, values.etcd_members())),
         "--initial-cluster-state=new".to_string(),
         format!("--listen-metrics-urls=http://0.0.0.0:{METRICS_PORT}"),
         "--client-cert-auth=true".to_string(),
@@ -129,6 +129,7 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
             spec.containers.push(etcd_backup::maintenance_sidecar(values, CLIENT_PORT));
         }
         spec.init_containers = Some(init);
+        spec.topology_spread_constraints = spread(values.failure_tolerance);
     }
     StatefulSet {
         metadata: common::metadata(NAME, values, labels()),
@@ -155,6 +156,35 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         ..Default::default()
     }
 }
+
+/// The members of an etcd cluster of `members` (`etcd-main-0=https://etcd-main-0.etcd-main-peer.<ns>.svc:2380,…`):
+/// every member is started with the same list, as etcd-druid renders it.
+pub fn initial_cluster(ns: &str, members: i32) -> String {
+    (0..members.max(1))
+        .map(|i| format!("{NAME}-{i}=https://{NAME}-{i}.{PEER_SERVICE}.{ns}.svc:{PEER_PORT}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Where the members of a highly available etcd may run: never two on one node, and for
+/// `zone` never two in one zone (`DoNotSchedule`: a member that cannot be placed apart stays
+/// Pending rather than sharing a failure domain). Without a failure tolerance, anywhere.
+pub fn spread(tolerance: Option<FailureToleranceType>) -> Option<Vec<TopologySpreadConstraint>> {
+    let constraint = |key: &str| TopologySpreadConstraint {
+        max_skew: 1,
+        topology_key: key.to_string(),
+        when_unsatisfiable: "DoNotSchedule".to_string(),
+        label_selector: Some(common::selector(APP, ROLE)),
+        ..Default::default()
+    };
+    match tolerance? {
+        FailureToleranceType::Node => Some(vec![constraint(HOSTNAME_KEY)]),
+        FailureToleranceType::Zone => Some(vec![constraint(HOSTNAME_KEY), constraint(ZONE_KEY)]),
+    }
+}
+
+const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
+const ZONE_KEY: &str = "topology.kubernetes.io/zone";
 
 /// etcd answers `/health` within a second of its start: the readiness probe asks early and often,
 /// as every later step of a shoot's creation and wake-up waits for it (a first probe after 5 s

@@ -12,6 +12,7 @@ pub(super) fn values() -> ControlPlaneValues {
         kubernetes_version: "1.20.2".into(),
         replicas: 1,
         etcd_replicas: 1,
+        failure_tolerance: None,
         service_cidr: "10.112.0.0/13".into(),
         pod_cidr: Some("10.96.0.0/11".into()),
         tunnel: true,
@@ -202,6 +203,37 @@ fn etcd_uses_tls_for_clients_and_peers() {
     assert_eq!(spec.volume_claim_templates.as_ref().unwrap()[0].metadata.name.as_deref(), Some("data"));
     assert_eq!(etcd::peer_service(&values()).spec.unwrap().cluster_ip.as_deref(), Some("None"));
     assert_eq!(etcd::client_service(&values()).spec.unwrap().ports.unwrap()[0].port, 2379);
+}
+
+#[test]
+fn a_highly_available_etcd_has_three_members_kept_apart() {
+    use super::common::FailureToleranceType;
+    let plain = etcd::statefulset(&values());
+    assert_eq!(plain.spec.as_ref().unwrap().template.spec.as_ref().unwrap().topology_spread_constraints, None);
+    for (tolerance, keys) in [
+        (FailureToleranceType::Node, vec!["kubernetes.io/hostname"]),
+        (FailureToleranceType::Zone, vec!["kubernetes.io/hostname", "topology.kubernetes.io/zone"]),
+    ] {
+        let mut v = values();
+        v.failure_tolerance = Some(tolerance);
+        v.etcd_replicas = v.etcd_members();
+        let sts = etcd::statefulset(&v);
+        let spec = sts.spec.as_ref().unwrap();
+        assert_eq!(spec.replicas, Some(3));
+        let pod = spec.template.spec.as_ref().unwrap();
+        let args = pod.containers[0].args.as_ref().unwrap();
+        let ns = "shoot--dev--demo";
+        let members: Vec<String> =
+            (0..3).map(|i| format!("etcd-main-{i}=https://etcd-main-{i}.etcd-main-peer.{ns}.svc:2380")).collect();
+        assert_eq!(flag(args, "initial-cluster"), Some(members.join(",").as_str()));
+        assert_eq!(flag(args, "initial-cluster-state"), Some("new"));
+        let spread = pod.topology_spread_constraints.as_ref().unwrap();
+        assert_eq!(spread.iter().map(|c| c.topology_key.as_str()).collect::<Vec<_>>(), keys, "{tolerance:?}");
+        for c in spread {
+            assert_eq!((c.max_skew, c.when_unsatisfiable.as_str()), (1, "DoNotSchedule"));
+            assert_eq!(c.label_selector, Some(super::common::selector(etcd::APP, etcd::ROLE)));
+        }
+    }
 }
 
 #[test]

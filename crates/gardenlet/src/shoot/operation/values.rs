@@ -42,6 +42,8 @@ pub struct ShootValues {
     pub controller_manager: ControllerManagerSettings,
     /// `spec.kubernetes.kubeScheduler` ([`scheduler_settings`]).
     pub scheduler: SchedulerSettings,
+    /// `spec.controlPlane.highAvailability.failureTolerance.type`.
+    pub failure_tolerance: Option<crate::components::common::FailureToleranceType>,
 }
 
 /// The kube-controller-manager settings of `spec.kubernetes.kubeControllerManager` (admission
@@ -215,6 +217,12 @@ impl ShootValues {
             },
             controller_manager: controller_manager_settings(shoot.spec.kubernetes.kube_controller_manager.as_ref()),
             scheduler: scheduler_settings(shoot.spec.kubernetes.kube_scheduler.as_ref()),
+            failure_tolerance: shoot
+                .spec
+                .control_plane
+                .as_ref()
+                .and_then(|c| c.high_availability.as_ref())
+                .map(|h| h.failure_tolerance.type_),
             name,
             project,
         })
@@ -245,11 +253,12 @@ impl ShootValues {
     /// Values of the control-plane builders.
     pub fn control_plane(&self, images: &Images, running: bool, requests_percent: u32) -> ControlPlaneValues {
         let replicas = i32::from(running && !self.hibernated);
-        ControlPlaneValues {
+        let mut values = ControlPlaneValues {
             namespace: self.namespace().to_string(),
             kubernetes_version: self.kubernetes_version.clone(),
             replicas,
             etcd_replicas: replicas,
+            failure_tolerance: self.failure_tolerance,
             service_cidr: self.services.to_string(),
             pod_cidr: self.pods.map(|p| p.to_string()),
             tunnel: self.workers,
@@ -266,7 +275,9 @@ impl ShootValues {
                 self.maintenance_begin,
             ),
             requests_percent,
-        }
+        };
+        values.etcd_replicas = replicas * values.etcd_members();
+        values
     }
 }
 
@@ -300,6 +311,24 @@ mod tests {
         s.spec.hibernation = Some(serde_json::from_value(serde_json::json!({"enabled": true})).unwrap());
         let v = ShootValues::new(&s, None).unwrap();
         assert_eq!(v.control_plane(&Images::default(), true, 100).replicas, 0);
+    }
+
+    #[test]
+    fn a_failure_tolerance_gives_etcd_three_members_and_hibernation_none() {
+        let mut s = shoot(SHOOT);
+        s.spec.control_plane = Some(
+            serde_json::from_value(serde_json::json!({"highAvailability": {"failureTolerance": {"type": "zone"}}}))
+                .unwrap(),
+        );
+        let v = ShootValues::new(&s, None).unwrap();
+        let running = v.control_plane(&Images::default(), true, 100);
+        assert_eq!(running.failure_tolerance, Some(crate::components::common::FailureToleranceType::Zone));
+        assert_eq!((running.etcd_members(), running.etcd_replicas), (3, 3));
+        s.spec.hibernation = Some(serde_json::from_value(serde_json::json!({"enabled": true})).unwrap());
+        let hibernated = ShootValues::new(&s, None).unwrap().control_plane(&Images::default(), true, 100);
+        assert_eq!((hibernated.etcd_members(), hibernated.etcd_replicas), (3, 0));
+        let plain = ShootValues::new(&shoot(SHOOT), None).unwrap().control_plane(&Images::default(), true, 100);
+        assert_eq!((plain.etcd_members(), plain.etcd_replicas), (1, 1));
     }
 
     #[test]
