@@ -174,7 +174,7 @@ impl Etcd {
         request
     }
 
-    async fn call(
+    pub(crate) async fn call(
         &self,
         what: &'static str,
         path: &str,
@@ -187,7 +187,7 @@ impl Etcd {
         })
     }
 
-    fn answer(&self, what: &'static str, reason: impl Into<String>) -> GatewayError {
+    pub(crate) fn answer(&self, what: &'static str, reason: impl Into<String>) -> GatewayError {
         GatewayError::Answer { what, endpoint: self.endpoint.clone(), reason: reason.into() }
     }
 

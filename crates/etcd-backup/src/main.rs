@@ -83,6 +83,15 @@ enum Command {
         #[arg(long, default_value = "0.0.0.0:2382")]
         listen: SocketAddr,
     },
+    /// Bring this member into a multi-member etcd before etcd starts (the first member
+    /// bootstraps; the others join as learners and are promoted), then exit.
+    Join {
+        #[command(flatten)]
+        options: etcd_backup::join::Options,
+        /// Where the outcome is written for the pod's status (the kubelet's termination message).
+        #[arg(long, default_value = "/dev/termination-log")]
+        termination_log: PathBuf,
+    },
     /// Rebuild a missing data directory from the store, then exit.
     Restore {
         #[command(flatten)]
@@ -119,6 +128,8 @@ enum MainError {
     Gateway(#[from] etcd_backup::gateway::GatewayError),
     #[error(transparent)]
     Restore(#[from] restore::RestoreError),
+    #[error(transparent)]
+    Join(#[from] etcd_backup::join::JoinError),
     #[error(transparent)]
     Metrics(#[from] prometheus::Error),
     #[error("waiting for SIGTERM")]
@@ -216,6 +227,12 @@ async fn run(command: Command) -> Result<(), MainError> {
             let outcome = restore::run(&options).await?;
             tracing::info!("{outcome}");
             // The message is for people; a read-only or absent file only loses it.
+            let _ = std::fs::write(&termination_log, outcome.to_string());
+            Ok(())
+        }
+        Command::Join { options, termination_log } => {
+            let outcome = etcd_backup::join::run(&options).await?;
+            tracing::info!("{outcome}");
             let _ = std::fs::write(&termination_log, outcome.to_string());
             Ok(())
         }

@@ -251,7 +251,7 @@ where
 }
 
 /// SIGTERM, then SIGKILL after ten seconds.
-async fn stop(child: &mut tokio::process::Child) {
+pub(crate) async fn stop(child: &mut tokio::process::Child) {
     if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()).and_then(rustix::process::Pid::from_raw) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }

@@ -1,16 +1,20 @@
 //! A highly available etcd as gardenlet renders it, run as three real etcd processes (the test
 //! assets' etcd 3.4, the shoots' version) on nothing but the shoot PKI's etcd certificate and CA
-//! bundle: the members form one cluster over peer TLS with client-certificate authentication,
-//! writes go on while any one member is down, and a member started again rejoins from its data
-//! directory and serves every write, those made while it was down included.
+//! bundle, each member started as its pod starts it: the `join` init step (etcd-backup's, from
+//! the rendered init container's flags), then etcd. All three start at once; the first
+//! bootstraps, the others join as learners and are promoted; the members form one cluster over
+//! peer TLS with client-certificate authentication, writes go on while any one member is down,
+//! and a member started again rejoins from its data directory and serves every write, those
+//! made while it was down included.
 //!
-//! The rendered flags are used as they are, with two translations a single host needs: each
-//! member's DNS name becomes a loopback port of its own, and the mounted secret paths become
-//! files in a temporary directory. (How members find each other by name in a seed, and which
+//! The rendered flags are used as they are, with three translations a single host needs: each
+//! member's DNS name becomes a loopback port of its own, the mounted secret paths become files
+//! in a temporary directory, and `etcd` is the test assets' binary. (How members find each other by name in a seed, and which
 //! certificate names that needs, is `pki::shoot_set::ShootInputs::etcd_sans`' test.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is the failure report
 
+use clap::Parser;
 use gardenlet::components::common::{FailureToleranceType, secrets};
 use gardenlet::components::{ControlPlaneValues, Images, etcd};
 use pki::SecretSet;
@@ -95,17 +99,26 @@ fn member_args(rendered: &[String], i: usize, ports: &[Ports], secrets_dir: &Pat
         .collect()
 }
 
+/// `etcd-backup join`'s flags, parsed as the binary parses them.
+#[derive(Parser)]
+struct Join {
+    #[command(flatten)]
+    options: etcd_backup::join::Options,
+}
+
 struct Cluster {
     etcd: PathBuf,
     etcdctl: PathBuf,
     dir: tempfile::TempDir,
     ports: Vec<Ports>,
     args: Vec<Vec<String>>,
+    joins: Vec<etcd_backup::join::Options>,
     members: Vec<Option<Child>>,
 }
 
 impl Cluster {
-    fn start() -> Self {
+    /// Renders the etcd, writes the shoot PKI's files and starts the three members at once.
+    async fn start() -> Self {
         let assets = testenv::Assets::from_env().unwrap();
         let etcdctl = assets.etcd.with_file_name("etcdctl");
         assert!(etcdctl.is_file(), "etcdctl is missing next to etcd; run {}", testenv::SETUP_COMMAND);
@@ -120,22 +133,52 @@ impl Cluster {
         let sts = etcd::statefulset(&values());
         let spec = sts.spec.unwrap();
         assert_eq!(spec.replicas, Some(MEMBERS as i32));
-        let rendered = spec.template.spec.unwrap().containers[0].args.clone().unwrap();
-        let args = (0..MEMBERS)
-            .map(|i| member_args(&rendered, i, &ports, &secrets_dir, &dir.path().join(format!("data-{i}"))))
+        let pod = spec.template.spec.unwrap();
+        let rendered = pod.containers[0].args.clone().unwrap();
+        let join = pod.init_containers.unwrap().into_iter().find(|c| c.name == "join").expect("a join init container");
+        assert_eq!(join.command.unwrap(), ["etcd-backup", "join"]);
+        let rendered_join = join.args.unwrap();
+        let data = |i: usize| dir.path().join(format!("data-{i}"));
+        let args = (0..MEMBERS).map(|i| member_args(&rendered, i, &ports, &secrets_dir, &data(i))).collect();
+        let etcd_flag = format!("--etcd={}", assets.etcd.display());
+        let joins = (0..MEMBERS)
+            .map(|i| {
+                let translated = member_args(&rendered_join, i, &ports, &secrets_dir, &data(i))
+                    .into_iter()
+                    .map(|a| if a == "--etcd=etcd" { etcd_flag.clone() } else { a });
+                Join::try_parse_from(std::iter::once("join".to_string()).chain(translated)).unwrap().options
+            })
             .collect();
-        let mut cluster =
-            Cluster { etcd: assets.etcd, etcdctl, dir, ports, args, members: (0..MEMBERS).map(|_| None).collect() };
-        for i in 0..MEMBERS {
-            cluster.start_member(i);
+        let mut cluster = Cluster {
+            etcd: assets.etcd,
+            etcdctl,
+            dir,
+            ports,
+            args,
+            joins,
+            members: (0..MEMBERS).map(|_| None).collect(),
+        };
+        // As a StatefulSet with parallel pod management starts them: all at once.
+        let started: Vec<_> = (0..MEMBERS).map(|i| tokio::spawn(cluster.pod(i))).collect();
+        for (i, pod) in started.into_iter().enumerate() {
+            cluster.members[i] = Some(pod.await.unwrap());
         }
         cluster
     }
 
-    fn start_member(&mut self, i: usize) {
+    /// What member `i`'s pod does: the join step, then etcd.
+    fn pod(&self, i: usize) -> impl std::future::Future<Output = Child> + use<> {
+        let (join, etcd, args) = (self.joins[i].clone(), self.etcd.clone(), self.args[i].clone());
         let log = std::fs::File::create(self.dir.path().join(format!("member-{i}.log"))).unwrap();
-        let child = Command::new(&self.etcd).args(&self.args[i]).stdout(Stdio::null()).stderr(log).spawn().unwrap();
-        self.members[i] = Some(child);
+        async move {
+            let outcome = etcd_backup::join::run(&join).await.unwrap_or_else(|e| panic!("member {i}'s join: {e}"));
+            eprintln!("member {i}: {outcome}");
+            Command::new(&etcd).args(&args).stdout(Stdio::null()).stderr(log).spawn().unwrap()
+        }
+    }
+
+    async fn start_member(&mut self, i: usize) {
+        self.members[i] = Some(self.pod(i).await);
     }
 
     /// SIGKILL, as a node that is gone.
@@ -226,9 +269,9 @@ fn tail(log: &str) -> String {
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
-#[test]
-fn three_members_on_the_shoot_pki_keep_every_acknowledged_write_through_the_loss_of_any_one() {
-    let mut cluster = Cluster::start();
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_members_on_the_shoot_pki_keep_every_acknowledged_write_through_the_loss_of_any_one() {
+    let mut cluster = Cluster::start().await;
     let all: Vec<usize> = (0..MEMBERS).collect();
     cluster.wait_healthy(&all, "the three members' start");
     let list = cluster.etcdctl(&[0], &["member", "list"]);
@@ -257,7 +300,7 @@ fn three_members_on_the_shoot_pki_keep_every_acknowledged_write_through_the_loss
             acknowledged.push(key);
         }
         eprintln!("member {down} down: 10 writes acknowledged in {:?}", started.elapsed());
-        cluster.start_member(down);
+        cluster.start_member(down).await;
         cluster.wait_healthy(&all, &format!("member {down}'s restart"));
         // The restarted member serves what was written while it was down.
         for key in &acknowledged {
@@ -268,8 +311,8 @@ fn three_members_on_the_shoot_pki_keep_every_acknowledged_write_through_the_loss
     cluster.kill(1);
     cluster.kill(2);
     assert!(cluster.put(&[0], "/no-quorum").is_err(), "a write without a quorum was acknowledged");
-    cluster.start_member(1);
-    cluster.start_member(2);
+    cluster.start_member(1).await;
+    cluster.start_member(2).await;
     cluster.wait_healthy(&all, "the quorum's return");
     for i in 0..MEMBERS {
         for key in &acknowledged {

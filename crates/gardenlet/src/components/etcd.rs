@@ -76,15 +76,17 @@ fn labels() -> BTreeMap<String, String> {
 /// The etcd StatefulSet.
 pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
     let ns = &values.namespace;
-    let member_url = |port: i32| format!("https://$(POD_NAME).{PEER_SERVICE}.{ns}.svc:{port}");
+    let own_url = |port: i32| member_url("$(POD_NAME)", ns, port);
     let args = vec![
         "--name=$(POD_NAME)".to_string(),
         format!("--data-dir={DATA_DIR}"),
         format!("--listen-client-urls=https://0.0.0.0:{CLIENT_PORT}"),
-        format!("--advertise-client-urls={}", member_url(CLIENT_PORT)),
+        format!("--advertise-client-urls={}", own_url(CLIENT_PORT)),
         format!("--listen-peer-urls=https://0.0.0.0:{PEER_PORT}"),
-        format!("--initial-advertise-peer-urls={}", member_url(PEER_PORT)),
-        format!("--initial-cluster={}", initial_cluster(ns, values.etcd_members())),
+        format!("--initial-advertise-peer-urls={}", own_url(PEER_PORT)),
+        // The first member bootstraps the cluster alone; the others join it as learners
+        // ([`etcd_backup::join`]), after which etcd ignores this flag.
+        format!("--initial-cluster={NAME}-0={}", member_url(&format!("{NAME}-0"), ns, PEER_PORT)),
         "--initial-cluster-state=new".to_string(),
         format!("--listen-metrics-urls=http://0.0.0.0:{METRICS_PORT}"),
         "--client-cert-auth=true".to_string(),
@@ -103,7 +105,7 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         name: "etcd".to_string(),
         image: Some(Images::resolve(&values.images.etcd, &values.kubernetes_version)),
         command: Some(vec!["etcd".to_string()]),
-        args: Some(args),
+        args: Some(args.clone()),
         env: Some(vec![etcd_backup::pod_name_env()]),
         ports: Some(vec![
             ContainerPort { name: Some("client".into()), container_port: CLIENT_PORT, ..Default::default() },
@@ -120,8 +122,14 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
         common::pod_template(values, labels(), &[secrets::CA_ETCD_BUNDLE, secrets::ETCD_SERVER], container);
     if let Some(spec) = template.spec.as_mut() {
         let mut init = vec![data_dir(values)];
+        let peer = own_url(PEER_PORT);
+        if values.etcd_members() > 1 {
+            // The join runs etcd with the etcd container's flags and mounts.
+            let mounts = spec.containers[0].volume_mounts.clone().unwrap_or_default();
+            let members = client_urls(ns, values.etcd_members());
+            init.push(etcd_backup::join(values, mounts, DATA_DIR, &peer, &members, &args));
+        }
         if let Some(backup) = values.etcd_backup.as_ref() {
-            let peer = format!("https://$(POD_NAME).{PEER_SERVICE}.{ns}.svc:{PEER_PORT}");
             init.push(etcd_backup::restore(values, data_mount(), DATA_DIR, FINAL_SNAPSHOT, &peer));
             spec.containers.push(etcd_backup::sidecar(values, backup, CLIENT_PORT));
             spec.volumes.get_or_insert_with(Vec::new).push(etcd_backup::volume(backup));
@@ -157,13 +165,15 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
     }
 }
 
-/// The members of an etcd cluster of `members` (`etcd-main-0=https://etcd-main-0.etcd-main-peer.<ns>.svc:2380,…`):
-/// every member is started with the same list, as etcd-druid renders it.
-pub fn initial_cluster(ns: &str, members: i32) -> String {
-    (0..members.max(1))
-        .map(|i| format!("{NAME}-{i}=https://{NAME}-{i}.{PEER_SERVICE}.{ns}.svc:{PEER_PORT}"))
-        .collect::<Vec<_>>()
-        .join(",")
+/// The URL of member `name` (a pod name, or `$(POD_NAME)`) on `port`, by its peer Service name.
+fn member_url(name: &str, ns: &str, port: i32) -> String {
+    format!("https://{name}.{PEER_SERVICE}.{ns}.svc:{port}")
+}
+
+/// Every member's `name=clientURL` (`etcd-main-0=https://etcd-main-0.etcd-main-peer.<ns>.svc:2379`),
+/// the first one first: whom a joining member asks for the cluster.
+pub fn client_urls(ns: &str, members: i32) -> Vec<String> {
+    (0..members.max(1)).map(|i| format!("{NAME}-{i}={}", member_url(&format!("{NAME}-{i}"), ns, CLIENT_PORT))).collect()
 }
 
 /// Where the members of a highly available etcd may run: never two on one node, and for

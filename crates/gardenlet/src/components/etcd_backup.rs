@@ -86,6 +86,48 @@ pub fn restore(
     }
 }
 
+/// The init container that brings a member of a multi-member etcd into the cluster
+/// (`etcd-backup join`, before the restore): the first member bootstraps when no other answers;
+/// the others, and a member whose data is lost, join the running cluster as learners and are
+/// promoted. It runs etcd itself while it joins, with `etcd_args` (the etcd container's flags,
+/// `$(POD_NAME)` included) and the etcd container's mounts; `members` are every member's
+/// `name=clientURL`.
+pub fn join(
+    values: &ControlPlaneValues,
+    mounts: Vec<VolumeMount>,
+    data_dir: &str,
+    peer: &str,
+    members: &[String],
+    etcd_args: &[String],
+) -> Container {
+    let mut args = vec![
+        format!("--data-dir={data_dir}"),
+        "--name=$(POD_NAME)".to_string(),
+        format!("--peer-url={peer}"),
+        format!("--members={}", members.join(",")),
+        format!("--cacert={}", file(secrets::CA_ETCD_BUNDLE, secrets::BUNDLE)),
+        format!("--cert={}", file(secrets::ETCD_SERVER, secrets::TLS_CERT)),
+        format!("--key={}", file(secrets::ETCD_SERVER, secrets::TLS_KEY)),
+        "--etcd=etcd".to_string(),
+        "--".to_string(),
+    ];
+    args.extend(etcd_args.iter().cloned());
+    Container {
+        name: JOIN_CONTAINER.to_string(),
+        image: Some(image(values)),
+        command: Some(vec!["etcd-backup".to_string(), "join".to_string()]),
+        args: Some(args),
+        env: Some(vec![pod_name_env()]),
+        resources: Some(common::resources(values.requests_percent, 200, 300, limits::ETCD_MIB)),
+        security_context: Some(security::container()),
+        volume_mounts: Some(mounts),
+        ..Default::default()
+    }
+}
+
+/// The init container of [`join`]; its termination message says how the member joined.
+pub const JOIN_CONTAINER: &str = "join";
+
 /// The backup sidecar. It reaches etcd on loopback with the member's own certificate (a client
 /// certificate too, already in the pod) and writes to the store; it also defragments etcd.
 pub fn sidecar(values: &ControlPlaneValues, backup: &EtcdBackup, client_port: i32) -> Container {

@@ -223,10 +223,22 @@ fn a_highly_available_etcd_has_three_members_kept_apart() {
         let pod = spec.template.spec.as_ref().unwrap();
         let args = pod.containers[0].args.as_ref().unwrap();
         let ns = "shoot--dev--demo";
+        // The first member bootstraps alone; the others join through the join step, which
+        // runs etcd with the etcd container's own flags and asks every member for the cluster.
+        assert_eq!(
+            flag(args, "initial-cluster"),
+            Some(format!("etcd-main-0=https://etcd-main-0.etcd-main-peer.{ns}.svc:2380").as_str())
+        );
+        let init = pod.init_containers.as_ref().unwrap();
+        assert_eq!(init.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["data-dir", "join"]);
+        let join = init[1].args.as_ref().unwrap();
         let members: Vec<String> =
-            (0..3).map(|i| format!("etcd-main-{i}=https://etcd-main-{i}.etcd-main-peer.{ns}.svc:2380")).collect();
-        assert_eq!(flag(args, "initial-cluster"), Some(members.join(",").as_str()));
-        assert_eq!(flag(args, "initial-cluster-state"), Some("new"));
+            (0..3).map(|i| format!("etcd-main-{i}=https://etcd-main-{i}.etcd-main-peer.{ns}.svc:2379")).collect();
+        assert_eq!(flag(join, "members"), Some(members.join(",").as_str()));
+        assert_eq!(flag(join, "peer-url"), Some(format!("https://$(POD_NAME).etcd-main-peer.{ns}.svc:2380").as_str()));
+        let dashes = join.iter().position(|a| a == "--").unwrap();
+        assert_eq!(&join[dashes + 1..], args.as_slice(), "the join runs etcd with etcd's own flags");
+        assert_eq!(init[1].volume_mounts, pod.containers[0].volume_mounts, "and its mounts");
         let spread = pod.topology_spread_constraints.as_ref().unwrap();
         assert_eq!(spread.iter().map(|c| c.topology_key.as_str()).collect::<Vec<_>>(), keys, "{tolerance:?}");
         for c in spread {
