@@ -395,7 +395,8 @@ pub fn pod_template(
 }
 
 /// A control-plane Deployment: the component's labels and selector, `values.replicas`, the
-/// given secrets mounted into its one container.
+/// given secrets mounted into its one container, spread by the failure tolerance
+/// ([`super::availability::spread`]).
 pub fn deployment(
     values: &ControlPlaneValues,
     name: &str,
@@ -405,14 +406,18 @@ pub fn deployment(
     strategy: Option<DeploymentStrategy>,
 ) -> Deployment {
     let labels = component_labels(app, role);
+    let mut template = pod_template(values, labels.clone(), secrets, container);
+    if let Some(spec) = template.spec.as_mut() {
+        spec.topology_spread_constraints = super::availability::spread(values.failure_tolerance, &selector(app, role));
+    }
     Deployment {
-        metadata: metadata(name, values, labels.clone()),
+        metadata: metadata(name, values, labels),
         spec: Some(DeploymentSpec {
             replicas: Some(values.replicas),
             revision_history_limit: Some(2),
             selector: selector(app, role),
             strategy,
-            template: pod_template(values, labels, secrets, container),
+            template,
             ..Default::default()
         }),
         ..Default::default()

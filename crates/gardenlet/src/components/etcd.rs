@@ -2,13 +2,14 @@
 //! shoot's etcd CA), its client Service and its headless peer Service; with a backup entry, the
 //! restore step and the backup sidecar of [`super::etcd_backup`].
 
-use super::common::{self, ControlPlaneValues, FailureToleranceType, Images, component_labels, file, secrets};
+use super::availability;
+use super::common::{self, ControlPlaneValues, Images, component_labels, file, secrets};
 use super::etcd_backup;
 use super::security::{self, DATA_DIR_CAPABILITIES, NONROOT, limits};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, HTTPGetAction, PersistentVolumeClaim, PersistentVolumeClaimSpec, Probe, Service,
-    ServicePort, ServiceSpec, TopologySpreadConstraint, VolumeMount, VolumeResourceRequirements,
+    ServicePort, ServiceSpec, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -137,7 +138,7 @@ pub fn statefulset(values: &ControlPlaneValues) -> StatefulSet {
             spec.containers.push(etcd_backup::maintenance_sidecar(values, CLIENT_PORT));
         }
         spec.init_containers = Some(init);
-        spec.topology_spread_constraints = spread(values.failure_tolerance);
+        spec.topology_spread_constraints = availability::spread(values.failure_tolerance, &common::selector(APP, ROLE));
     }
     StatefulSet {
         metadata: common::metadata(NAME, values, labels()),
@@ -176,25 +177,10 @@ pub fn client_urls(ns: &str, members: i32) -> Vec<String> {
     (0..members.max(1)).map(|i| format!("{NAME}-{i}={}", member_url(&format!("{NAME}-{i}"), ns, CLIENT_PORT))).collect()
 }
 
-/// Where the members of a highly available etcd may run: never two on one node, and for
-/// `zone` never two in one zone (`DoNotSchedule`: a member that cannot be placed apart stays
-/// Pending rather than sharing a failure domain). Without a failure tolerance, anywhere.
-pub fn spread(tolerance: Option<FailureToleranceType>) -> Option<Vec<TopologySpreadConstraint>> {
-    let constraint = |key: &str| TopologySpreadConstraint {
-        max_skew: 1,
-        topology_key: key.to_string(),
-        when_unsatisfiable: "DoNotSchedule".to_string(),
-        label_selector: Some(common::selector(APP, ROLE)),
-        ..Default::default()
-    };
-    match tolerance? {
-        FailureToleranceType::Node => Some(vec![constraint(HOSTNAME_KEY)]),
-        FailureToleranceType::Zone => Some(vec![constraint(HOSTNAME_KEY), constraint(ZONE_KEY)]),
-    }
+/// etcd's PodDisruptionBudget when highly available (one member at a time: the quorum stays).
+pub fn disruption_budget(values: &ControlPlaneValues) -> Option<serde_json::Value> {
+    availability::disruption_budget(values, NAME, labels(), &common::selector(APP, ROLE))
 }
-
-const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
-const ZONE_KEY: &str = "topology.kubernetes.io/zone";
 
 /// etcd answers `/health` within a second of its start: the readiness probe asks early and often,
 /// as every later step of a shoot's creation and wake-up waits for it (a first probe after 5 s

@@ -2,6 +2,7 @@
 //! plain values and returns fully specified objects for server-side apply; nothing here talks
 //! to a cluster.
 
+pub mod availability;
 pub mod cluster_dns;
 pub mod common;
 pub mod etcd;

@@ -249,6 +249,33 @@ fn a_highly_available_etcd_has_three_members_kept_apart() {
 }
 
 #[test]
+fn a_highly_available_control_plane_spreads_every_component_and_lets_one_pod_go_at_a_time() {
+    use super::availability;
+    use super::common::FailureToleranceType;
+    let plain = values();
+    for d in [kube_apiserver::deployment(&plain), kube_controller_manager::deployment(&plain)] {
+        assert_eq!(template(&d).spec.as_ref().unwrap().topology_spread_constraints, None);
+    }
+    assert_eq!(etcd::disruption_budget(&plain), None, "no budget without a failure tolerance");
+    let mut v = values();
+    v.failure_tolerance = Some(FailureToleranceType::Node);
+    v.replicas = availability::HA_REPLICAS;
+    for d in [kube_apiserver::deployment(&v), kube_controller_manager::deployment(&v), kube_scheduler::deployment(&v)] {
+        let spec = d.spec.as_ref().unwrap();
+        assert_eq!(spec.replicas, Some(2));
+        let spread = template(&d).spec.as_ref().unwrap().topology_spread_constraints.clone().unwrap();
+        assert_eq!(spread.len(), 1);
+        assert_eq!(spread[0].topology_key, "kubernetes.io/hostname");
+        assert_eq!(spread[0].label_selector.as_ref(), Some(&spec.selector), "{:?}", d.metadata.name);
+    }
+    let budget = etcd::disruption_budget(&v).unwrap();
+    assert_eq!(budget["apiVersion"], "policy/v1beta1");
+    assert_eq!(budget["metadata"]["namespace"], "shoot--dev--demo");
+    assert_eq!(budget["spec"]["maxUnavailable"], 1);
+    assert_eq!(budget["spec"]["selector"]["matchLabels"]["app"], etcd::APP);
+}
+
+#[test]
 fn with_a_backup_entry_etcd_restores_first_and_is_backed_up_by_a_sidecar_on_the_maintenance_schedule() {
     let mut v = values();
     v.etcd_backup = Some(super::etcd_backup::EtcdBackup {

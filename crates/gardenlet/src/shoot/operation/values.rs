@@ -252,12 +252,14 @@ impl ShootValues {
 
     /// Values of the control-plane builders.
     pub fn control_plane(&self, images: &Images, running: bool, requests_percent: u32) -> ControlPlaneValues {
-        let replicas = i32::from(running && !self.hibernated);
+        let up = i32::from(running && !self.hibernated);
+        let replicas =
+            up * if self.failure_tolerance.is_some() { crate::components::availability::HA_REPLICAS } else { 1 };
         let mut values = ControlPlaneValues {
             namespace: self.namespace().to_string(),
             kubernetes_version: self.kubernetes_version.clone(),
             replicas,
-            etcd_replicas: replicas,
+            etcd_replicas: up,
             failure_tolerance: self.failure_tolerance,
             service_cidr: self.services.to_string(),
             pod_cidr: self.pods.map(|p| p.to_string()),
@@ -276,7 +278,7 @@ impl ShootValues {
             ),
             requests_percent,
         };
-        values.etcd_replicas = replicas * values.etcd_members();
+        values.etcd_replicas = up * values.etcd_members();
         values
     }
 }
@@ -323,12 +325,12 @@ mod tests {
         let v = ShootValues::new(&s, None).unwrap();
         let running = v.control_plane(&Images::default(), true, 100);
         assert_eq!(running.failure_tolerance, Some(crate::components::common::FailureToleranceType::Zone));
-        assert_eq!((running.etcd_members(), running.etcd_replicas), (3, 3));
+        assert_eq!((running.etcd_members(), running.etcd_replicas, running.replicas), (3, 3, 2));
         s.spec.hibernation = Some(serde_json::from_value(serde_json::json!({"enabled": true})).unwrap());
         let hibernated = ShootValues::new(&s, None).unwrap().control_plane(&Images::default(), true, 100);
-        assert_eq!((hibernated.etcd_members(), hibernated.etcd_replicas), (3, 0));
+        assert_eq!((hibernated.etcd_members(), hibernated.etcd_replicas, hibernated.replicas), (3, 0, 0));
         let plain = ShootValues::new(&shoot(SHOOT), None).unwrap().control_plane(&Images::default(), true, 100);
-        assert_eq!((plain.etcd_members(), plain.etcd_replicas), (1, 1));
+        assert_eq!((plain.etcd_members(), plain.etcd_replicas, plain.replicas), (1, 1, 1));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The control plane in the seed: the kube-apiserver Service, the secrets, etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the `ControlPlane` extension object.
 
 use super::backup::verify_final_snapshot;
-use crate::components::{etcd, etcd_backup, kube_apiserver, kube_controller_manager, kube_scheduler};
+use crate::components::{availability, etcd, etcd_backup, kube_apiserver, kube_controller_manager, kube_scheduler};
 use crate::flow::TaskError;
 use crate::shoot::credentials::{self, secrets};
 use crate::shoot::objects::extensions as ext;
@@ -13,6 +13,7 @@ use crate::shoot::operation::readiness as checks;
 use crate::shoot::operation::references;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use std::sync::Arc;
 
@@ -91,13 +92,38 @@ pub(super) async fn deploy_etcd(ctx: Arc<OperationContext>) -> Result<(), TaskEr
     apply(&ctx, &etcd::client_service(&values)).await?;
     apply(&ctx, &etcd::peer_service(&values)).await?;
     apply(&ctx, &etcd::statefulset(&values)).await?;
+    if let Some(budget) = etcd::disruption_budget(&values) {
+        apply_disruption_budget(&ctx, budget).await?;
+    }
     wait_for::<StatefulSet>(&ctx, etcd::NAME, checks::statefulset_ready).await.map(|_| ())
 }
 
 pub(super) async fn deploy_deployment(ctx: &OperationContext, deployment: Deployment) -> Result<(), TaskError> {
     let name = deployment.name_any();
     apply(ctx, &deployment).await?;
+    let selector = deployment.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default();
+    let values = control_plane_values(ctx);
+    let labels = deployment.metadata.labels.clone().unwrap_or_default();
+    if let Some(budget) = availability::disruption_budget(&values, &name, labels, &selector) {
+        apply_disruption_budget(ctx, budget).await?;
+    }
     wait_for::<Deployment>(ctx, &name, checks::deployment_rolled_out).await.map(|_| ())
+}
+
+/// Server-side apply of a component's `policy/v1beta1` PodDisruptionBudget (a highly available
+/// control plane's; the typed client only knows `policy/v1`, which the seeds' 1.20 lacks).
+async fn apply_disruption_budget(ctx: &OperationContext, budget: serde_json::Value) -> Result<(), TaskError> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget"),
+        "poddisruptionbudgets",
+    );
+    let object: DynamicObject = serde_json::from_value(budget).map_err(task_err)?;
+    let name = object.name_any();
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.seed.clone(), ctx.values.namespace(), &resource);
+    api.patch(&name, &PatchParams::apply("gardenlet").force(), &Patch::Apply(&object))
+        .await
+        .map_err(|e| TaskError::context(format!("applying PodDisruptionBudget {name}"), &e))?;
+    Ok(())
 }
 
 pub(super) async fn deploy_kube_apiserver(ctx: Arc<OperationContext>) -> Result<(), TaskError> {
