@@ -3,10 +3,9 @@
 //! set them): no two replicas of a component on one node, for `zone` no two in one zone, and a
 //! PodDisruptionBudget of one for each component. Without a failure tolerance, neither.
 
-use super::common::{ControlPlaneValues, FailureToleranceType, metadata};
+use api::core::shoot::settings::FailureToleranceType;
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use std::collections::BTreeMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
 pub const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
 pub const ZONE_KEY: &str = "topology.kubernetes.io/zone";
@@ -34,19 +33,19 @@ pub fn spread(
     }
 }
 
-/// The component's PodDisruptionBudget (`policy/v1beta1`, which the seeds' 1.20 serves): one
-/// pod at a time may be evicted. `None` without a failure tolerance.
+/// The component's PodDisruptionBudget (`policy/v1beta1`, which the seeds' 1.20 serves; the
+/// component's own `metadata`): one pod at a time may be evicted. `None` without a failure
+/// tolerance.
 pub fn disruption_budget(
-    values: &ControlPlaneValues,
-    name: &str,
-    labels: BTreeMap<String, String>,
+    tolerance: Option<FailureToleranceType>,
+    metadata: ObjectMeta,
     selector: &LabelSelector,
 ) -> Option<serde_json::Value> {
-    values.failure_tolerance?;
+    tolerance?;
     Some(serde_json::json!({
         "apiVersion": "policy/v1beta1",
         "kind": "PodDisruptionBudget",
-        "metadata": metadata(name, values, labels),
+        "metadata": metadata,
         "spec": {"maxUnavailable": 1, "selector": selector},
     }))
 }

@@ -179,7 +179,8 @@ pub fn client_urls(ns: &str, members: i32) -> Vec<String> {
 
 /// etcd's PodDisruptionBudget when highly available (one member at a time: the quorum stays).
 pub fn disruption_budget(values: &ControlPlaneValues) -> Option<serde_json::Value> {
-    availability::disruption_budget(values, NAME, labels(), &common::selector(APP, ROLE))
+    let metadata = common::metadata(NAME, values, labels());
+    availability::disruption_budget(values.failure_tolerance, metadata, &common::selector(APP, ROLE))
 }
 
 /// etcd answers `/health` within a second of its start: the readiness probe asks early and often,

@@ -102,9 +102,8 @@ pub(super) async fn deploy_deployment(ctx: &OperationContext, deployment: Deploy
     let name = deployment.name_any();
     apply(ctx, &deployment).await?;
     let selector = deployment.spec.as_ref().map(|s| s.selector.clone()).unwrap_or_default();
-    let values = control_plane_values(ctx);
-    let labels = deployment.metadata.labels.clone().unwrap_or_default();
-    if let Some(budget) = availability::disruption_budget(&values, &name, labels, &selector) {
+    let tolerance = ctx.values.failure_tolerance;
+    if let Some(budget) = availability::disruption_budget(tolerance, deployment.metadata.clone(), &selector) {
         apply_disruption_budget(ctx, budget).await?;
     }
     wait_for::<Deployment>(ctx, &name, checks::deployment_rolled_out).await.map(|_| ())
