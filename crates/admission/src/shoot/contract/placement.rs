@@ -65,5 +65,5 @@ pub const PLACEMENT: &[Field] = &[
 /// The control plane's availability.
 pub const CONTROL_PLANE: &[Field] = &[refused(
     "spec.controlPlane.highAvailability",
-    "highly available control planes are not offered yet: etcd runs one member and kube-apiserver one replica",
+    "highly available control planes need a seed whose nodes span three zones, and no seed offers that yet (the local seed has one node); docs/ha.md",
 )];
