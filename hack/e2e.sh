@@ -118,7 +118,7 @@ timed local-up "$bin" up --assets "$assets" --images "$images"
 timed garden-install env KUBECTL="$assets/kubectl" hack/local-garden.sh "$PWD/.local/kubeconfig"
 # The e2e tests by name from the whole workspace: the features of `make test`'s build, so the
 # libraries are not compiled again (docs/testing.md, "One build").
-e2e_tests=(conformance local_cluster shoot contract workers managed_seed isolation backup garden faults)
+e2e_tests=(conformance local_cluster shoot contract workers managed_seed isolation backup ha garden faults)
 timed build-tests cargo build -q --workspace $(printf -- '--test %s ' "${e2e_tests[@]}")
 # What the conformance case needs (e2e.test and ginkgo from the Kubernetes source, the test images
 # pushed to the registry; cached), built before the cases start: on a fresh machine, built inside
@@ -126,7 +126,7 @@ timed build-tests cargo build -q --workspace $(printf -- '--test %s ' "${e2e_tes
 timed conformance-prepare hack/conformance.sh --prepare
 failed=0
 # Phase 1: side by side. Phase 2: alone (they disturb the garden every other case relies on).
-timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" conformance local_cluster shoot contract workers managed_seed isolation backup || failed=1
+timed side-by-side run_phase side-by-side "$E2E_CONCURRENCY" conformance local_cluster shoot contract workers managed_seed isolation backup ha || failed=1
 timed alone run_phase alone 1 garden faults || failed=1
 [ "$failed" = 0 ] || exit 1
 

@@ -41,6 +41,12 @@ pub enum JoinError {
     Timeout { what: &'static str, within: Duration, last: String },
     #[error("the joining etcd exited before it was promoted: {0}")]
     Exited(String),
+    #[error("removing {}", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// The flags of `etcd-backup join`.
@@ -141,8 +147,18 @@ pub fn initial_cluster(members: &[Member], name: &str, peer_url: &str) -> String
 pub enum Outcome {
     DataPresent,
     Bootstrap,
-    Joined { id: u64, members: usize, replaced: bool },
-    Promoted { id: u64 },
+    /// `starts`: how often its etcd was started until it was promoted (more than once when the
+    /// cluster refused it at first).
+    Joined {
+        id: u64,
+        members: usize,
+        replaced: bool,
+        starts: u32,
+    },
+    Promoted {
+        id: u64,
+        starts: u32,
+    },
 }
 
 impl std::fmt::Display for Outcome {
@@ -150,12 +166,14 @@ impl std::fmt::Display for Outcome {
         match self {
             Outcome::DataPresent => f.write_str("the data directory holds a voting member; etcd starts from it"),
             Outcome::Bootstrap => f.write_str("no other member answered; this first member bootstraps the cluster"),
-            Outcome::Joined { id, members, replaced } => write!(
+            Outcome::Joined { id, members, replaced, starts } => write!(
                 f,
-                "joined as member {id:x} of {members}{}",
+                "joined as member {id:x} of {members}{}; its etcd started {starts} time(s)",
                 if *replaced { ", replacing its entry whose data was lost" } else { "" }
             ),
-            Outcome::Promoted { id } => write!(f, "member {id:x} was still a learner; promoted"),
+            Outcome::Promoted { id, starts } => {
+                write!(f, "member {id:x} was still a learner; promoted; its etcd started {starts} time(s)")
+            }
         }
     }
 }
@@ -231,7 +249,9 @@ where
 pub async fn run(options: &Options) -> Result<Outcome, JoinError> {
     let deadline = Instant::now() + Duration::from_secs(options.wait_seconds);
     let peers = peers(options).await?;
-    let data_present = options.data_dir.join("member").is_dir();
+    // etcd itself counts a member as initialized by its write-ahead log: a joining etcd that
+    // stopped before it wrote one leaves `member/` without `member/wal`, and must join again.
+    let data_present = options.data_dir.join("member").join("wal").is_dir();
     loop {
         let answer = ask(&peers).await;
         let members = answer.as_ref().map(|(m, _)| m.as_slice());
@@ -251,8 +271,8 @@ pub async fn run(options: &Options) -> Result<Outcome, JoinError> {
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
             (Plan::Promote { id }, Some((_, voter))) => {
-                run_until_promoted(options, &[], &voter, id, deadline).await?;
-                return Ok(Outcome::Promoted { id });
+                let starts = run_until_promoted(options, &[], &voter, id, false, deadline).await?;
+                return Ok(Outcome::Promoted { id, starts });
             }
             (Plan::Join { remove, add }, Some((_, voter))) => {
                 if let Some(stale) = remove {
@@ -271,51 +291,96 @@ pub async fn run(options: &Options) -> Result<Outcome, JoinError> {
                 };
                 let cluster = initial_cluster(&members, &options.name, &options.peer_url);
                 let flags = [format!("--initial-cluster={cluster}"), "--initial-cluster-state=existing".to_string()];
-                run_until_promoted(options, &flags, &voter, id, deadline).await?;
-                return Ok(Outcome::Joined { id, members: members.len(), replaced: remove.is_some() });
+                let starts = run_until_promoted(options, &flags, &voter, id, true, deadline).await?;
+                return Ok(Outcome::Joined { id, members: members.len(), replaced: remove.is_some(), starts });
             }
         }
     }
 }
 
 /// Runs etcd with the pod's flags and `extra` until `voter` has promoted learner `id`, then
-/// stops it (SIGTERM): the data directory then holds a voting member.
+/// stops it (SIGTERM): the data directory then holds a voting member. Returns how often etcd
+/// was started.
+///
+/// A joining etcd that exits first is started again (until `deadline`). It exits when the
+/// cluster refuses it at its start, e.g. while the seed's DNS does not yet know the new pod's
+/// address, by which the other members check its certificate. A `fresh` join's partial data
+/// directory is removed before each new start: it holds nothing the cluster needs.
 async fn run_until_promoted(
     options: &Options,
     extra: &[String],
     voter: &Etcd,
     id: u64,
+    fresh: bool,
     deadline: Instant,
-) -> Result<(), JoinError> {
-    let mut child = tokio::process::Command::new(&options.etcd)
-        .args(&options.etcd_args)
-        .args(extra)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| JoinError::Start { path: options.etcd.clone(), source })?;
-    let promoted = async {
-        let started = Instant::now();
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(JoinError::Exited(status.to_string()));
+) -> Result<u32, JoinError> {
+    let started = Instant::now();
+    let mut last = String::from("not started");
+    let mut starts = 0;
+    while Instant::now() < deadline {
+        starts += 1;
+        if fresh {
+            remove_partial_member(&options.data_dir).await?;
+        }
+        let mut child = tokio::process::Command::new(&options.etcd)
+            .args(&options.etcd_args)
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| JoinError::Start { path: options.etcd.clone(), source })?;
+        let outcome = promote_while_running(&mut child, voter, id, deadline).await;
+        crate::restore::stop(&mut child).await;
+        match outcome {
+            Ok(()) => {
+                tracing::info!(member = format!("{id:x}"), starts, "promoted to a voting member");
+                return Ok(starts);
             }
-            // etcd refuses while the learner is behind the leader.
-            let last = match timeout(CALL, voter.promote(id)).await {
-                Ok(Ok(())) => return Ok(()),
-                Ok(Err(e)) => runtime::cli::report(&e),
-                Err(_) => format!("no answer within {CALL:?}"),
-            };
-            if Instant::now() >= deadline {
-                return Err(JoinError::Timeout { what: "promoting the learner", within: deadline - started, last });
+            Err(JoinError::Exited(status)) => {
+                tracing::warn!(%status, "the joining etcd exited before its promotion; starting it again");
+                last = format!("the joining etcd exited: {status}");
+                tokio::time::sleep(Duration::from_secs(2)).await;
             }
-            tokio::time::sleep(RETRY).await;
+            Err(e) => return Err(e),
         }
     }
-    .await;
-    crate::restore::stop(&mut child).await;
-    promoted.map(|()| tracing::info!(member = format!("{id:x}"), "promoted to a voting member"))
+    Err(JoinError::Timeout { what: "promoting the learner", within: deadline - started, last })
+}
+
+/// Asks `voter` to promote `id` until it does; `Exited` when the joining etcd stops first.
+async fn promote_while_running(
+    child: &mut tokio::process::Child,
+    voter: &Etcd,
+    id: u64,
+    deadline: Instant,
+) -> Result<(), JoinError> {
+    let started = Instant::now();
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(JoinError::Exited(status.to_string()));
+        }
+        // etcd refuses while the learner is behind the leader.
+        let last = match timeout(CALL, voter.promote(id)).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => runtime::cli::report(&e),
+            Err(_) => format!("no answer within {CALL:?}"),
+        };
+        if Instant::now() >= deadline {
+            return Err(JoinError::Timeout { what: "promoting the learner", within: deadline - started, last });
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// Removes `data_dir/member`, what a joining etcd that stopped early left.
+async fn remove_partial_member(data_dir: &Path) -> Result<(), JoinError> {
+    let member = data_dir.join("member");
+    match tokio::fs::remove_dir_all(&member).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(JoinError::Remove { path: member, source }),
+    }
 }
 
 #[cfg(test)]
