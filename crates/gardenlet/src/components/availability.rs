@@ -10,6 +10,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 pub const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
 pub const ZONE_KEY: &str = "topology.kubernetes.io/zone";
 
+/// etcd's members in a highly available control plane (a quorum survives the loss of one).
+pub const HA_ETCD_MEMBERS: i32 = 3;
+
 /// Replicas of kube-apiserver, kube-controller-manager and kube-scheduler in a highly
 /// available control plane (the controllers elect a leader; a second replica takes over).
 pub const HA_REPLICAS: i32 = 2;

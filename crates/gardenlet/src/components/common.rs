@@ -76,9 +76,6 @@ impl Images {
     }
 }
 
-/// etcd's members in a highly available control plane (a quorum survives the loss of one).
-pub const HA_ETCD_MEMBERS: i32 = 3;
-
 /// Everything the builders need to know about one shoot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ControlPlaneValues {
@@ -91,7 +88,8 @@ pub struct ControlPlaneValues {
     /// Replicas of etcd (0 only after everything else is down, else its member count).
     pub etcd_replicas: i32,
     /// The failure the control plane tolerates (`spec.controlPlane.highAvailability`): with
-    /// one, etcd has [`HA_ETCD_MEMBERS`] members spread over distinct nodes (or zones).
+    /// one, etcd has [`super::availability::HA_ETCD_MEMBERS`] members spread over distinct nodes
+    /// (or zones).
     pub failure_tolerance: Option<FailureToleranceType>,
     pub service_cidr: String,
     pub pod_cidr: Option<String>,
@@ -127,7 +125,7 @@ pub struct ControlPlaneValues {
 impl ControlPlaneValues {
     /// The members of the shoot's etcd cluster (its size, also while hibernated).
     pub fn etcd_members(&self) -> i32 {
-        if self.failure_tolerance.is_some() { HA_ETCD_MEMBERS } else { 1 }
+        if self.failure_tolerance.is_some() { super::availability::HA_ETCD_MEMBERS } else { 1 }
     }
 }
 
