@@ -274,27 +274,49 @@ pub async fn run(options: &Options) -> Result<Outcome, JoinError> {
                 let starts = run_until_promoted(options, &[], &voter, id, false, deadline).await?;
                 return Ok(Outcome::Promoted { id, starts });
             }
-            (Plan::Join { remove, add }, Some((_, voter))) => {
-                if let Some(stale) = remove {
-                    tracing::info!(member = format!("{stale:x}"), "removing this member's entry: its data is lost");
-                    retry("removing the stale entry", deadline, || voter.remove_member(stale)).await?;
-                }
-                let members = retry("listing the members", deadline, || voter.members()).await?;
-                let own = members.iter().find(|m| m.peer_urls.iter().any(|u| u == &options.peer_url));
-                let (id, members) = match (add, own) {
-                    (false, Some(m)) => (m.id, members.clone()),
-                    _ => {
-                        // etcd takes one learner at a time: a second joining member waits here.
-                        retry("adding this member as a learner", deadline, || voter.add_learner(&options.peer_url))
-                            .await?
-                    }
-                };
+            (Plan::Join { remove, .. }, Some((_, voter))) => {
+                let (id, members) = enter(options, &voter, deadline).await?;
                 let cluster = initial_cluster(&members, &options.name, &options.peer_url);
                 let flags = [format!("--initial-cluster={cluster}"), "--initial-cluster-state=existing".to_string()];
                 let starts = run_until_promoted(options, &flags, &voter, id, true, deadline).await?;
                 return Ok(Outcome::Joined { id, members: members.len(), replaced: remove.is_some(), starts });
             }
         }
+    }
+}
+
+/// Makes this member an entry of the cluster that it can start as: the entry a previous attempt
+/// added and that never started, or a new learner. An entry that started before (its data is
+/// gone) is removed first. The member list is read again before every add, because an add
+/// whose answer was lost may still have happened (a second add of the same peer URL is refused).
+async fn enter(options: &Options, voter: &Etcd, deadline: Instant) -> Result<(u64, Vec<Member>), JoinError> {
+    let started = Instant::now();
+    loop {
+        let members = retry("listing the members", deadline, || voter.members()).await?;
+        let last = match members.iter().find(|m| m.peer_urls.iter().any(|u| u == &options.peer_url)) {
+            Some(m) if m.name.is_empty() => return Ok((m.id, members.clone())),
+            Some(stale) => {
+                tracing::info!(member = format!("{:x}", stale.id), "removing this member's entry: its data is lost");
+                let id = stale.id;
+                retry("removing the stale entry", deadline, || voter.remove_member(id)).await?;
+                continue;
+            }
+            // etcd takes one learner at a time: a second joining member waits here.
+            None => match timeout(CALL, voter.add_learner(&options.peer_url)).await {
+                Ok(Ok(added)) => return Ok(added),
+                Ok(Err(e)) => runtime::cli::report(&e),
+                Err(_) => format!("no answer within {CALL:?} (the add may have happened)"),
+            },
+        };
+        if Instant::now() >= deadline {
+            return Err(JoinError::Timeout {
+                what: "adding this member as a learner",
+                within: deadline - started,
+                last,
+            });
+        }
+        tracing::info!(what = "adding this member as a learner", error = %last, "retrying");
+        tokio::time::sleep(RETRY).await;
     }
 }
 
