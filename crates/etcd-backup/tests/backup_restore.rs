@@ -72,6 +72,23 @@ async fn write(api: &Api<ConfigMap>, name: &str) {
     api.create(&PostParams::default(), &cm).await.unwrap();
 }
 
+/// Waits (bounded) until the sidecar stored its full snapshot at start: exactly one.
+async fn full_snapshot_at_start(store: &Store) {
+    testenv::poll::until_some(
+        "the full snapshot at start",
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || {
+            let store = store.clone();
+            async move {
+                let fulls = store.list().await.unwrap().iter().filter(|s| s.kind == Kind::Full).count();
+                (fulls == 1).then_some(())
+            }
+        },
+    )
+    .await;
+}
+
 /// Every key, value and revision of the etcd on `data_dir` (started by the restore's own
 /// temporary etcd: a restore of a directory that holds a member changes nothing and reads it).
 async fn dump_dir(data_dir: &Path) -> (Vec<(Vec<u8>, Vec<u8>, i64)>, i64) {
@@ -128,16 +145,7 @@ async fn a_restore_from_a_full_snapshot_and_deltas_gives_back_every_key_at_its_r
     );
     let (stop, run) = spawn(snapshotter);
     let store = Store::new(&store_dir);
-    testenv::poll::until_some(
-        "the full snapshot at start",
-        Duration::from_secs(30),
-        Duration::from_millis(100),
-        || {
-            let store = store.clone();
-            async move { store.list().await.unwrap().iter().any(|s| s.kind == Kind::Full).then_some(()) }
-        },
-    )
-    .await;
+    full_snapshot_at_start(&store).await;
     // Writes, updates and deletes after the full snapshot, across several delta periods.
     for i in 0..20 {
         write(&api, &format!("after-{i}")).await;
@@ -216,16 +224,7 @@ async fn deltas_past_the_compaction_threshold_are_compacted_into_a_full_snapshot
     let (stop, run) = spawn(snapshotter);
     let store = Store::new(&store_dir);
     let fulls = |all: &[etcd_backup::names::Snapshot]| all.iter().filter(|s| s.kind == Kind::Full).count();
-    testenv::poll::until_some(
-        "the full snapshot at start",
-        Duration::from_secs(30),
-        Duration::from_millis(100),
-        || {
-            let store = store.clone();
-            async move { (fulls(&store.list().await.unwrap()) == 1).then_some(()) }
-        },
-    )
-    .await;
+    full_snapshot_at_start(&store).await;
     // Well over the threshold's revisions, across several delta periods.
     for i in 0..90 {
         write(&api, &format!("w-{i:03}")).await;
@@ -290,16 +289,7 @@ async fn writes_acknowledged_just_before_the_shutdown_are_in_the_last_delta() {
     );
     let (stop, run) = spawn(snapshotter);
     let store = Store::new(&store_dir);
-    testenv::poll::until_some(
-        "the full snapshot at start",
-        Duration::from_secs(30),
-        Duration::from_millis(100),
-        || {
-            let store = store.clone();
-            async move { (!store.list().await.unwrap().is_empty()).then_some(()) }
-        },
-    )
-    .await;
+    full_snapshot_at_start(&store).await;
     // Many small writes, then a large one: the watch takes longest to carry the last.
     for i in 0..100 {
         etcd.apply(&[Event::Put { key: format!("/burst/{i:03}").into_bytes(), value: b"v".to_vec() }]).await.unwrap();

@@ -16,9 +16,8 @@
 
 use clap::Parser;
 use gardenlet::components::common::{FailureToleranceType, secrets};
-use gardenlet::components::{ControlPlaneValues, Images, etcd};
+use gardenlet::components::{ControlPlaneValues, etcd};
 use pki::SecretSet;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -30,23 +29,11 @@ fn values() -> ControlPlaneValues {
     ControlPlaneValues {
         namespace: NS.into(),
         kubernetes_version: "1.20.2".into(),
-        replicas: 1,
         etcd_replicas: 3,
         failure_tolerance: Some(FailureToleranceType::Zone),
-        service_cidr: "10.112.0.0/13".into(),
-        pod_cidr: Some("10.96.0.0/11".into()),
-        tunnel: false,
-        cluster_domain: "cluster.local".into(),
-        advertised_host: "api.ha.dev.example.com".into(),
-        images: Images::default(),
-        owner: None,
-        apiserver: Default::default(),
-        controller_manager: Default::default(),
-        scheduler: Default::default(),
-        secret_checksums: BTreeMap::new(),
-        etcd_backup: None,
         etcd_defragmentation_schedule: "0 0 */3 * *".to_string(),
         requests_percent: 100,
+        ..ControlPlaneValues::default()
     }
 }
 

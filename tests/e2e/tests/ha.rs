@@ -33,24 +33,13 @@ fn values(namespace: &str) -> ControlPlaneValues {
     ControlPlaneValues {
         namespace: namespace.into(),
         kubernetes_version: "1.20.2".into(),
-        replicas: 1,
         etcd_replicas: 3,
         failure_tolerance: Some(FailureToleranceType::Node),
-        service_cidr: "100.64.0.0/13".into(),
-        pod_cidr: None,
-        tunnel: false,
-        cluster_domain: "cluster.local".into(),
-        advertised_host: "api.ha.e2e.internal".into(),
         images: images(),
-        owner: None,
-        apiserver: Default::default(),
-        controller_manager: Default::default(),
-        scheduler: Default::default(),
-        secret_checksums: BTreeMap::new(),
-        etcd_backup: None,
         etcd_defragmentation_schedule: "0 0 */3 * *".to_string(),
         // As the local garden's gardenlet asks (controlPlaneRequestsPercent).
         requests_percent: 20,
+        ..ControlPlaneValues::default()
     }
 }
 

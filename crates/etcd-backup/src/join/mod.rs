@@ -92,10 +92,9 @@ pub enum Plan {
     Bootstrap,
     /// No member answers yet and this member may not bootstrap: ask again.
     Wait,
-    /// Join the running cluster: remove this member's stale entry first (`remove`), add it as
-    /// a learner unless it is added already (`add`), run etcd with [`initial_cluster`] of the
-    /// members after the add, promote.
-    Join { remove: Option<u64>, add: bool },
+    /// Join the running cluster: get an entry ([`entry`], step by step), run etcd with
+    /// [`initial_cluster`] of the members then, promote.
+    Join,
     /// The data directory holds a member that is still a learner (a join that stopped before
     /// its promotion): run etcd and promote it.
     Promote { id: u64 },
@@ -121,13 +120,32 @@ pub fn plan(data_present: bool, first: bool, peer_url: &str, members: Option<&[M
             _ => Plan::DataPresent,
         };
     }
-    if members.is_none() {
-        return if first { Plan::Bootstrap } else { Plan::Wait };
+    match members {
+        None if first => Plan::Bootstrap,
+        None => Plan::Wait,
+        Some(_) => Plan::Join,
     }
-    // Started before (it has a name) but its data is gone: a new learner replaces it. Added but
-    // never started: it joins with the entry it has.
-    let stale = own.filter(|m| !m.name.is_empty()).map(|m| m.id);
-    Plan::Join { remove: stale, add: own.is_none() || stale.is_some() }
+}
+
+/// A joining member's next step with its entry in the cluster's `members`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// Added but never started (an earlier attempt stopped, or an add whose answer was lost):
+    /// join with it.
+    Use(u64),
+    /// Started before (it has a name) but its data is gone: remove it; a new learner replaces it.
+    Remove(u64),
+    /// None: add this member as a learner.
+    Add,
+}
+
+/// [`Entry`] for the member with `peer_url`.
+pub fn entry(members: &[Member], peer_url: &str) -> Entry {
+    match members.iter().find(|m| m.peer_urls.iter().any(|u| u == peer_url)) {
+        Some(m) if m.name.is_empty() => Entry::Use(m.id),
+        Some(m) => Entry::Remove(m.id),
+        None => Entry::Add,
+    }
 }
 
 /// `--initial-cluster` of a joining member: every member of the cluster (etcd refuses a list
@@ -274,36 +292,36 @@ pub async fn run(options: &Options) -> Result<Outcome, JoinError> {
                 let starts = run_until_promoted(options, &[], &voter, id, false, deadline).await?;
                 return Ok(Outcome::Promoted { id, starts });
             }
-            (Plan::Join { remove, .. }, Some((_, voter))) => {
-                let (id, members) = enter(options, &voter, deadline).await?;
+            (Plan::Join, Some((_, voter))) => {
+                let Entered { id, members, replaced } = enter(options, &voter, deadline).await?;
                 let cluster = initial_cluster(&members, &options.name, &options.peer_url);
                 let flags = [format!("--initial-cluster={cluster}"), "--initial-cluster-state=existing".to_string()];
                 let starts = run_until_promoted(options, &flags, &voter, id, true, deadline).await?;
-                return Ok(Outcome::Joined { id, members: members.len(), replaced: remove.is_some(), starts });
+                return Ok(Outcome::Joined { id, members: members.len(), replaced, starts });
             }
         }
     }
 }
 
-/// Makes this member an entry of the cluster that it can start as: the entry a previous attempt
-/// added and that never started, or a new learner. An entry that started before (its data is
-/// gone) is removed first. The member list is read again before every add, because an add
-/// whose answer was lost may still have happened (a second add of the same peer URL is refused).
-async fn enter(options: &Options, voter: &Etcd, deadline: Instant) -> Result<(u64, Vec<Member>), JoinError> {
+/// Gives this member an entry of the cluster that it can start as, following [`entry`] step by
+/// step. The member list is read again before every step, because an add whose answer was lost
+/// may still have happened (a second add of the same peer URL is refused).
+async fn enter(options: &Options, voter: &Etcd, deadline: Instant) -> Result<Entered, JoinError> {
     let started = Instant::now();
+    let mut replaced = false;
     loop {
         let members = retry("listing the members", deadline, || voter.members()).await?;
-        let last = match members.iter().find(|m| m.peer_urls.iter().any(|u| u == &options.peer_url)) {
-            Some(m) if m.name.is_empty() => return Ok((m.id, members.clone())),
-            Some(stale) => {
-                tracing::info!(member = format!("{:x}", stale.id), "removing this member's entry: its data is lost");
-                let id = stale.id;
+        let last = match entry(&members, &options.peer_url) {
+            Entry::Use(id) => return Ok(Entered { id, members, replaced }),
+            Entry::Remove(id) => {
+                tracing::info!(member = format!("{id:x}"), "removing this member's entry: its data is lost");
                 retry("removing the stale entry", deadline, || voter.remove_member(id)).await?;
+                replaced = true;
                 continue;
             }
             // etcd takes one learner at a time: a second joining member waits here.
-            None => match timeout(CALL, voter.add_learner(&options.peer_url)).await {
-                Ok(Ok(added)) => return Ok(added),
+            Entry::Add => match timeout(CALL, voter.add_learner(&options.peer_url)).await {
+                Ok(Ok((id, members))) => return Ok(Entered { id, members, replaced }),
                 Ok(Err(e)) => runtime::cli::report(&e),
                 Err(_) => format!("no answer within {CALL:?} (the add may have happened)"),
             },
@@ -318,6 +336,13 @@ async fn enter(options: &Options, voter: &Etcd, deadline: Instant) -> Result<(u6
         tracing::info!(what = "adding this member as a learner", error = %last, "retrying");
         tokio::time::sleep(RETRY).await;
     }
+}
+
+/// This member's entry in the cluster, the members then, and whether a stale entry was removed.
+struct Entered {
+    id: u64,
+    members: Vec<Member>,
+    replaced: bool,
 }
 
 /// Runs etcd with the pod's flags and `extra` until `voter` has promoted learner `id`, then

@@ -21,13 +21,15 @@ fn the_first_member_bootstraps_only_when_nobody_answers_and_the_others_wait() {
     assert_eq!(plan(true, false, &url("etcd-main-1"), None), Plan::DataPresent);
     // The first member's volume is lost while the others run: it joins, never bootstraps anew.
     let running = [member(1, "etcd-main-0", "etcd-main-0", false), member(2, "etcd-main-1", "etcd-main-1", false)];
-    assert_eq!(plan(false, true, &url("etcd-main-0"), Some(&running)), Plan::Join { remove: Some(1), add: true });
+    assert_eq!(plan(false, true, &url("etcd-main-0"), Some(&running)), Plan::Join);
+    assert_eq!(entry(&running, &url("etcd-main-0")), Entry::Remove(1));
 }
 
 #[test]
 fn a_new_member_joins_as_a_learner_with_the_running_members_and_itself() {
     let running = [member(1, "etcd-main-0", "etcd-main-0", false)];
-    assert_eq!(plan(false, false, &url("etcd-main-1"), Some(&running)), Plan::Join { remove: None, add: true });
+    assert_eq!(plan(false, false, &url("etcd-main-1"), Some(&running)), Plan::Join);
+    assert_eq!(entry(&running, &url("etcd-main-1")), Entry::Add);
     // After the add, the cluster lists the learner without a name yet.
     let after = [running[0].clone(), member(2, "", "etcd-main-1", true)];
     assert_eq!(
@@ -44,7 +46,8 @@ fn an_added_member_that_never_started_keeps_its_entry_and_others_are_named_by_th
         member(2, "", "etcd-main-1", true),
         member(3, "", "etcd-main-2", true),
     ];
-    assert_eq!(plan(false, false, &url("etcd-main-2"), Some(&members)), Plan::Join { remove: None, add: false });
+    assert_eq!(plan(false, false, &url("etcd-main-2"), Some(&members)), Plan::Join);
+    assert_eq!(entry(&members, &url("etcd-main-2")), Entry::Use(3));
     assert_eq!(
         initial_cluster(&members, "etcd-main-2", &url("etcd-main-2")),
         format!(

@@ -76,8 +76,9 @@ impl Images {
     }
 }
 
-/// Everything the builders need to know about one shoot.
-#[derive(Debug, Clone, PartialEq)]
+/// Everything the builders need to know about one shoot. (`Default` is a base for struct update
+/// syntax; every real shoot's values come from `ShootValues::control_plane`.)
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ControlPlaneValues {
     /// The seed namespace (technical ID).
     pub namespace: String,

@@ -7,6 +7,7 @@
 //! kube-proxy's objects from a shoot that turned it off ([`delete_kube_proxy`]).
 
 use crate::components::{cluster_dns, konnectivity, kube_proxy};
+use crate::shoot::operation::apply::disruption_budgets;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
@@ -202,15 +203,6 @@ async fn apply_cluster_dns(
         .await?;
     disruption_budgets(shoot, ns).patch(name, params, &Patch::Apply(&cluster_dns::disruption_budget())).await?;
     Ok(())
-}
-
-/// The policy/v1beta1 PodDisruptionBudgets of the shoot's system components.
-fn disruption_budgets(shoot: &kube::Client, namespace: &str) -> Api<kube::api::DynamicObject> {
-    let pdb = kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget"),
-        "poddisruptionbudgets",
-    );
-    Api::namespaced_with(shoot.clone(), namespace, &pdb)
 }
 
 fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, kube::Error> {

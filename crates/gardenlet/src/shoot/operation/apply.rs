@@ -266,6 +266,17 @@ where
     Some(TaskError::msg(message).with_codes([code]))
 }
 
+/// The `policy/v1beta1` PodDisruptionBudgets of `namespace` (the seeds and shoots run 1.20, and
+/// the typed client only knows `policy/v1`): a highly available control plane's in the seed, the
+/// system components' in the shoot.
+pub fn disruption_budgets(client: &kube::Client, namespace: &str) -> Api<kube::api::DynamicObject> {
+    let pdb = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget"),
+        "poddisruptionbudgets",
+    );
+    Api::namespaced_with(client.clone(), namespace, &pdb)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@ use crate::components::{availability, etcd, etcd_backup, kube_apiserver, kube_co
 use crate::flow::TaskError;
 use crate::shoot::credentials::{self, secrets};
 use crate::shoot::objects::extensions as ext;
-use crate::shoot::operation::apply::{apply, deploy_extension, task_err, wait_for};
+use crate::shoot::operation::apply::{apply, deploy_extension, disruption_budgets, task_err, wait_for};
 use crate::shoot::operation::audit_policy;
 use crate::shoot::operation::context::OperationContext;
 use crate::shoot::operation::context::secret_value;
@@ -13,7 +13,7 @@ use crate::shoot::operation::readiness as checks;
 use crate::shoot::operation::references;
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use std::sync::Arc;
 
@@ -109,17 +109,11 @@ pub(super) async fn deploy_deployment(ctx: &OperationContext, deployment: Deploy
     wait_for::<Deployment>(ctx, &name, checks::deployment_rolled_out).await.map(|_| ())
 }
 
-/// Server-side apply of a component's `policy/v1beta1` PodDisruptionBudget (a highly available
-/// control plane's; the typed client only knows `policy/v1`, which the seeds' 1.20 lacks).
+/// Server-side apply of a highly available component's PodDisruptionBudget in the seed.
 async fn apply_disruption_budget(ctx: &OperationContext, budget: serde_json::Value) -> Result<(), TaskError> {
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget"),
-        "poddisruptionbudgets",
-    );
-    let object: DynamicObject = serde_json::from_value(budget).map_err(task_err)?;
-    let name = object.name_any();
-    let api: Api<DynamicObject> = Api::namespaced_with(ctx.seed.clone(), ctx.values.namespace(), &resource);
-    api.patch(&name, &PatchParams::apply("gardenlet").force(), &Patch::Apply(&object))
+    let name = budget["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    disruption_budgets(&ctx.seed, ctx.values.namespace())
+        .patch(&name, &PatchParams::apply("gardenlet").force(), &Patch::Apply(&budget))
         .await
         .map_err(|e| TaskError::context(format!("applying PodDisruptionBudget {name}"), &e))?;
     Ok(())
